@@ -1,0 +1,271 @@
+// Package config holds the operator's settings: defaults and maxima for every
+// limit, where Docker is, and how the server listens. Settings come from an
+// optional JSON file, then environment variables (MCR_*), then flags; each
+// later source overrides the earlier. Tool arguments never change a Config:
+// they can only ask for tighter limits within it (see Limits.Tighten).
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits bound one execution. Every field is enforced inside the sandbox or by
+// the engine; zero is never "unlimited".
+type Limits struct {
+	// TimeoutSeconds is the default wall-clock limit of the run stage.
+	TimeoutSeconds int `json:"timeout_seconds"`
+	// MaxTimeoutSeconds is the most a tool call may ask for.
+	MaxTimeoutSeconds int `json:"max_timeout_seconds"`
+	// CompileTimeoutSeconds is the wall-clock limit of a compile stage.
+	CompileTimeoutSeconds int `json:"compile_timeout_seconds"`
+	// MemoryMB is the container's memory limit; swap is not allowed.
+	MemoryMB int `json:"memory_mb"`
+	// CPUs is the container's CPU quota, in cores.
+	CPUs float64 `json:"cpus"`
+	// PidsLimit caps processes and threads in the container.
+	PidsLimit int `json:"pids_limit"`
+	// WorkspaceMB is the size of the /workspace tmpfs.
+	WorkspaceMB int `json:"workspace_mb"`
+	// TmpMB is the size of the /tmp tmpfs.
+	TmpMB int `json:"tmp_mb"`
+	// NoFile is the open-files ulimit.
+	NoFile int `json:"nofile"`
+	// FileSizeMB is the largest file a program may write (fsize ulimit).
+	FileSizeMB int `json:"file_size_mb"`
+	// InlineOutputBytes caps stdout and stderr each in a tool result.
+	InlineOutputBytes int `json:"inline_output_bytes"`
+	// MaxOutputBytes caps stdout and stderr each as kept in full; output past
+	// it is read and discarded, so the program is not killed for printing.
+	MaxOutputBytes int `json:"max_output_bytes"`
+	// MaxCodeBytes caps the source code.
+	MaxCodeBytes int `json:"max_code_bytes"`
+	// MaxStdinBytes caps the standard input.
+	MaxStdinBytes int `json:"max_stdin_bytes"`
+	// MaxFiles caps the number of input files.
+	MaxFiles int `json:"max_files"`
+	// MaxFileBytes caps each input file.
+	MaxFileBytes int `json:"max_file_bytes"`
+	// MaxTotalFileBytes caps all input files together.
+	MaxTotalFileBytes int `json:"max_total_file_bytes"`
+	// MaxArgs caps the number of command-line arguments.
+	MaxArgs int `json:"max_args"`
+	// MaxEnv caps the number of environment variables.
+	MaxEnv int `json:"max_env"`
+}
+
+// Config is the whole operator configuration.
+type Config struct {
+	Limits Limits `json:"limits"`
+	// DockerHost overrides DOCKER_HOST when set.
+	DockerHost string `json:"docker_host"`
+	// Runtime is the OCI runtime for sandboxes ("" means the daemon's default).
+	Runtime string `json:"runtime"`
+	// AgentPath is the static binary mounted into each sandbox as its first
+	// process; empty means this executable.
+	AgentPath string `json:"agent_path"`
+	// LanguagesFile adds or overrides language registry entries.
+	LanguagesFile string `json:"languages_file"`
+	// MaxConcurrentRuns caps executions in flight.
+	MaxConcurrentRuns int `json:"max_concurrent_runs"`
+	// QueueTimeoutSeconds is how long a run waits for a free slot before it
+	// is answered with a busy error.
+	QueueTimeoutSeconds int `json:"queue_timeout_seconds"`
+	// OutputRetentionSeconds is how long full outputs stay readable.
+	OutputRetentionSeconds int `json:"output_retention_seconds"`
+	// OutputStoreMB caps the memory all kept outputs use; oldest go first.
+	OutputStoreMB int `json:"output_store_mb"`
+	// SweepIntervalSeconds is how often left-behind containers are removed.
+	SweepIntervalSeconds int `json:"sweep_interval_seconds"`
+	// HTTP holds the Streamable HTTP listener's settings.
+	HTTP HTTP `json:"http"`
+}
+
+// HTTP configures the Streamable HTTP transport.
+type HTTP struct {
+	// AllowedOrigins are extra Origin values accepted besides same-host ones.
+	AllowedOrigins []string `json:"allowed_origins"`
+	// AllowedHosts are extra Host header values accepted besides loopback.
+	AllowedHosts []string `json:"allowed_hosts"`
+	// MaxBodyBytes caps a request body.
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+}
+
+// Default returns the built-in configuration.
+func Default() Config {
+	return Config{
+		Limits: Limits{
+			TimeoutSeconds:        10,
+			MaxTimeoutSeconds:     60,
+			CompileTimeoutSeconds: 30,
+			MemoryMB:              256,
+			CPUs:                  1,
+			PidsLimit:             128,
+			WorkspaceMB:           64,
+			TmpMB:                 64,
+			NoFile:                1024,
+			FileSizeMB:            32,
+			InlineOutputBytes:     16 << 10,
+			MaxOutputBytes:        1 << 20,
+			MaxCodeBytes:          1 << 20,
+			MaxStdinBytes:         1 << 20,
+			MaxFiles:              32,
+			MaxFileBytes:          1 << 20,
+			MaxTotalFileBytes:     8 << 20,
+			MaxArgs:               64,
+			MaxEnv:                64,
+		},
+		MaxConcurrentRuns:      8,
+		QueueTimeoutSeconds:    30,
+		OutputRetentionSeconds: 3600,
+		OutputStoreMB:          64,
+		SweepIntervalSeconds:   60,
+		HTTP: HTTP{
+			MaxBodyBytes: 16 << 20,
+		},
+	}
+}
+
+// Load reads the optional JSON file at path over the defaults, then applies
+// MCR_* environment variables (see EnvNames).
+func Load(path string, getenv func(string) string) (Config, error) {
+	c := Default()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("reading config file: %w", err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return c, fmt.Errorf("config file %s: %w (see the README's configuration section for the fields)", path, err)
+		}
+	}
+	if err := applyEnv(&c, getenv); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// EnvNames lists every environment variable Load reads, with the field it sets.
+func EnvNames() map[string]string {
+	out := map[string]string{}
+	walkFields(reflect.ValueOf(&Config{}).Elem(), "", func(name string, _ reflect.Value) {
+		out[envName(name)] = name
+	})
+	return out
+}
+
+func envName(field string) string {
+	return "MCR_" + strings.ToUpper(strings.ReplaceAll(field, ".", "_"))
+}
+
+// walkFields calls fn for every scalar field with its dotted JSON name
+// ("limits.timeout_seconds").
+func walkFields(v reflect.Value, prefix string, fn func(name string, f reflect.Value)) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+		if tag == "" || tag == "-" {
+			continue
+		}
+		name := tag
+		if prefix != "" {
+			name = prefix + "." + tag
+		}
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct {
+			walkFields(f, name, fn)
+			continue
+		}
+		fn(name, f)
+	}
+}
+
+func applyEnv(c *Config, getenv func(string) string) error {
+	var errs []error
+	walkFields(reflect.ValueOf(c).Elem(), "", func(name string, f reflect.Value) {
+		raw := getenv(envName(name))
+		if raw == "" {
+			return
+		}
+		if err := setField(f, raw); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", envName(name), raw, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func setField(f reflect.Value, raw string) error {
+	switch f.Kind() {
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return fmt.Errorf("want a whole number")
+		}
+		f.SetInt(n)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return fmt.Errorf("want a number")
+		}
+		f.SetFloat(x)
+	case reflect.String:
+		f.SetString(raw)
+	case reflect.Slice:
+		var parts []string
+		for _, p := range strings.Split(raw, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		f.Set(reflect.ValueOf(parts))
+	default:
+		return fmt.Errorf("unsupported setting type %s", f.Kind())
+	}
+	return nil
+}
+
+// Validate checks that every limit is positive and defaults sit within maxima.
+func (c Config) Validate() error {
+	var errs []error
+	walkFields(reflect.ValueOf(&c.Limits).Elem(), "limits", func(name string, f reflect.Value) {
+		if (f.Kind() == reflect.Int && f.Int() <= 0) || (f.Kind() == reflect.Float64 && f.Float() <= 0) {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	})
+	l := c.Limits
+	if l.TimeoutSeconds > l.MaxTimeoutSeconds {
+		errs = append(errs, fmt.Errorf("limits.timeout_seconds (%d) is above limits.max_timeout_seconds (%d)", l.TimeoutSeconds, l.MaxTimeoutSeconds))
+	}
+	if l.InlineOutputBytes > l.MaxOutputBytes {
+		errs = append(errs, fmt.Errorf("limits.inline_output_bytes is above limits.max_output_bytes"))
+	}
+	if c.MaxConcurrentRuns <= 0 {
+		errs = append(errs, errors.New("max_concurrent_runs must be positive"))
+	}
+	if c.QueueTimeoutSeconds < 0 || c.OutputRetentionSeconds <= 0 || c.OutputStoreMB <= 0 || c.SweepIntervalSeconds <= 0 {
+		errs = append(errs, errors.New("queue_timeout_seconds, output_retention_seconds, output_store_mb and sweep_interval_seconds must be positive"))
+	}
+	if c.HTTP.MaxBodyBytes <= 0 {
+		errs = append(errs, errors.New("http.max_body_bytes must be positive"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// QueueTimeout returns QueueTimeoutSeconds as a duration.
+func (c Config) QueueTimeout() time.Duration { return time.Duration(c.QueueTimeoutSeconds) * time.Second }
+
+// OutputRetention returns OutputRetentionSeconds as a duration.
+func (c Config) OutputRetention() time.Duration {
+	return time.Duration(c.OutputRetentionSeconds) * time.Second
+}

@@ -1,0 +1,253 @@
+// Package languages holds the language registry: which runtimes exist, which
+// image each runs in, and how a program is compiled and run. The registry is
+// data (registry.json, embedded in the binary); an operator may add or
+// override entries from a file of the same shape.
+package languages
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+)
+
+//go:embed registry.json
+var builtin []byte
+
+// Image is one runtime image that the project builds.
+type Image struct {
+	// Name is the short name languages refer to ("python").
+	Name string `json:"name"`
+	// Tag is the full image reference, versioned ("mcp-code-runner/python:1").
+	Tag string `json:"tag"`
+	// Dockerfile names the Dockerfile in the images package's embedded files.
+	Dockerfile string `json:"dockerfile"`
+	// From is the name of the image this one builds on; "root" is the bare
+	// Debian base, pulled or bootstrapped.
+	From string `json:"from"`
+	// Description says what the image carries.
+	Description string `json:"description,omitempty"`
+}
+
+// Limits are per-language overrides of the operator's default limits, for
+// runtimes that need more (compilers need memory and time).
+type Limits struct {
+	CompileTimeoutSeconds int `json:"compile_timeout_seconds,omitempty"`
+	TimeoutSeconds        int `json:"timeout_seconds,omitempty"`
+	MemoryMB              int `json:"memory_mb,omitempty"`
+	PidsLimit             int `json:"pids_limit,omitempty"`
+}
+
+// Language is one entry of the registry.
+type Language struct {
+	// Name is the canonical, lower-case name ("python").
+	Name string `json:"name"`
+	// DisplayName is the human name ("Python").
+	DisplayName string `json:"display_name,omitempty"`
+	// Aliases are other names accepted for the language ("py").
+	Aliases []string `json:"aliases,omitempty"`
+	// Image is the name of the Image the language runs in.
+	Image string `json:"image"`
+	// File is the file name the source code is written to in the workspace.
+	File string `json:"file"`
+	// Compile is the optional compile command, run in the workspace.
+	Compile []string `json:"compile,omitempty"`
+	// Run is the run command; the user's arguments are appended to it.
+	Run []string `json:"run"`
+	// Version prints the runtime's version; it runs when the image is built.
+	Version []string `json:"version"`
+	// Env holds extra NAME=value pairs set for every stage.
+	Env []string `json:"env,omitempty"`
+	// Limits override the operator's defaults for this language.
+	Limits Limits `json:"limits,omitzero"`
+	// Example is a hello-world program, used in prompts and tests.
+	Example string `json:"example,omitempty"`
+}
+
+// Compiled reports whether the language has a compile stage.
+func (l *Language) Compiled() bool { return len(l.Compile) > 0 }
+
+// File is the registry file format.
+type File struct {
+	Images    []Image    `json:"images"`
+	Languages []Language `json:"languages"`
+}
+
+// Registry is a validated, immutable set of languages and images.
+type Registry struct {
+	images    map[string]Image
+	languages []Language
+	byName    map[string]int // name or alias -> index into languages
+}
+
+// Builtin returns the registry embedded in the binary.
+func Builtin() *Registry {
+	r, err := Parse(builtin)
+	if err != nil {
+		panic(fmt.Sprintf("embedded language registry is invalid: %v", err))
+	}
+	return r
+}
+
+// Parse decodes and validates a registry file.
+func Parse(data []byte) (*Registry, error) {
+	var f File
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("decoding language registry: %w", err)
+	}
+	return New(f)
+}
+
+// Load returns the built-in registry with the entries of the file at path
+// added or overriding built-in entries of the same name. An empty path
+// returns the built-in registry.
+func Load(path string) (*Registry, error) {
+	base := Builtin()
+	if path == "" {
+		return base, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading language registry %s: %w", path, err)
+	}
+	var extra File
+	if err := json.Unmarshal(data, &extra); err != nil {
+		return nil, fmt.Errorf("decoding language registry %s: %w", path, err)
+	}
+	merged := base.File()
+	for _, img := range extra.Images {
+		if i := slices.IndexFunc(merged.Images, func(x Image) bool { return x.Name == img.Name }); i >= 0 {
+			merged.Images[i] = img
+		} else {
+			merged.Images = append(merged.Images, img)
+		}
+	}
+	for _, l := range extra.Languages {
+		if i := slices.IndexFunc(merged.Languages, func(x Language) bool { return x.Name == l.Name }); i >= 0 {
+			merged.Languages[i] = l
+		} else {
+			merged.Languages = append(merged.Languages, l)
+		}
+	}
+	r, err := New(merged)
+	if err != nil {
+		return nil, fmt.Errorf("language registry %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// New validates f and builds a registry from it.
+func New(f File) (*Registry, error) {
+	r := &Registry{images: map[string]Image{}, byName: map[string]int{}}
+	for _, img := range f.Images {
+		if img.Name == "" || img.Tag == "" {
+			return nil, fmt.Errorf("image %q: name and tag are required", img.Name)
+		}
+		if _, dup := r.images[img.Name]; dup {
+			return nil, fmt.Errorf("image %q is defined twice", img.Name)
+		}
+		r.images[img.Name] = img
+	}
+	for _, img := range f.Images {
+		if img.From != "root" {
+			if _, ok := r.images[img.From]; !ok {
+				return nil, fmt.Errorf("image %q builds on unknown image %q", img.Name, img.From)
+			}
+		}
+	}
+	langs := slices.Clone(f.Languages)
+	sort.Slice(langs, func(i, j int) bool { return langs[i].Name < langs[j].Name })
+	for i, l := range langs {
+		switch {
+		case l.Name == "" || strings.ToLower(l.Name) != l.Name:
+			return nil, fmt.Errorf("language %q: name must be non-empty lower case", l.Name)
+		case l.File == "" || strings.Contains(l.File, "/"):
+			return nil, fmt.Errorf("language %q: file must be a plain file name", l.Name)
+		case len(l.Run) == 0:
+			return nil, fmt.Errorf("language %q: run command is required", l.Name)
+		case len(l.Version) == 0:
+			return nil, fmt.Errorf("language %q: version command is required", l.Name)
+		}
+		if _, ok := r.images[l.Image]; !ok {
+			return nil, fmt.Errorf("language %q uses unknown image %q", l.Name, l.Image)
+		}
+		for _, key := range append([]string{l.Name}, l.Aliases...) {
+			key = strings.ToLower(key)
+			if j, dup := r.byName[key]; dup {
+				return nil, fmt.Errorf("name %q is used by both %q and %q", key, langs[j].Name, l.Name)
+			}
+			r.byName[key] = i
+		}
+	}
+	r.languages = langs
+	return r, nil
+}
+
+// File returns a copy of the registry's contents.
+func (r *Registry) File() File {
+	f := File{Languages: slices.Clone(r.languages)}
+	for _, img := range r.images {
+		f.Images = append(f.Images, img)
+	}
+	sort.Slice(f.Images, func(i, j int) bool { return f.Images[i].Name < f.Images[j].Name })
+	return f
+}
+
+// Lookup finds a language by name or alias, case-insensitively.
+func (r *Registry) Lookup(name string) (Language, bool) {
+	i, ok := r.byName[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return Language{}, false
+	}
+	return r.languages[i], true
+}
+
+// Languages returns every language, sorted by name.
+func (r *Registry) Languages() []Language { return slices.Clone(r.languages) }
+
+// Names returns the canonical names of every language, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, len(r.languages))
+	for i, l := range r.languages {
+		names[i] = l.Name
+	}
+	return names
+}
+
+// Image returns the image with the given short name.
+func (r *Registry) Image(name string) (Image, bool) {
+	img, ok := r.images[name]
+	return img, ok
+}
+
+// ImageOf returns the image a language runs in.
+func (r *Registry) ImageOf(l Language) Image { return r.images[l.Image] }
+
+// Images returns every image, in build order (each after the one it builds on).
+func (r *Registry) Images() []Image {
+	var out []Image
+	done := map[string]bool{"root": true}
+	names := make([]string, 0, len(r.images))
+	for n := range r.images {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for len(out) < len(r.images) {
+		progressed := false
+		for _, n := range names {
+			img := r.images[n]
+			if !done[n] && done[img.From] {
+				out = append(out, img)
+				done[n] = true
+				progressed = true
+			}
+		}
+		if !progressed {
+			break // a cycle; New rejects unknown parents, cycles stay unbuilt
+		}
+	}
+	return out
+}

@@ -1,0 +1,35 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// NewClient connects to the Docker daemon at host (empty: DOCKER_HOST or the
+// default socket) and negotiates the API version, so that daemons as old as
+// Docker Engine 20.10 (API 1.41) work.
+func NewClient(host string) (*client.Client, error) {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	cli, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating Docker client: %w", err)
+	}
+	return cli, nil
+}
+
+// Ping checks that the daemon answers within a few seconds and returns a
+// message that says what to do when it does not.
+func Ping(ctx context.Context, cli *client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return fmt.Errorf("the Docker daemon at %s is not reachable (%v): start it (`dockerd &`, `systemctl start docker`, or `make docker`) and check that this user may use its socket", cli.DaemonHost(), err)
+	}
+	return nil
+}
