@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 )
@@ -12,3 +13,5 @@ type exitCodeError int
 func (e exitCodeError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func asExit(err error, target *exitCodeError) bool { return errors.As(err, target) }
+
+func encodeB64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -263,7 +263,9 @@ func (c Config) Validate() error {
 }
 
 // QueueTimeout returns QueueTimeoutSeconds as a duration.
-func (c Config) QueueTimeout() time.Duration { return time.Duration(c.QueueTimeoutSeconds) * time.Second }
+func (c Config) QueueTimeout() time.Duration {
+	return time.Duration(c.QueueTimeoutSeconds) * time.Second
+}
 
 // OutputRetention returns OutputRetentionSeconds as a duration.
 func (c Config) OutputRetention() time.Duration {

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+)
+
+func init() { subcommands = append(subcommands, newServeCmd) }
+
+// shutdownGrace bounds how long runs in flight get to end at shutdown.
+const shutdownGrace = 30 * time.Second
+
+func newServeCmd(g *globalOptions) *cobra.Command {
+	var (
+		httpAddr  string
+		authToken string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve MCP over stdio (default) or Streamable HTTP",
+		Long: `Serve runs the MCP server. By default it speaks MCP over stdin/stdout, as
+MCP clients that launch it expect (logs go to stderr). With --http it
+serves Streamable HTTP at /mcp on the given address, in stateless mode so
+that clients of both protocol eras (2025-11-25 and 2026-07-28) work.
+
+A non-loopback --http address needs --auth-token (or MCR_AUTH_TOKEN):
+every request must then carry "Authorization: Bearer <token>".`,
+		Example: `  mcp-code-runner serve
+  mcp-code-runner serve --http 127.0.0.1:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := newStack(g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if authToken == "" {
+				authToken = os.Getenv("MCR_AUTH_TOKEN")
+			}
+			ctx := cmd.Context()
+			startupChecks(ctx, st)
+			go sweepLoop(ctx, st)
+			server := mcpserver.New(st.engine, version, st.log)
+
+			var serveErr error
+			if httpAddr == "" {
+				st.log.Info("serving MCP on stdio")
+				serveErr = server.Run(ctx, &mcp.StdioTransport{})
+			} else {
+				serveErr = serveHTTP(ctx, st, server, httpAddr, authToken)
+			}
+			// Stop: runs in flight see their contexts end, their sandboxes are
+			// killed and removed; wait for that, bounded.
+			wctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			if err := st.engine.Wait(wctx); err != nil {
+				st.log.Warn("shutdown", "err", err)
+			}
+			if n, err := st.backend.Sweep(wctx); err == nil && n > 0 {
+				st.log.Info("removed sandboxes at shutdown", "count", n)
+			}
+			if serveErr != nil && !errors.Is(serveErr, context.Canceled) && !errors.Is(serveErr, http.ErrServerClosed) {
+				return serveErr
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	cmd.Flags().StringVar(&authToken, "auth-token", "", "require this bearer token on HTTP requests (env MCR_AUTH_TOKEN)")
+	return cmd
+}
+
+func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8080", addr)
+	}
+	if !mcpserver.IsLoopback(host) && token == "" {
+		return fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN) so that only your clients can run code, or listen on 127.0.0.1", addr)
+	}
+	allowedHosts := st.cfg.HTTP.AllowedHosts
+	if !mcpserver.IsLoopback(host) && host != "" {
+		allowedHosts = append(allowedHosts, host)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
+		AllowedOrigins: st.cfg.HTTP.AllowedOrigins,
+		AllowedHosts:   allowedHosts,
+		MaxBodyBytes:   st.cfg.HTTP.MaxBodyBytes,
+		BearerToken:    token,
+	}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := st.backend.Check(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	st.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+// startupChecks logs what would stop runs from working, and removes
+// sandboxes a dead server left behind.
+func startupChecks(ctx context.Context, st *stack) {
+	if err := st.backend.Check(ctx); err != nil {
+		st.log.Error("Docker is not reachable; run_code will fail until it is", "err", err, "fix", "run `mcp-code-runner doctor`")
+		return
+	}
+	for _, img := range st.reg.Images() {
+		if err := st.backend.CheckImage(ctx, img.Tag); err != nil {
+			st.log.Warn("runtime image missing", "image", img.Tag, "fix", "mcp-code-runner images build "+img.Name)
+		}
+	}
+	if n, err := st.backend.Sweep(ctx); err != nil {
+		st.log.Warn("sweeping left-behind sandboxes", "err", err)
+	} else if n > 0 {
+		st.log.Info("removed sandboxes left behind by a previous server", "count", n)
+	}
+}
+
+func sweepLoop(ctx context.Context, st *stack) {
+	t := time.NewTicker(time.Duration(st.cfg.SweepIntervalSeconds) * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := st.backend.Sweep(ctx); err != nil {
+				st.log.Debug("sweep", "err", err)
+			}
+		}
+	}
+}

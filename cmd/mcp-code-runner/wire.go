@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+// stack is everything a command that runs code needs.
+type stack struct {
+	cfg     config.Config
+	reg     *languages.Registry
+	backend *docker.Backend
+	engine  *engine.Engine
+	log     *slog.Logger
+}
+
+func (s *stack) Close() { _ = s.backend.Close() }
+
+// agentPath returns the agent binary to mount: the configured one, or this
+// executable (built static by `make build`).
+func agentPath(cfg config.Config) (string, error) {
+	if cfg.AgentPath != "" {
+		return filepath.Abs(cfg.AgentPath)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding this executable for the sandbox agent: %w", err)
+	}
+	return filepath.EvalSymlinks(exe)
+}
+
+// newStack builds the engine on the Docker backend from the global options.
+func newStack(g *globalOptions) (*stack, error) {
+	cfg, reg, err := g.load()
+	if err != nil {
+		return nil, err
+	}
+	log := g.logger()
+	cli, err := docker.NewClient(cfg.DockerHost)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := agentPath(cfg)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := docker.New(cli, docker.Options{AgentPath: agent, Runtime: cfg.Runtime, Logger: log})
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	return &stack{cfg: cfg, reg: reg, backend: backend, engine: engine.New(cfg, reg, backend, log), log: log}, nil
+}

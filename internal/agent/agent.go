@@ -1,0 +1,327 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// chunkBytes is the largest output chunk forwarded in one frame.
+const chunkBytes = 32 << 10
+
+// drainGrace is how long the agent keeps reading a stage's pipes after its
+// processes are gone, for output still in the pipe buffers.
+const drainGrace = 500 * time.Millisecond
+
+// KillStragglers makes the agent kill every process it may signal after each
+// stage, so nothing a stage started outlives it. Only the agent command sets
+// it, and only inside a sandbox as a non-root user: on a host it would kill
+// the user's own processes.
+var KillStragglers bool
+
+// Serve reads one Request from in, runs it and writes the response frames to
+// out. It returns after the Done frame is written, or when in or out fail.
+func Serve(in io.Reader, out io.Writer) error {
+	f, err := ReadFrame(in)
+	if err != nil {
+		return fmt.Errorf("reading request: %w", err)
+	}
+	if f.Kind != KindRequest {
+		return fmt.Errorf("%w: expected a request, got kind %q", ErrBadFrame, f.Kind)
+	}
+	var req Request
+	if err := json.Unmarshal(f.Payload, &req); err != nil {
+		return fmt.Errorf("decoding request: %w", err)
+	}
+	w := &frameWriter{w: out}
+	done := Done{}
+	if err := writeFiles(req.Workdir, req.Files); err != nil {
+		done.Error = err.Error()
+	} else {
+		for i, st := range req.Stages {
+			res := runStage(w, uint8(i), st, req.Workdir, req.OutputLimit)
+			if err := w.json(KindStage, uint8(i), res); err != nil {
+				return err
+			}
+			if w.err() != nil {
+				return w.err()
+			}
+			if st.StopOnFailure && (res.ExitCode != 0 || res.Error != "") {
+				break
+			}
+		}
+	}
+	return w.json(KindDone, 0, done)
+}
+
+// ValidPath reports whether p is a clean path inside the workspace: relative,
+// not climbing out, no empty or dot elements, no NUL bytes.
+func ValidPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("path is empty")
+	case len(p) > 4096:
+		return errors.New("path is longer than 4096 bytes")
+	case strings.ContainsRune(p, 0):
+		return errors.New("path contains a NUL byte")
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path %q is absolute; give a path relative to the workspace", p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		switch el {
+		case "..":
+			return fmt.Errorf("path %q climbs out of the workspace", p)
+		case "", ".":
+			return fmt.Errorf("path %q is not clean (empty or '.' element); write it like dir/file.txt", p)
+		}
+	}
+	if path.Clean(p) != p {
+		return fmt.Errorf("path %q is not clean", p)
+	}
+	return nil
+}
+
+// writeFiles writes files under workdir through an os.Root, so that no path
+// can escape it even through a symlink.
+func writeFiles(workdir string, files []File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(workdir)
+	if err != nil {
+		return fmt.Errorf("opening workspace: %w", err)
+	}
+	defer root.Close()
+	for _, f := range files {
+		if err := ValidPath(f.Path); err != nil {
+			return err
+		}
+		if dir := path.Dir(f.Path); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("creating directory for %s: %w", f.Path, err)
+			}
+		}
+		mode := os.FileMode(f.Mode & 0o777)
+		if mode == 0 {
+			mode = 0o644
+		}
+		fh, err := root.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+		_, werr := fh.Write(f.Data)
+		cerr := fh.Close()
+		if err := errors.Join(werr, cerr); err != nil {
+			return fmt.Errorf("writing %s: %w (is the workspace full?)", f.Path, err)
+		}
+	}
+	return nil
+}
+
+// frameWriter serializes frames from the stage's output readers.
+type frameWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	failed error
+}
+
+func (fw *frameWriter) write(f Frame) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if fw.failed != nil {
+		return fw.failed
+	}
+	fw.failed = WriteFrame(fw.w, f)
+	return fw.failed
+}
+
+func (fw *frameWriter) json(kind byte, stage uint8, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return fw.write(Frame{Kind: kind, Stage: stage, Payload: b})
+}
+
+func (fw *frameWriter) err() error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return fw.failed
+}
+
+// pump forwards r as frames of kind until EOF, forwarding at most limit
+// bytes and counting the rest. It returns total bytes and dropped bytes.
+func pump(fw *frameWriter, kind byte, stage uint8, r io.Reader, limit int64) (total, dropped int64) {
+	buf := make([]byte, chunkBytes)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			keep := int64(n)
+			if room := limit - (total - dropped); keep > room {
+				keep = max(room, 0)
+			}
+			if keep > 0 {
+				_ = fw.write(Frame{Kind: kind, Stage: stage, Payload: buf[:keep]})
+			}
+			total += int64(n)
+			dropped += int64(n) - keep
+		}
+		if err != nil {
+			return total, dropped
+		}
+	}
+}
+
+func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64) StageResult {
+	res := StageResult{Name: st.Name}
+	if len(st.Argv) == 0 {
+		res.Error, res.ExitCode = "stage has no command", 127
+		return res
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		res.Error, res.ExitCode = fmt.Sprintf("creating pipe: %v", err), 127
+		return res
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		res.Error, res.ExitCode = fmt.Sprintf("creating pipe: %v", err), 127
+		return res
+	}
+	cmd := exec.Command(st.Argv[0], st.Argv[1:]...)
+	cmd.Dir = workdir
+	cmd.Env = append(baseEnv(), st.Env...)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stdinW *os.File
+	if len(st.Stdin) > 0 {
+		var stdinR *os.File
+		if stdinR, stdinW, err = os.Pipe(); err == nil {
+			cmd.Stdin = stdinR
+			defer stdinR.Close()
+		}
+	}
+
+	oomBefore := oomKills()
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		if stdinW != nil {
+			stdinW.Close()
+		}
+		res.Error, res.ExitCode = fmt.Sprintf("starting %s: %v", st.Argv[0], err), 127
+		return res
+	}
+	if stdinW != nil {
+		go func() {
+			_, _ = stdinW.Write(st.Stdin) // EPIPE when the program ignores stdin
+			stdinW.Close()
+		}()
+	}
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		res.StdoutBytes, res.StdoutDropped = pump(fw, KindStdout, idx, outR, limit)
+	}()
+	go func() {
+		defer wg.Done()
+		res.StderrBytes, res.StderrDropped = pump(fw, KindStderr, idx, errR, limit)
+	}()
+
+	var timedOut sync.Once
+	timer := time.AfterFunc(time.Duration(st.TimeoutMs)*time.Millisecond, func() {
+		timedOut.Do(func() { res.TimedOut = true })
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	})
+	waitErr := cmd.Wait()
+	timer.Stop()
+	res.DurationMs = time.Since(start).Milliseconds()
+	timedOut.Do(func() {}) // res.TimedOut is settled from here on
+
+	// The stage is over when its first process ends. Whatever it left behind
+	// (background jobs, setsid or double-forked daemons) is killed: kill(-1)
+	// reaches every process this user may signal except init and the agent.
+	if KillStragglers {
+		_ = syscall.Kill(-1, syscall.SIGKILL)
+	} else {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainGrace):
+		_ = outR.SetReadDeadline(time.Now())
+		_ = errR.SetReadDeadline(time.Now())
+		<-drained
+	}
+	outR.Close()
+	errR.Close()
+
+	if ps := cmd.ProcessState; ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			res.MaxRSSKB = ru.Maxrss
+			res.CPUTimeMs = (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds()
+		}
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = unix.SignalName(ws.Signal())
+			res.ExitCode = 128 + int(ws.Signal())
+		} else {
+			res.ExitCode = ps.ExitCode()
+		}
+	} else if waitErr != nil {
+		res.Error, res.ExitCode = waitErr.Error(), 127
+	}
+	if after := oomKills(); after > oomBefore && !res.TimedOut {
+		res.OOMKilled = true
+	}
+	return res
+}
+
+func baseEnv() []string {
+	return []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/tmp",
+		"TMPDIR=/tmp",
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
+	}
+}
+
+// oomKills reads the container's cgroup count of OOM kills (cgroup v2
+// memory.events, or v1 memory.oom_control on kernels that report it); -1
+// when neither is readable.
+func oomKills() int64 {
+	for _, p := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			var n int64
+			if _, err := fmt.Sscanf(line, "oom_kill %d", &n); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}

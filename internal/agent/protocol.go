@@ -1,0 +1,146 @@
+// Package agent is the small process that runs first in every sandbox. The
+// engine sends it one framed Request on its attached stdin (files, stages,
+// standard input, limits); the agent writes the files into the workspace,
+// runs each stage under its limits and streams framed output and results back
+// on its stdout. Moving everything through the attached stream avoids the
+// Docker archive API, which cannot see into tmpfs mounts, and lets one
+// container run a whole compile-and-run with no further API round trips.
+package agent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Frame kinds, the first byte of every frame header.
+const (
+	// KindRequest carries the JSON Request (engine to agent).
+	KindRequest byte = 'Q'
+	// KindStdout carries a chunk of a stage's standard output.
+	KindStdout byte = 'O'
+	// KindStderr carries a chunk of a stage's standard error.
+	KindStderr byte = 'E'
+	// KindStage carries a JSON StageResult when a stage ends.
+	KindStage byte = 'S'
+	// KindDone carries a JSON Done after the last stage; nothing follows.
+	KindDone byte = 'D'
+)
+
+// MaxFrameBytes bounds one frame's payload, so a corrupt or hostile stream
+// cannot make a reader allocate without limit.
+const MaxFrameBytes = 64 << 20
+
+// headerLen is kind (1) + stage index (1) + payload length (4, big endian).
+const headerLen = 6
+
+// Frame is one message of the protocol.
+type Frame struct {
+	Kind    byte
+	Stage   uint8
+	Payload []byte
+}
+
+// WriteFrame writes one frame to w in a single Write call.
+func WriteFrame(w io.Writer, f Frame) error {
+	if len(f.Payload) > MaxFrameBytes {
+		return fmt.Errorf("frame payload of %d bytes exceeds %d", len(f.Payload), MaxFrameBytes)
+	}
+	buf := make([]byte, headerLen+len(f.Payload))
+	buf[0] = f.Kind
+	buf[1] = f.Stage
+	binary.BigEndian.PutUint32(buf[2:6], uint32(len(f.Payload)))
+	copy(buf[headerLen:], f.Payload)
+	_, err := w.Write(buf)
+	return err
+}
+
+// ErrBadFrame reports a stream that is not a valid frame sequence.
+var ErrBadFrame = errors.New("malformed frame")
+
+// ReadFrame reads one frame from r. It returns io.EOF only at a clean frame
+// boundary; a stream cut inside a frame gives io.ErrUnexpectedEOF.
+func ReadFrame(r io.Reader) (Frame, error) {
+	var h [headerLen]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return Frame{}, err
+	}
+	switch h[0] {
+	case KindRequest, KindStdout, KindStderr, KindStage, KindDone:
+	default:
+		return Frame{}, fmt.Errorf("%w: unknown kind 0x%02x", ErrBadFrame, h[0])
+	}
+	n := binary.BigEndian.Uint32(h[2:6])
+	if n > MaxFrameBytes {
+		return Frame{}, fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrBadFrame, n, MaxFrameBytes)
+	}
+	f := Frame{Kind: h[0], Stage: h[1], Payload: make([]byte, n)}
+	if _, err := io.ReadFull(r, f.Payload); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Frame{}, err
+	}
+	return f, nil
+}
+
+// File is one file to write into the workspace before the first stage.
+type File struct {
+	// Path is relative to the workspace; the agent checks it again.
+	Path string `json:"path"`
+	// Data is the file's content (base64 in JSON).
+	Data []byte `json:"data"`
+	// Mode is the permission bits; 0 means 0644.
+	Mode uint32 `json:"mode,omitempty"`
+}
+
+// Stage is one command to run, in order; a stage that fails stops the rest
+// when StopOnFailure is set (a compile error skips the run).
+type Stage struct {
+	Name string   `json:"name"`
+	Argv []string `json:"argv"`
+	Env  []string `json:"env,omitempty"`
+	// Stdin is the stage's standard input; empty means /dev/null.
+	Stdin []byte `json:"stdin,omitempty"`
+	// TimeoutMs is the stage's wall-clock limit.
+	TimeoutMs int64 `json:"timeout_ms"`
+	// StopOnFailure skips later stages when this one does not exit 0.
+	StopOnFailure bool `json:"stop_on_failure,omitempty"`
+}
+
+// Request is the whole job for one sandbox.
+type Request struct {
+	Workdir string  `json:"workdir"`
+	Files   []File  `json:"files,omitempty"`
+	Stages  []Stage `json:"stages"`
+	// OutputLimit caps the bytes of stdout and of stderr, each, that the agent
+	// forwards per stage; the rest is read and counted but dropped.
+	OutputLimit int64 `json:"output_limit"`
+}
+
+// StageResult reports how one stage ended.
+type StageResult struct {
+	Name       string `json:"name"`
+	ExitCode   int    `json:"exit_code"`
+	Signal     string `json:"signal,omitempty"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	OOMKilled  bool   `json:"oom_killed,omitempty"`
+	DurationMs int64  `json:"duration_ms"`
+	CPUTimeMs  int64  `json:"cpu_time_ms"`
+	// MaxRSSKB is the largest resident set of any process the stage waited for.
+	MaxRSSKB    int64 `json:"max_rss_kb"`
+	StdoutBytes int64 `json:"stdout_bytes"`
+	StderrBytes int64 `json:"stderr_bytes"`
+	// StdoutDropped and StderrDropped count bytes past OutputLimit.
+	StdoutDropped int64 `json:"stdout_dropped,omitempty"`
+	StderrDropped int64 `json:"stderr_dropped,omitempty"`
+	// Error says why the stage could not start (command missing, say).
+	Error string `json:"error,omitempty"`
+}
+
+// Done ends the stream.
+type Done struct {
+	// Error is set when the request itself was refused (a bad file path).
+	Error string `json:"error,omitempty"`
+}

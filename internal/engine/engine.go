@@ -1,0 +1,367 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// VersionLabelPrefix begins the image label that records a language's
+// runtime version, set when the image is built.
+const VersionLabelPrefix = "io.mcp-code-runner.runtime-version."
+
+// deadlineGrace is added to the stage timeouts for the sandbox's own start
+// and stop when the backend bounds its whole life.
+const deadlineGrace = 15 * time.Second
+
+// Engine runs requests on a sandbox backend.
+type Engine struct {
+	cfg     config.Config
+	reg     *languages.Registry
+	backend sandbox.Backend
+	outputs *OutputStore
+	slots   chan struct{}
+	log     *slog.Logger
+
+	inflight sync.WaitGroup
+
+	versionsMu sync.Mutex
+	versions   map[string]string // language -> runtime version
+}
+
+// New returns an engine.
+func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{
+		cfg:      cfg,
+		reg:      reg,
+		backend:  backend,
+		outputs:  NewOutputStore(cfg.OutputStoreMB<<20, cfg.OutputRetention()),
+		slots:    make(chan struct{}, cfg.MaxConcurrentRuns),
+		log:      log,
+		versions: map[string]string{},
+	}
+}
+
+// Registry returns the language registry.
+func (e *Engine) Registry() *languages.Registry { return e.reg }
+
+// Config returns the operator configuration.
+func (e *Engine) Config() config.Config { return e.cfg }
+
+// Outputs returns the store of full outputs.
+func (e *Engine) Outputs() *OutputStore { return e.outputs }
+
+// Backend returns the sandbox backend.
+func (e *Engine) Backend() sandbox.Backend { return e.backend }
+
+// RuntimeVersion returns the runtime version of a language as recorded on its
+// image, or "" when the image is missing or unlabelled.
+func (e *Engine) RuntimeVersion(ctx context.Context, lang languages.Language) string {
+	e.versionsMu.Lock()
+	v, ok := e.versions[lang.Name]
+	e.versionsMu.Unlock()
+	if ok {
+		return v
+	}
+	labels, err := e.backend.ImageLabels(ctx, e.reg.ImageOf(lang).Tag)
+	if err != nil {
+		return ""
+	}
+	v = labels[VersionLabelPrefix+lang.Name]
+	if v != "" {
+		e.versionsMu.Lock()
+		e.versions[lang.Name] = v
+		e.versionsMu.Unlock()
+	}
+	return v
+}
+
+// RunOptions carry per-call hooks.
+type RunOptions struct {
+	// OnChunk, if set, sees output as it arrives.
+	OnChunk func(sandbox.Chunk)
+}
+
+// Run validates req, runs it in a fresh sandbox and returns the result. A
+// rejected request or a sandbox that could not run returns an *Error.
+func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result, error) {
+	start := time.Now()
+	e.inflight.Add(1)
+	defer e.inflight.Done()
+	v, err := validate(req, e.reg, e.cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	lim := e.cfg.Limits
+	lang := v.lang
+
+	release, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	runID := newRunID()
+	compileTimeout := lim.CompileTimeoutSeconds
+	if lang.Limits.CompileTimeoutSeconds > 0 {
+		compileTimeout = lang.Limits.CompileTimeoutSeconds
+	}
+	env := append([]string(nil), lang.Env...)
+	names := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		env = append(env, k+"="+req.Env[k])
+	}
+	var stages []agent.Stage
+	if lang.Compiled() {
+		stages = append(stages, agent.Stage{
+			Name: "compile", Argv: lang.Compile, Env: env,
+			TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
+		})
+	}
+	stages = append(stages, agent.Stage{
+		Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
+		Stdin: []byte(req.Stdin), TimeoutMs: int64(v.timeout) * 1000,
+	})
+	deadline := time.Duration(v.timeout)*time.Second + deadlineGrace
+	if lang.Compiled() {
+		deadline += time.Duration(compileTimeout) * time.Second
+	}
+	res := sandbox.Resources{
+		MemoryMB: lim.MemoryMB, CPUs: lim.CPUs, PidsLimit: lim.PidsLimit,
+		WorkspaceMB: lim.WorkspaceMB, TmpMB: lim.TmpMB, NoFile: lim.NoFile, FileSizeMB: lim.FileSizeMB,
+	}
+	if lang.Limits.MemoryMB > 0 {
+		res.MemoryMB = lang.Limits.MemoryMB
+	}
+	if lang.Limits.PidsLimit > 0 {
+		res.PidsLimit = lang.Limits.PidsLimit
+	}
+	spec := sandbox.Spec{
+		Image:     e.reg.ImageOf(lang).Tag,
+		Request:   agent.Request{Workdir: "/workspace", Files: v.files, Stages: stages, OutputLimit: int64(lim.MaxOutputBytes)},
+		Resources: res,
+		Deadline:  deadline,
+		RunID:     runID,
+	}
+	sres, err := e.backend.Run(ctx, spec, opts.OnChunk)
+	if err != nil {
+		return nil, e.explain(err, lang)
+	}
+	out := e.shape(runID, lang, sres, ctx.Err() != nil)
+	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
+	out.TotalMs = time.Since(start).Milliseconds()
+	e.log.Info("run finished", "run", runID, "language", lang.Name, "status", out.Status,
+		"exit_code", out.ExitCode, "duration_ms", out.DurationMs, "total_ms", out.TotalMs)
+	return out, nil
+}
+
+// Wait blocks until every run in flight has returned (its sandbox removed),
+// or ctx ends. Callers cancel the runs' contexts first to stop them.
+func (e *Engine) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { e.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runs still in flight at shutdown: %w", ctx.Err())
+	}
+}
+
+// acquire takes a run slot, waiting at most the queue timeout.
+func (e *Engine) acquire(ctx context.Context) (func(), error) {
+	select {
+	case e.slots <- struct{}{}:
+		return func() { <-e.slots }, nil
+	default:
+	}
+	t := time.NewTimer(e.cfg.QueueTimeout())
+	defer t.Stop()
+	select {
+	case e.slots <- struct{}{}:
+		return func() { <-e.slots }, nil
+	case <-t.C:
+		return nil, &Error{Code: CodeBusy, Message: fmt.Sprintf("the server is busy: all %d run slots stayed taken for %s; retry shortly", cap(e.slots), e.cfg.QueueTimeout())}
+	case <-ctx.Done():
+		return nil, &Error{Code: CodeBusy, Message: "the request ended while waiting for a free run slot", Err: ctx.Err()}
+	}
+}
+
+// explain turns a backend error into an Error that says what to do.
+func (e *Engine) explain(err error, lang languages.Language) error {
+	switch {
+	case errors.Is(err, sandbox.ErrImageMissing):
+		return &Error{Code: CodeImageMissing, Err: err, Message: fmt.Sprintf(
+			"the %s runtime image %s is not built on this host; build it with `mcp-code-runner images build %s` (or `make images`), then retry",
+			lang.Name, e.reg.ImageOf(lang).Tag, lang.Name)}
+	case errors.Is(err, sandbox.ErrUnavailable):
+		return &Error{Code: CodeUnavailable, Err: err, Message: fmt.Sprintf(
+			"cannot reach the Docker daemon (%v); start it (`make docker`, `systemctl start docker` or `dockerd &`) and run `mcp-code-runner doctor`", err)}
+	default:
+		return &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("the sandbox failed: %v; run `mcp-code-runner doctor` to check the setup", err)}
+	}
+}
+
+// shape turns the sandbox result into the tool result.
+func (e *Engine) shape(runID string, lang languages.Language, sres *sandbox.Result, cancelled bool) *Result {
+	out := &Result{RunID: runID, Language: lang.Name}
+	stageByName := map[string]*sandbox.StageOutput{}
+	for i := range sres.Stages {
+		stageByName[sres.Stages[i].Name] = &sres.Stages[i]
+	}
+	if lang.Compiled() {
+		if c := stageByName["compile"]; c != nil {
+			st := e.stage(runID, "compile", c)
+			out.Compile = &st
+		}
+	}
+	run := stageByName["run"]
+	if run != nil {
+		out.Stage = e.stage(runID, "run", run)
+	}
+	switch {
+	case sres.AgentError != "":
+		out.Status, out.ExitCode = StatusError, 126
+		out.ExitReason = "the sandbox refused the request: " + sres.AgentError
+	case out.Compile != nil && (out.Compile.ExitCode != 0 || out.Compile.TimedOut) && run == nil:
+		out.Status, out.ExitCode = StatusCompileError, out.Compile.ExitCode
+		out.ExitReason = "compilation failed; the compiler's messages are in compile.stderr and compile.stdout; the program was not run"
+		if out.Compile.TimedOut {
+			out.ExitReason = "compilation hit its time limit; the program was not run"
+		}
+		if out.Compile.OOMKilled {
+			out.ExitReason = "compilation hit the memory limit; the program was not run"
+		}
+	case run == nil || sres.Incomplete:
+		// The sandbox ended before the agent reported: the run overran its
+		// deadline, the caller left, or memory ran out for the whole sandbox.
+		out.ExitCode, out.Signal = 137, "SIGKILL"
+		switch {
+		case sres.OOMKilled:
+			out.Status, out.OOMKilled = StatusOOM, true
+			out.ExitReason = "the sandbox ran out of memory; use less memory"
+		case cancelled:
+			out.Status = StatusKilled
+			out.ExitReason = "the request was cancelled; the sandbox was killed"
+		case sres.Killed:
+			out.Status, out.TimedOut = StatusTimeout, true
+			out.ExitReason = "the sandbox overran its deadline and was killed"
+		default:
+			out.Status = StatusKilled
+			out.ExitReason = "the sandbox ended unexpectedly"
+		}
+	case out.TimedOut:
+		out.Status = StatusTimeout
+		out.ExitReason = "the program hit its time limit and was killed; output up to then is kept"
+	case out.OOMKilled:
+		out.Status = StatusOOM
+		out.ExitReason = "the program hit the memory limit and was killed"
+	case out.ExitCode != 0:
+		out.Status = StatusError
+	default:
+		out.Status = StatusOK
+	}
+	if run != nil && run.Error != "" {
+		out.ExitReason = run.Error
+	}
+	return out
+}
+
+// stage shapes one stage, capping inline output and keeping the full output.
+func (e *Engine) stage(runID, name string, s *sandbox.StageOutput) Stage {
+	lim := e.cfg.Limits.InlineOutputBytes
+	st := Stage{
+		ExitCode: s.ExitCode, Signal: s.Signal, TimedOut: s.TimedOut, OOMKilled: s.OOMKilled,
+		StdoutBytes: s.StdoutBytes, StderrBytes: s.StderrBytes,
+		DurationMs: s.DurationMs, CPUTimeMs: s.CPUTimeMs, MaxMemoryKB: s.MaxRSSKB,
+	}
+	st.Stdout, st.StdoutTruncated = clip(s.Stdout, lim, s.StdoutBytes)
+	st.Stderr, st.StderrTruncated = clip(s.Stderr, lim, s.StderrBytes)
+	if st.StdoutTruncated {
+		st.StdoutURI = OutputURI(runID, name, "stdout")
+		e.outputs.Put(st.StdoutURI, s.Stdout)
+	}
+	if st.StderrTruncated {
+		st.StderrURI = OutputURI(runID, name, "stderr")
+		e.outputs.Put(st.StderrURI, s.Stderr)
+	}
+	if s.Error != "" && st.Stderr == "" {
+		st.Stderr = s.Error
+	}
+	return st
+}
+
+// clip fits data into limit bytes, keeping the head and the tail (where
+// errors usually are) with a marker between them. total is how much the
+// program wrote, which may exceed len(data) when the sandbox dropped output.
+func clip(data []byte, limit int, total int64) (string, bool) {
+	if len(data) <= limit && int64(len(data)) >= total {
+		return string(data), false
+	}
+	if len(data) <= limit {
+		return string(data) + fmt.Sprintf("\n[output truncated: %d of %d bytes kept]\n", len(data), total), true
+	}
+	head := validPrefix(data[:limit*3/4])
+	tail := validSuffix(data[len(data)-limit/4:])
+	omitted := total - int64(len(head)) - int64(len(tail))
+	return head + fmt.Sprintf("\n[... %d bytes omitted ...]\n", omitted) + tail, true
+}
+
+func validPrefix(b []byte) string {
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.Valid(b); i++ {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
+
+func validSuffix(b []byte) string {
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return string(b)
+}
+
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Summary is a one-line human description of a result.
+func Summary(r *Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s run %s: %s", r.Language, r.RunID, r.Status)
+	if r.Compile != nil && r.Status == StatusCompileError {
+		fmt.Fprintf(&b, " (compiler exit code %d)", r.Compile.ExitCode)
+	} else {
+		fmt.Fprintf(&b, ", exit code %d", r.ExitCode)
+		if r.Signal != "" {
+			fmt.Fprintf(&b, " (%s)", r.Signal)
+		}
+	}
+	fmt.Fprintf(&b, " in %d ms.", r.DurationMs)
+	if r.StdoutTruncated || r.StderrTruncated {
+		b.WriteString(" Output was truncated; the full text is readable at the stdout_uri/stderr_uri resources.")
+	}
+	return b.String()
+}

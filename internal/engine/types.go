@@ -1,0 +1,65 @@
+// Package engine carries one execution from request to result: it validates
+// the request against the operator's limits, builds the sandbox job for the
+// language, runs it on a backend and shapes the result, keeping full output
+// that does not fit inline.
+package engine
+
+// InputFile is a file placed in the workspace before the program runs.
+type InputFile struct {
+	Path     string `json:"path" jsonschema:"path relative to the workspace, like data/input.csv"`
+	Content  string `json:"content" jsonschema:"the file's content: text, or base64 when encoding is base64"`
+	Encoding string `json:"encoding,omitempty" jsonschema:"text (default) or base64"`
+}
+
+// Request is one run_code call.
+type Request struct {
+	Language       string            `json:"language" jsonschema:"language name or alias, e.g. python, javascript, typescript, bash; list_languages gives them all"`
+	Code           string            `json:"code" jsonschema:"the program's source code"`
+	Stdin          string            `json:"stdin,omitempty" jsonschema:"text given to the program on standard input"`
+	Args           []string          `json:"args,omitempty" jsonschema:"command-line arguments passed to the program"`
+	Env            map[string]string `json:"env,omitempty" jsonschema:"environment variables for the program; names are letters, digits and underscores"`
+	Files          []InputFile       `json:"files,omitempty" jsonschema:"extra files written into the workspace (the program's working directory) before it runs"`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit of the run in seconds; at most the operator's maximum"`
+}
+
+// Stage is the outcome of one stage (compile or run).
+type Stage struct {
+	ExitCode        int    `json:"exit_code" jsonschema:"the process's exit code; 128+N when killed by signal N"`
+	Signal          string `json:"signal,omitempty" jsonschema:"the signal that killed the process, e.g. SIGKILL"`
+	TimedOut        bool   `json:"timed_out" jsonschema:"the stage hit its time limit and was killed"`
+	OOMKilled       bool   `json:"oom_killed" jsonschema:"the stage hit the memory limit and was killed"`
+	Stdout          string `json:"stdout" jsonschema:"standard output, capped inline"`
+	Stderr          string `json:"stderr" jsonschema:"standard error, capped inline"`
+	StdoutTruncated bool   `json:"stdout_truncated" jsonschema:"stdout was cut to fit inline"`
+	StderrTruncated bool   `json:"stderr_truncated" jsonschema:"stderr was cut to fit inline"`
+	StdoutBytes     int64  `json:"stdout_bytes" jsonschema:"total bytes the program wrote to stdout"`
+	StderrBytes     int64  `json:"stderr_bytes" jsonschema:"total bytes the program wrote to stderr"`
+	StdoutURI       string `json:"stdout_uri,omitempty" jsonschema:"resource URI of the full stdout (up to the operator's limit) when truncated"`
+	StderrURI       string `json:"stderr_uri,omitempty" jsonschema:"resource URI of the full stderr (up to the operator's limit) when truncated"`
+	DurationMs      int64  `json:"duration_ms" jsonschema:"wall-clock time of the stage in milliseconds"`
+	CPUTimeMs       int64  `json:"cpu_time_ms" jsonschema:"CPU time (user+system) of the stage in milliseconds"`
+	MaxMemoryKB     int64  `json:"max_memory_kb" jsonschema:"peak resident memory of the largest process, in KiB"`
+}
+
+// Result is the outcome of a run_code call. The run stage's fields are at
+// the top level; a compiled language adds a separate compile stage.
+type Result struct {
+	RunID          string `json:"run_id" jsonschema:"identifier of this run"`
+	Language       string `json:"language" jsonschema:"canonical language name"`
+	RuntimeVersion string `json:"runtime_version,omitempty" jsonschema:"version of the runtime or compiler, read from it when its image was built"`
+	Status         string `json:"status" jsonschema:"ok, error (non-zero exit), compile_error, timeout, oom_killed or killed"`
+	Stage
+	Compile    *Stage `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
+	TotalMs    int64  `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start and removal included"`
+	ExitReason string `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
+}
+
+// Status values.
+const (
+	StatusOK           = "ok"
+	StatusError        = "error"
+	StatusCompileError = "compile_error"
+	StatusTimeout      = "timeout"
+	StatusOOM          = "oom_killed"
+	StatusKilled       = "killed"
+)

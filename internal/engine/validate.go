@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"encoding/base64"
+	"regexp"
+	"strings"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// validated is a request that passed every check, with files decoded.
+type validated struct {
+	lang    languages.Language
+	files   []agent.File
+	timeout int
+}
+
+// validate checks req against the registry and the operator's limits. Each
+// error says what is wrong and what to do.
+func validate(req Request, reg *languages.Registry, lim config.Limits) (*validated, error) {
+	if strings.TrimSpace(req.Language) == "" {
+		return nil, invalid("language is required; available: %s", strings.Join(reg.Names(), ", "))
+	}
+	lang, ok := reg.Lookup(req.Language)
+	if !ok {
+		return nil, invalid("unknown language %q; available: %s (list_languages shows aliases and versions)", req.Language, strings.Join(reg.Names(), ", "))
+	}
+	if strings.TrimSpace(req.Code) == "" {
+		return nil, invalid("code is empty; give the program's source code in code")
+	}
+	if len(req.Code) > lim.MaxCodeBytes {
+		return nil, invalid("code is %d bytes, over the limit of %d; shorten it or pass data in files", len(req.Code), lim.MaxCodeBytes)
+	}
+	if len(req.Stdin) > lim.MaxStdinBytes {
+		return nil, invalid("stdin is %d bytes, over the limit of %d; pass large data as a file", len(req.Stdin), lim.MaxStdinBytes)
+	}
+	if len(req.Args) > lim.MaxArgs {
+		return nil, invalid("%d args given, the limit is %d", len(req.Args), lim.MaxArgs)
+	}
+	for i, a := range req.Args {
+		if strings.ContainsRune(a, 0) {
+			return nil, invalid("args[%d] contains a NUL byte, which a command line cannot carry", i)
+		}
+	}
+	if len(req.Env) > lim.MaxEnv {
+		return nil, invalid("%d env variables given, the limit is %d", len(req.Env), lim.MaxEnv)
+	}
+	for name, value := range req.Env {
+		if !envName.MatchString(name) {
+			return nil, invalid("env name %q is invalid; use letters, digits and underscores, not starting with a digit", name)
+		}
+		if strings.HasPrefix(name, "MCR_") {
+			return nil, invalid("env name %q is reserved (MCR_ prefix); choose another name", name)
+		}
+		if strings.ContainsRune(value, 0) {
+			return nil, invalid("env %s contains a NUL byte, which an environment cannot carry", name)
+		}
+	}
+	timeout := lim.TimeoutSeconds
+	if lang.Limits.TimeoutSeconds > 0 {
+		timeout = lang.Limits.TimeoutSeconds
+	}
+	switch {
+	case req.TimeoutSeconds < 0:
+		return nil, invalid("timeout_seconds must be positive")
+	case req.TimeoutSeconds > lim.MaxTimeoutSeconds:
+		return nil, invalid("timeout_seconds %d is above the operator's maximum of %d; ask for %d or less (use start_execution for long jobs where the server offers it)", req.TimeoutSeconds, lim.MaxTimeoutSeconds, lim.MaxTimeoutSeconds)
+	case req.TimeoutSeconds > 0:
+		timeout = req.TimeoutSeconds
+	}
+	timeout = min(timeout, lim.MaxTimeoutSeconds)
+
+	if len(req.Files) > lim.MaxFiles {
+		return nil, invalid("%d files given, the limit is %d; pack them into an archive file instead", len(req.Files), lim.MaxFiles)
+	}
+	files := []agent.File{{Path: lang.File, Data: []byte(req.Code)}}
+	seen := map[string]bool{lang.File: true}
+	total := 0
+	for i, f := range req.Files {
+		if err := agent.ValidPath(f.Path); err != nil {
+			return nil, invalid("files[%d]: %v", i, err)
+		}
+		if seen[f.Path] {
+			if f.Path == lang.File {
+				return nil, invalid("files[%d]: %s is where the code goes; choose another path", i, f.Path)
+			}
+			return nil, invalid("files[%d]: %s is given twice", i, f.Path)
+		}
+		seen[f.Path] = true
+		var data []byte
+		switch strings.ToLower(f.Encoding) {
+		case "", "text", "utf-8", "utf8":
+			data = []byte(f.Content)
+		case "base64":
+			d, err := base64.StdEncoding.DecodeString(f.Content)
+			if err != nil {
+				return nil, invalid("files[%d] (%s): content is not valid base64 (%v); encode it with standard base64 and padding", i, f.Path, err)
+			}
+			data = d
+		default:
+			return nil, invalid("files[%d] (%s): encoding %q is not supported; use text or base64", i, f.Path, f.Encoding)
+		}
+		if len(data) > lim.MaxFileBytes {
+			return nil, invalid("files[%d] (%s) is %d bytes, over the limit of %d per file", i, f.Path, len(data), lim.MaxFileBytes)
+		}
+		total += len(data)
+		if total > lim.MaxTotalFileBytes {
+			return nil, invalid("files add up to more than %d bytes; send fewer or smaller files", lim.MaxTotalFileBytes)
+		}
+		files = append(files, agent.File{Path: f.Path, Data: data})
+	}
+	return &validated{lang: lang, files: files, timeout: timeout}, nil
+}

@@ -1,0 +1,88 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+)
+
+// LanguagesURI is the resource that lists the languages.
+const LanguagesURI = "mcr://languages"
+
+// Output resource templates: the full stdout or stderr of a run (and of its
+// compile stage) whose inline output was truncated.
+const (
+	RunOutputTemplate     = "mcr://runs/{run_id}/{stream}"
+	CompileOutputTemplate = "mcr://runs/{run_id}/compile/{stream}"
+)
+
+func addResources(s *mcp.Server, h *handlers) {
+	s.AddResource(&mcp.Resource{
+		URI:         LanguagesURI,
+		Name:        "languages",
+		Title:       "Available languages",
+		Description: "Every language run_code accepts, with aliases, runtime versions and availability (JSON).",
+		MIMEType:    "application/json",
+	}, h.readLanguages)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: RunOutputTemplate,
+		Name:        "run-output",
+		Title:       "Full output of a run",
+		Description: "The full stdout or stderr (stream) of a run whose inline output was truncated, up to the operator's limit; kept for a while after the run.",
+		MIMEType:    "text/plain",
+	}, h.readOutput)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: CompileOutputTemplate,
+		Name:        "compile-output",
+		Title:       "Full compiler output of a run",
+		Description: "The full stdout or stderr (stream) of a run's compile stage when truncated inline.",
+		MIMEType:    "text/plain",
+	}, h.readOutput)
+}
+
+func (h *handlers) readLanguages(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	data, err := json.MarshalIndent(h.languages(ctx), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+		URI: req.Params.URI, MIMEType: "application/json", Text: string(data),
+	}}}, nil
+}
+
+func (h *handlers) readOutput(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	data, ok := h.eng.Outputs().Get(uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	c := &mcp.ResourceContents{URI: uri, MIMEType: "text/plain"}
+	if utf8.Valid(data) {
+		c.Text = string(data)
+	} else {
+		c.MIMEType = "application/octet-stream"
+		c.Blob = data
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+}
+
+// recentRunIDs lists the runs whose output is kept, newest first.
+func (h *handlers) recentRunIDs() []string {
+	uris := h.eng.Outputs().List()
+	seen := map[string]bool{}
+	var ids []string
+	for i := len(uris) - 1; i >= 0; i-- {
+		rest := strings.TrimPrefix(uris[i], engine.OutputURIPrefix)
+		id, _, _ := strings.Cut(rest, "/")
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

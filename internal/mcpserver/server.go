@@ -1,0 +1,63 @@
+// Package mcpserver is the MCP surface of mcp-code-runner: the run_code and
+// list_languages tools, the language and output resources, the prompts, and
+// completion of their arguments. Handlers receive the engine they use; the
+// transport (stdio or Streamable HTTP) is chosen by the caller.
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+)
+
+// Name is the server's implementation name.
+const Name = "mcp-code-runner"
+
+const instructions = `Runs code in fresh, isolated containers: each run_code call gets a new
+sandbox with no network, a read-only system, a size-limited writable
+/workspace (the working directory) and /tmp, and limits on time, memory,
+processes and output. Nothing persists between calls. Call list_languages
+for the available languages and versions. Programs read stdin, args, env
+and input files; results carry exit code, stdout and stderr (truncated
+inline past a limit, with the full text available as a resource).`
+
+// New returns an MCP server backed by eng.
+func New(eng *engine.Engine, version string, log *slog.Logger) *mcp.Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handlers{eng: eng, log: log}
+	s := mcp.NewServer(&mcp.Implementation{
+		Name:    Name,
+		Title:   "Code Runner",
+		Version: version,
+	}, &mcp.ServerOptions{
+		Instructions:      instructions,
+		Logger:            log,
+		CompletionHandler: h.complete,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{},
+			Resources: &mcp.ResourceCapabilities{},
+			Prompts:   &mcp.PromptCapabilities{},
+		},
+	})
+	addRunTools(s, h)
+	addLanguageTools(s, h)
+	addResources(s, h)
+	addPrompts(s, h)
+	return s
+}
+
+// handlers carry the dependencies every handler uses.
+type handlers struct {
+	eng *engine.Engine
+	log *slog.Logger
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// detach keeps a context's values but not its cancellation, for cleanup.
+func detach(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

@@ -1,0 +1,72 @@
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// LanguageInfo describes one language in list_languages and the languages
+// resource.
+type LanguageInfo struct {
+	Name           string   `json:"name" jsonschema:"canonical name, accepted by run_code"`
+	DisplayName    string   `json:"display_name" jsonschema:"human name"`
+	Aliases        []string `json:"aliases" jsonschema:"other names accepted by run_code"`
+	RuntimeVersion string   `json:"runtime_version" jsonschema:"the runtime's own version string; empty when its image is not built"`
+	Compiled       bool     `json:"compiled" jsonschema:"whether runs have a separate compile stage"`
+	FileName       string   `json:"file_name" jsonschema:"the file the code is saved as, in /workspace"`
+	Available      bool     `json:"available" jsonschema:"whether its runtime image is present, so run_code can use it now"`
+}
+
+// LanguagesOutput is list_languages' result.
+type LanguagesOutput struct {
+	Languages []LanguageInfo `json:"languages" jsonschema:"every language, sorted by name"`
+}
+
+// ListLanguagesTool describes list_languages.
+func ListLanguagesTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:        "list_languages",
+		Title:       "List languages",
+		Description: "List the languages run_code accepts, with aliases, runtime versions, whether each compiles first, and whether its runtime is available now.",
+		Annotations: &mcp.ToolAnnotations{
+			Title:          "List languages",
+			ReadOnlyHint:   true,
+			IdempotentHint: true,
+			OpenWorldHint:  boolPtr(false),
+		},
+	}
+}
+
+func addLanguageTools(s *mcp.Server, h *handlers) {
+	mcp.AddTool(s, ListLanguagesTool(), h.listLanguages)
+}
+
+func (h *handlers) languages(ctx context.Context) LanguagesOutput {
+	reg := h.eng.Registry()
+	out := LanguagesOutput{Languages: []LanguageInfo{}}
+	present := map[string]bool{}
+	for _, l := range reg.Languages() {
+		img := reg.ImageOf(l).Tag
+		ok, seen := present[img]
+		if !seen {
+			ok = h.eng.Backend().CheckImage(ctx, img) == nil
+			present[img] = ok
+		}
+		aliases := l.Aliases
+		if aliases == nil {
+			aliases = []string{}
+		}
+		out.Languages = append(out.Languages, LanguageInfo{
+			Name: l.Name, DisplayName: l.DisplayName, Aliases: aliases,
+			RuntimeVersion: h.eng.RuntimeVersion(ctx, l), Compiled: l.Compiled(),
+			FileName: l.File, Available: ok,
+		})
+	}
+	return out
+}
+
+func (h *handlers) listLanguages(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, LanguagesOutput, error) {
+	out := h.languages(ctx)
+	return resultContent(out), out, nil
+}

@@ -1,0 +1,64 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+)
+
+// RunCodeTool describes run_code.
+func RunCodeTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  "run_code",
+		Title: "Run code in a sandbox",
+		Description: `Run a program in a fresh, isolated container and return its exit code,
+stdout and stderr. Each call gets a new sandbox: no network, nothing kept
+between calls. The code is saved in the working directory (/workspace)
+under the language's file name; files adds more files there, stdin, args
+and env are given to the program. Compiled languages report a separate
+compile stage; a program that does not compile is not run. Output past
+the inline limit is truncated with the full text at stdout_uri/stderr_uri.`,
+		Annotations: &mcp.ToolAnnotations{
+			Title:           "Run code in a sandbox",
+			ReadOnlyHint:    false,
+			DestructiveHint: boolPtr(false),
+			IdempotentHint:  false,
+			OpenWorldHint:   boolPtr(false),
+		},
+	}
+}
+
+func addRunTools(s *mcp.Server, h *handlers) {
+	mcp.AddTool(s, RunCodeTool(), h.runCode)
+}
+
+func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in engine.Request) (*mcp.CallToolResult, *engine.Result, error) {
+	res, err := h.eng.Run(ctx, in, engine.RunOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return resultContent(res), res, nil
+}
+
+// resultContent is the unstructured form of a result: a one-line summary
+// for people, then the same JSON as structuredContent for older clients.
+func resultContent(res any) *mcp.CallToolResult {
+	var summary string
+	if r, ok := res.(*engine.Result); ok {
+		summary = engine.Summary(r)
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		data = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
+	}
+	content := []mcp.Content{}
+	if summary != "" {
+		content = append(content, &mcp.TextContent{Text: summary})
+	}
+	content = append(content, &mcp.TextContent{Text: string(data)})
+	return &mcp.CallToolResult{Content: content}
+}

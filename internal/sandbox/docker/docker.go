@@ -1,0 +1,381 @@
+// Package docker is the Docker sandbox backend: every run gets a new
+// container, hardened by default, driven through the attached stream by the
+// in-container agent, and removed afterwards whatever happens.
+package docker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// Labels that mark a container as one of ours.
+const (
+	LabelManaged   = "io.mcp-code-runner.managed"
+	LabelOwner     = "io.mcp-code-runner.owner"
+	LabelOwnerHost = "io.mcp-code-runner.owner-host"
+	LabelOwnerPID  = "io.mcp-code-runner.owner-pid"
+	LabelOwnerBoot = "io.mcp-code-runner.owner-start"
+	LabelExpires   = "io.mcp-code-runner.expires"
+	LabelRunID     = "io.mcp-code-runner.run-id"
+)
+
+// Paths and identities inside every sandbox.
+const (
+	AgentPath     = "/opt/mcp-code-runner/agent"
+	WorkspacePath = "/workspace"
+	SandboxUser   = "10001:10001"
+)
+
+// expiryMargin is added to a run's deadline for its expiry label: a container
+// past it is removed by any server's sweep.
+const expiryMargin = 2 * time.Minute
+
+// Options configure the backend.
+type Options struct {
+	// AgentPath is the static agent binary on the daemon's host, mounted
+	// read-only into every container.
+	AgentPath string
+	// Runtime is the OCI runtime ("" for the daemon's default, or "runsc").
+	Runtime string
+	// Logger receives the backend's logs.
+	Logger *slog.Logger
+}
+
+// Backend runs sandboxes as Docker containers.
+type Backend struct {
+	cli   *client.Client
+	opts  Options
+	owner owner
+	log   *slog.Logger
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+// New returns a backend using cli.
+func New(cli *client.Client, opts Options) (*Backend, error) {
+	if opts.AgentPath == "" {
+		return nil, errors.New("docker backend: the agent path is required")
+	}
+	if err := checkStatic(opts.AgentPath); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Backend{cli: cli, opts: opts, owner: currentOwner(), log: log}, nil
+}
+
+// Client returns the Docker client the backend uses.
+func (b *Backend) Client() *client.Client { return b.cli }
+
+// Close closes the Docker client.
+func (b *Backend) Close() error { return b.cli.Close() }
+
+// Check pings the daemon.
+func (b *Backend) Check(ctx context.Context) error {
+	if err := Ping(ctx, b.cli); err != nil {
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// CheckImage reports whether image is present locally.
+func (b *Backend) CheckImage(ctx context.Context, image string) error {
+	_, err := b.cli.ImageInspect(ctx, image)
+	switch {
+	case err == nil:
+		return nil
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%w: image %s is not present", sandbox.ErrImageMissing, image)
+	case client.IsErrConnectionFailed(err):
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	default:
+		return fmt.Errorf("inspecting image %s: %w", image, err)
+	}
+}
+
+// ImageLabels returns the labels of image.
+func (b *Backend) ImageLabels(ctx context.Context, image string) (map[string]string, error) {
+	ins, err := b.cli.ImageInspect(ctx, image)
+	if err != nil {
+		return nil, b.classify(err, image, "inspecting image")
+	}
+	if ins.Config == nil {
+		return map[string]string{}, nil
+	}
+	return ins.Config.Labels, nil
+}
+
+// ContainerConfig returns the hardened configuration of a sandbox for spec.
+// It is exported so tests can assert every control.
+func (b *Backend) ContainerConfig(spec sandbox.Spec) (*container.Config, *container.HostConfig) {
+	r := spec.Resources
+	memory := int64(r.MemoryMB) << 20
+	pids := int64(r.PidsLimit)
+	expires := time.Now().Add(spec.Deadline + expiryMargin).Unix()
+	labels := map[string]string{
+		LabelManaged:   "true",
+		LabelOwner:     b.owner.id,
+		LabelOwnerHost: b.owner.host,
+		LabelOwnerPID:  strconv.Itoa(b.owner.pid),
+		LabelOwnerBoot: b.owner.start,
+		LabelExpires:   strconv.FormatInt(expires, 10),
+		LabelRunID:     spec.RunID,
+	}
+	cfg := &container.Config{
+		Image:           spec.Image,
+		Cmd:             []string{AgentPath, "agent"},
+		Entrypoint:      []string{},
+		User:            SandboxUser,
+		WorkingDir:      WorkspacePath,
+		Env:             []string{"MCR_SANDBOX=1", "HOME=/tmp", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		OpenStdin:       true,
+		StdinOnce:       true,
+		AttachStdin:     true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		NetworkDisabled: true,
+		Labels:          labels,
+	}
+	init := true
+	host := &container.HostConfig{
+		NetworkMode:    "none",
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Init:           &init,
+		IpcMode:        "private",
+		LogConfig:      container.LogConfig{Type: "none"},
+		Runtime:        b.opts.Runtime,
+		Tmpfs: map[string]string{
+			"/tmp":        fmt.Sprintf("rw,nosuid,nodev,size=%dm,mode=1777", r.TmpMB),
+			WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,exec,size=%dm,uid=10001,gid=10001,mode=0755", r.WorkspaceMB),
+		},
+		ShmSize: 16 << 20,
+		Mounts: []mount.Mount{{
+			Type:     mount.TypeBind,
+			Source:   b.opts.AgentPath,
+			Target:   AgentPath,
+			ReadOnly: true,
+		}},
+		Resources: container.Resources{
+			Memory:     memory,
+			MemorySwap: memory,
+			NanoCPUs:   int64(r.CPUs * 1e9),
+			PidsLimit:  &pids,
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: int64(r.NoFile), Hard: int64(r.NoFile)},
+				{Name: "fsize", Soft: int64(r.FileSizeMB) << 20, Hard: int64(r.FileSizeMB) << 20},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	return cfg, host
+}
+
+// Run executes spec in a new container and removes it before returning.
+func (b *Backend) Run(ctx context.Context, spec sandbox.Spec, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
+	payload, err := json.Marshal(spec.Request)
+	if err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
+	}
+	if len(payload) > agent.MaxFrameBytes {
+		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), agent.MaxFrameBytes)
+	}
+	cfg, hostCfg := b.ContainerConfig(spec)
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostCfg})
+	if err != nil {
+		return nil, b.classify(err, spec.Image, "creating sandbox container")
+	}
+	id := created.ID
+	// Removal uses a fresh context: the run's own may be cancelled already
+	// (client gone, timeout), and the container must go regardless.
+	defer b.remove(id)
+
+	att, err := b.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, b.classify(err, spec.Image, "attaching to sandbox container")
+	}
+	defer att.Close()
+	if _, err := b.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return nil, b.classify(err, spec.Image, "starting sandbox container")
+	}
+
+	go func() {
+		// The whole job goes in one frame; closing our write side tells the
+		// agent's stdin that nothing more comes.
+		if err := agent.WriteFrame(att.Conn, agent.Frame{Kind: agent.KindRequest, Payload: payload}); err != nil {
+			b.log.Debug("sending request to sandbox", "run", spec.RunID, "err", err)
+		}
+		_ = att.CloseWrite()
+	}()
+
+	var killed sync.Once
+	res := &sandbox.Result{}
+	kill := func(reason string) {
+		killed.Do(func() {
+			res.Killed = true
+			b.log.Debug("killing sandbox", "run", spec.RunID, "reason", reason)
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_, _ = b.cli.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "KILL"})
+			att.Close()
+		})
+	}
+	deadline := time.AfterFunc(spec.Deadline, func() { kill("deadline") })
+	defer deadline.Stop()
+	stopWatch := context.AfterFunc(ctx, func() { kill("caller went away") })
+	defer stopWatch()
+
+	frames, demuxed := io.Pipe()
+	diag := &cappedBuffer{limit: 64 << 10}
+	go func() {
+		_, err := stdcopy.StdCopy(demuxed, diag, att.Reader)
+		demuxed.CloseWithError(err)
+	}()
+
+	done := b.readFrames(frames, res, onChunk)
+	frames.Close()
+	res.Diagnostics = diag.String()
+	killedNow := false
+	killed.Do(func() {}) // settle res.Killed
+	killedNow = res.Killed
+	if !done {
+		res.Incomplete = true
+		res.OOMKilled = b.oomKilled(ctx, id)
+		if !killedNow && !res.OOMKilled && res.Diagnostics != "" {
+			b.log.Warn("sandbox agent ended early", "run", spec.RunID, "stderr", res.Diagnostics)
+		}
+	}
+	for _, st := range res.Stages {
+		if st.OOMKilled {
+			res.OOMKilled = true
+		}
+	}
+	return res, nil
+}
+
+// readFrames consumes the agent's frames into res; it reports whether the
+// Done frame arrived.
+func (b *Backend) readFrames(r io.Reader, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
+	stage := func(i uint8) *sandbox.StageOutput {
+		for len(res.Stages) <= int(i) {
+			res.Stages = append(res.Stages, sandbox.StageOutput{})
+		}
+		return &res.Stages[i]
+	}
+	for {
+		f, err := agent.ReadFrame(r)
+		if err != nil {
+			return false
+		}
+		switch f.Kind {
+		case agent.KindStdout, agent.KindStderr:
+			st := stage(f.Stage)
+			stream := sandbox.Stdout
+			if f.Kind == agent.KindStdout {
+				st.Stdout = append(st.Stdout, f.Payload...)
+			} else {
+				st.Stderr = append(st.Stderr, f.Payload...)
+				stream = sandbox.Stderr
+			}
+			if onChunk != nil {
+				onChunk(sandbox.Chunk{Stage: int(f.Stage), Stream: stream, Data: f.Payload})
+			}
+		case agent.KindStage:
+			st := stage(f.Stage)
+			if err := json.Unmarshal(f.Payload, &st.StageResult); err != nil {
+				return false
+			}
+		case agent.KindDone:
+			var d agent.Done
+			if err := json.Unmarshal(f.Payload, &d); err != nil {
+				return false
+			}
+			res.AgentError = d.Error
+			return true
+		}
+	}
+}
+
+// oomKilled waits briefly for the container to stop and reports whether the
+// daemon saw it hit its memory limit.
+func (b *Backend) oomKilled(ctx context.Context, id string) bool {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	w := b.cli.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-w.Result:
+	case <-w.Error:
+	}
+	ins, err := b.cli.ContainerInspect(wctx, id, client.ContainerInspectOptions{})
+	if err != nil || ins.Container.State == nil {
+		return false
+	}
+	return ins.Container.State.OOMKilled
+}
+
+func (b *Backend) remove(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for attempt := 0; attempt < 3; attempt++ {
+		_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return
+		}
+		b.log.Warn("removing sandbox container", "container", id[:12], "attempt", attempt+1, "err", err)
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The periodic sweep removes it once its expiry passes.
+}
+
+func (b *Backend) classify(err error, image, what string) error {
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%w: image %s is not present (%v)", sandbox.ErrImageMissing, image, err)
+	case client.IsErrConnectionFailed(err):
+		return fmt.Errorf("%w: %s: %v", sandbox.ErrUnavailable, what, err)
+	default:
+		return fmt.Errorf("%s: %w", what, err)
+	}
+}
+
+// cappedBuffer keeps the first limit bytes written to it.
+type cappedBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	limit int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.limit - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}

@@ -1,0 +1,113 @@
+package docker
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+)
+
+// owner identifies this server process in container labels, so that a later
+// server can tell whether the process that made a container is still alive.
+type owner struct {
+	id    string // host/pid/start
+	host  string
+	pid   int
+	start string // process start time in clock ticks since boot
+}
+
+func currentOwner() owner {
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	start := processStart(pid)
+	return owner{id: fmt.Sprintf("%s/%d/%s", host, pid, start), host: host, pid: pid, start: start}
+}
+
+// processStart reads field 22 of /proc/PID/stat: with the PID it names one
+// process for the life of the boot, even after the PID is reused.
+func processStart(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) may hold spaces; fields resume after ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
+}
+
+// ownerAlive reports whether the server that labelled a container still runs.
+// It can only tell for servers on this host; for others it answers true and
+// the container's expiry decides.
+func (b *Backend) ownerAlive(labels map[string]string) bool {
+	if labels[LabelOwner] == b.owner.id {
+		return true
+	}
+	if labels[LabelOwnerHost] != b.owner.host {
+		return true
+	}
+	pid, err := strconv.Atoi(labels[LabelOwnerPID])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	start := processStart(pid)
+	return start != "" && start == labels[LabelOwnerBoot]
+}
+
+// Sweep removes our containers whose server is gone, and any of ours past
+// its expiry whoever made it.
+func (b *Backend) Sweep(ctx context.Context) (int, error) {
+	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelManaged+"=true"),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("listing sandbox containers: %w", err)
+	}
+	now := time.Now().Unix()
+	removed := 0
+	for _, c := range list.Items {
+		expires, _ := strconv.ParseInt(c.Labels[LabelExpires], 10, 64)
+		expired := expires > 0 && now > expires
+		if !expired && b.ownerAlive(c.Labels) {
+			continue
+		}
+		_, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			b.log.Warn("removing left-behind sandbox", "container", c.ID[:12], "err", err)
+			continue
+		}
+		removed++
+		b.log.Info("removed left-behind sandbox", "container", c.ID[:12], "owner", c.Labels[LabelOwner], "expired", expired)
+	}
+	return removed, nil
+}
+
+// checkStatic refuses an agent binary that needs a dynamic loader: the
+// sandbox images may not carry the host's C library.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("agent binary %s: %w (build it with `make build`)", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("agent binary %s is dynamically linked; build it with CGO_ENABLED=0 (`make build` does)", path)
+		}
+	}
+	return nil
+}
