@@ -252,7 +252,7 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.Spec, onChunk func(sandb
 		demuxed.CloseWithError(err)
 	}()
 
-	done := b.readFrames(frames, res, onChunk)
+	done := b.readFrames(frames, spec.Request.Stages, res, onChunk)
 	frames.Close()
 	res.Diagnostics = diag.String()
 	killedNow := false
@@ -275,10 +275,16 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.Spec, onChunk func(sandb
 
 // readFrames consumes the agent's frames into res; it reports whether the
 // Done frame arrived.
-func (b *Backend) readFrames(r io.Reader, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
+func (b *Backend) readFrames(r io.Reader, stages []agent.Stage, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
+	// A stage's entry exists from its first frame, named after the request,
+	// so output of a stage that never reported (killed) is kept.
 	stage := func(i uint8) *sandbox.StageOutput {
 		for len(res.Stages) <= int(i) {
-			res.Stages = append(res.Stages, sandbox.StageOutput{})
+			st := sandbox.StageOutput{}
+			if n := len(res.Stages); n < len(stages) {
+				st.Name = stages[n].Name
+			}
+			res.Stages = append(res.Stages, st)
 		}
 		return &res.Stages[i]
 	}

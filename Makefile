@@ -1,0 +1,58 @@
+# mcp-code-runner: `make run` sets everything up and serves; `make test` runs
+# every test against the real Docker daemon and real MCP clients.
+
+BIN      := bin/mcp-code-runner
+ADDR     ?= 127.0.0.1:8080
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+
+.PHONY: all build docker images run serve-stdio test test-go test-e2e test-conformance lint clean
+
+all: build
+
+# The binary is static (CGO_ENABLED=0): it is also the agent mounted into
+# every sandbox, whose images need not share the host's C library.
+build:
+	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN) ./cmd/mcp-code-runner
+
+# Install (if missing) and start the Docker daemon.
+docker:
+	@bash scripts/ensure-docker.sh
+
+# Build the runtime images that are missing or out of date.
+images: build docker
+	$(BIN) images build
+
+# Set up everything and serve Streamable HTTP on $(ADDR).
+run: images
+	@bash scripts/print-client-config.sh "$(CURDIR)/$(BIN)" "$(ADDR)"
+	$(BIN) serve --http $(ADDR)
+
+# Serve on stdio (what desktop MCP clients launch).
+serve-stdio: build
+	$(BIN) serve
+
+# Every test: Go unit and Docker tests, then real MCP clients end to end.
+test: images
+	$(MAKE) test-go
+	$(MAKE) test-e2e
+	$(MAKE) test-conformance
+	@echo "checking that no sandbox container was left behind"
+	@left=$$(docker ps -aq --filter label=io.mcp-code-runner.managed=true); \
+	if [ -n "$$left" ]; then echo "left-behind containers: $$left"; docker ps -a --filter label=io.mcp-code-runner.managed=true; exit 1; fi
+
+test-go: build
+	MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 20m ./...
+
+test-e2e: build
+	cd e2e && npm ci --no-audit --no-fund --loglevel=error && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 tests/
+
+test-conformance: build
+	MCR_BINARY=$(CURDIR)/$(BIN) bash scripts/conformance.sh
+
+lint:
+	gofmt -l . | (! grep .) || (echo "run gofmt -w on the files above"; exit 1)
+	go vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/spf13/cobra"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+func init() { subcommands = append(subcommands, newDoctorCmd) }
+
+// minAPIVersion is the oldest Docker API the backend is tested with
+// (Debian's Docker Engine 20.10).
+const minAPIVersion = "1.41"
+
+func newDoctorCmd(g *globalOptions) *cobra.Command {
+	var noSmoke bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check Docker, the images and the sandbox, and say how to fix each problem",
+		Long: `Doctor checks everything a run needs: the configuration, the Docker daemon
+and its API version, the agent binary, every runtime image, left-behind
+sandbox containers, and (unless --no-smoke) one real hardened run. Each
+problem comes with the command that fixes it. It exits non-zero when
+anything is wrong.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d := &doctor{w: os.Stdout}
+			d.run(cmd.Context(), g, !noSmoke)
+			if d.failed > 0 {
+				return fmt.Errorf("%d problem(s) found; fix them as said above", d.failed)
+			}
+			fmt.Fprintln(d.w, "\nall checks passed")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&noSmoke, "no-smoke", false, "skip the test run in a sandbox")
+	return cmd
+}
+
+type doctor struct {
+	w      io.Writer
+	failed int
+}
+
+func (d *doctor) ok(format string, args ...any) { fmt.Fprintf(d.w, "ok    "+format+"\n", args...) }
+
+func (d *doctor) fail(fix string, format string, args ...any) {
+	d.failed++
+	fmt.Fprintf(d.w, "FAIL  "+format+"\n", args...)
+	fmt.Fprintf(d.w, "      fix: %s\n", fix)
+}
+
+func (d *doctor) warn(format string, args ...any) { fmt.Fprintf(d.w, "warn  "+format+"\n", args...) }
+
+func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
+	cfg, reg, err := g.load()
+	if err != nil {
+		d.fail("correct the configuration file or MCR_* variables", "configuration: %v", err)
+		return
+	}
+	d.ok("configuration valid (%d languages, %d images)", len(reg.Languages()), len(reg.Images()))
+
+	st, err := newStack(g)
+	if err != nil {
+		d.fail("build the binary with `make build` (static, CGO_ENABLED=0), or set agent_path", "sandbox backend: %v", err)
+		return
+	}
+	defer st.Close()
+	d.ok("agent binary is static and mountable")
+
+	cli := st.backend.Client()
+	if err := st.backend.Check(ctx); err != nil {
+		d.fail("start Docker: `make docker` (installs docker.io and starts dockerd), `systemctl start docker`, or `dockerd &`", "Docker daemon: %v", err)
+		return
+	}
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if v, err := cli.ServerVersion(vctx, client.ServerVersionOptions{}); err == nil {
+		if versionLess(v.APIVersion, minAPIVersion) {
+			d.fail("upgrade Docker Engine to 20.10 or newer", "Docker %s speaks API %s, older than %s", v.Version, v.APIVersion, minAPIVersion)
+		} else {
+			d.ok("Docker %s reachable at %s (API %s, client negotiated %s)", v.Version, cli.DaemonHost(), v.APIVersion, cli.ClientVersion())
+		}
+	}
+	if cfg.Runtime != "" {
+		info, err := cli.Info(vctx, client.InfoOptions{})
+		if err == nil {
+			if _, ok := info.Info.Runtimes[cfg.Runtime]; ok {
+				d.ok("OCI runtime %q is registered with the daemon", cfg.Runtime)
+			} else {
+				d.fail(fmt.Sprintf("register %q in /etc/docker/daemon.json (\"runtimes\") and restart dockerd, or unset runtime", cfg.Runtime), "OCI runtime %q is not known to the daemon", cfg.Runtime)
+			}
+		}
+	}
+	missing := 0
+	for _, img := range reg.Images() {
+		if err := st.backend.CheckImage(vctx, img.Tag); err != nil {
+			missing++
+			d.fail("mcp-code-runner images build "+img.Name+"   (or `make images` for all)", "image %s missing", img.Tag)
+		} else {
+			d.ok("image %s present", img.Tag)
+		}
+	}
+	for _, l := range reg.Languages() {
+		if v := st.engine.RuntimeVersion(vctx, l); v != "" {
+			d.ok("%-12s %s", l.Name, v)
+		} else if st.backend.CheckImage(vctx, reg.ImageOf(l).Tag) == nil {
+			d.warn("%s: image has no runtime version label; rebuild with `mcp-code-runner images build --force %s`", l.Name, l.Name)
+		}
+	}
+	list, err := cli.ContainerList(vctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", docker.LabelManaged+"=true")})
+	if err == nil {
+		if n := len(list.Items); n > 0 {
+			d.warn("%d sandbox container(s) exist now (runs in flight, or left by a dead server; `serve` removes orphans at start and every %ds)", n, cfg.SweepIntervalSeconds)
+		} else {
+			d.ok("no sandbox containers left behind")
+		}
+	}
+	if !smoke || missing > 0 {
+		return
+	}
+	for _, name := range []string{"bash", "python"} {
+		if _, ok := reg.Lookup(name); !ok {
+			continue
+		}
+		start := time.Now()
+		res, err := st.engine.Run(ctx, engine.Request{Language: name, Code: smokeCode[name]}, engine.RunOptions{})
+		switch {
+		case err != nil:
+			d.fail("see the message; `docker info` and the daemon log help", "test run (%s): %v", name, err)
+		case res.Status != engine.StatusOK:
+			d.fail("see the output above; the image may be broken: `mcp-code-runner images build --force "+name+"`", "test run (%s): status %s, stderr: %s", name, res.Status, res.Stderr)
+		default:
+			d.ok("test run (%s) in a hardened sandbox: %s (%d ms)", name, trimOutput(res.Stdout), time.Since(start).Milliseconds())
+		}
+	}
+}
+
+var smokeCode = map[string]string{
+	"bash":   `echo "uid=$(id -u) net=$(ls /sys/class/net | tr '\n' ' ')"`,
+	"python": `import os; print("uid", os.getuid())`,
+}
+
+func trimOutput(s string) string {
+	if len(s) > 0 && s[len(s)-1] == '\n' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// versionLess compares dotted API versions like "1.41".
+func versionLess(a, b string) bool {
+	var a1, a2, b1, b2 int
+	fmt.Sscanf(a, "%d.%d", &a1, &a2)
+	fmt.Sscanf(b, "%d.%d", &b1, &b2)
+	return a1 < b1 || (a1 == b1 && a2 < b2)
+}

@@ -1,0 +1,136 @@
+// Package testutil gives tests the real Docker backend: a static agent
+// binary, a client, and the rule that tests needing Docker fail (never skip)
+// when CI=true and Docker is unreachable.
+package testutil
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+var (
+	agentOnce sync.Once
+	agentPath string
+	agentErr  error
+)
+
+// AgentBinary returns a static build of the binary (the sandbox agent):
+// MCR_TEST_BINARY when set (make test-go sets it), else a fresh build.
+func AgentBinary(t testing.TB) string {
+	t.Helper()
+	agentOnce.Do(func() {
+		if p := os.Getenv("MCR_TEST_BINARY"); p != "" {
+			agentPath = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "mcr-agent-")
+		if err != nil {
+			agentErr = err
+			return
+		}
+		agentPath = filepath.Join(dir, "mcp-code-runner")
+		cmd := exec.Command("go", "build", "-o", agentPath, "github.com/mcp-code-runner/mcp-code-runner/cmd/mcp-code-runner")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if agentErr != nil {
+		t.Fatalf("building the agent binary: %v", agentErr)
+	}
+	return agentPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// RequireDocker returns a Docker client, or skips the test when Docker is
+// unreachable, except under CI=true, where it fails.
+func RequireDocker(t testing.TB) *client.Client {
+	t.Helper()
+	cli, err := docker.NewClient("")
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = docker.Ping(ctx, cli)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Docker is required and unreachable under CI=true: %v", err)
+		}
+		t.Skipf("Docker unreachable (set CI=true to make this fail): %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// Backend returns the real Docker backend.
+func Backend(t testing.TB) *docker.Backend {
+	t.Helper()
+	cli := RequireDocker(t)
+	b, err := docker.New(cli, docker.Options{AgentPath: AgentBinary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// RequireImage skips (or under CI fails) when a language's image is missing.
+func RequireImage(t testing.TB, b *docker.Backend, reg *languages.Registry, lang string) {
+	t.Helper()
+	l, ok := reg.Lookup(lang)
+	if !ok {
+		t.Fatalf("unknown language %s", lang)
+	}
+	tag := reg.ImageOf(l).Tag
+	if err := b.CheckImage(context.Background(), tag); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("image %s is required under CI=true: %v (run `make images`)", tag, err)
+		}
+		t.Skipf("image %s missing (run `make images`): %v", tag, err)
+	}
+}
+
+// Engine returns an engine on the real Docker backend with cfg (Default()
+// when nil) and the built-in registry.
+func Engine(t testing.TB, cfg *config.Config) (*engine.Engine, *docker.Backend) {
+	t.Helper()
+	c := config.Default()
+	if cfg != nil {
+		c = *cfg
+	}
+	b := Backend(t)
+	return engine.New(c, languages.Builtin(), b, nil), b
+}
+
+// NoLeftovers fails the test if any container of this process remains.
+func NoLeftovers(t testing.TB, cli *client.Client) {
+	t.Helper()
+	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
+	})
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	if n := len(list.Items); n > 0 {
+		t.Errorf("%d sandbox container(s) left behind", n)
+	}
+}
