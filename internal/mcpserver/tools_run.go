@@ -5,14 +5,28 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 )
 
-// RunCodeTool describes run_code.
-func RunCodeTool() *mcp.Tool {
+// RunCodeTool describes run_code; lim sets the bounds its schema states.
+func RunCodeTool(lim config.Limits) *mcp.Tool {
+	in, err := jsonschema.For[engine.Request](nil)
+	if err != nil {
+		panic(fmt.Sprintf("run_code input schema: %v", err))
+	}
+	minTimeout, maxTimeout := 1.0, float64(lim.MaxTimeoutSeconds)
+	in.Properties["timeout_seconds"].Minimum = &minTimeout
+	in.Properties["timeout_seconds"].Maximum = &maxTimeout
+	maxCode := lim.MaxCodeBytes
+	in.Properties["code"].MaxLength = &maxCode
+	in.Properties["files"].MaxItems = &lim.MaxFiles
+	in.Properties["files"].Items.Properties["encoding"].Enum = []any{"text", "base64"}
 	return &mcp.Tool{
+		InputSchema: in,
 		Name:  "run_code",
 		Title: "Run code in a sandbox",
 		Description: `Run a program in a fresh, isolated container and return its exit code,
@@ -33,7 +47,7 @@ the inline limit is truncated with the full text at stdout_uri/stderr_uri.`,
 }
 
 func addRunTools(s *mcp.Server, h *handlers) {
-	mcp.AddTool(s, RunCodeTool(), h.runCode)
+	mcp.AddTool(s, RunCodeTool(h.eng.Config().Limits), h.runCode)
 }
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in engine.Request) (*mcp.CallToolResult, *engine.Result, error) {

@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFrameRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	in := []Frame{{Kind: KindStdout, Stage: 1, Payload: []byte("hi")}, {Kind: KindDone, Payload: []byte("{}")}, {Kind: KindStderr}}
+	for _, f := range in {
+		if err := WriteFrame(&buf, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range in {
+		got, err := ReadFrame(&buf)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if got.Kind != want.Kind || got.Stage != want.Stage || !bytes.Equal(got.Payload, want.Payload) {
+			t.Errorf("frame %d = %+v, want %+v", i, got, want)
+		}
+	}
+	if _, err := ReadFrame(&buf); err != io.EOF {
+		t.Errorf("after the last frame: %v, want EOF", err)
+	}
+}
+
+func TestReadFrameRejects(t *testing.T) {
+	cases := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"unknown kind", []byte{'Z', 0, 0, 0, 0, 0}, ErrBadFrame},
+		{"oversized", []byte{'O', 0, 0xff, 0xff, 0xff, 0xff}, ErrBadFrame},
+		{"cut header", []byte{'O', 0, 0}, io.ErrUnexpectedEOF},
+		{"cut payload", []byte{'O', 0, 0, 0, 0, 5, 'a'}, io.ErrUnexpectedEOF},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := ReadFrame(bytes.NewReader(c.data)); !errors.Is(err, c.want) {
+				t.Errorf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+func TestValidPath(t *testing.T) {
+	good := []string{"a", "a.txt", "dir/sub/file.py", ".hidden", "a..b", "..a"}
+	bad := []string{"", "/abs", "..", "../x", "a/../b", "a/./b", "a//b", "a/", "./a", ".", "a\x00b", strings.Repeat("a", 5000)}
+	for _, p := range good {
+		if err := ValidPath(p); err != nil {
+			t.Errorf("ValidPath(%q) = %v, want ok", p, err)
+		}
+	}
+	for _, p := range bad {
+		if err := ValidPath(p); err == nil {
+			t.Errorf("ValidPath(%q) accepted", p)
+		}
+	}
+}
+
+// serve runs a request through Serve on this host (KillStragglers stays off)
+// and decodes the frames.
+func serve(t *testing.T, req Request) (stages []StageResult, stdout, stderr map[uint8]string, done Done) {
+	t.Helper()
+	payload, _ := json.Marshal(req)
+	var in, out bytes.Buffer
+	if err := WriteFrame(&in, Frame{Kind: KindRequest, Payload: payload}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Serve(&in, &out); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	stdout, stderr = map[uint8]string{}, map[uint8]string{}
+	for {
+		f, err := ReadFrame(&out)
+		if err == io.EOF {
+			t.Fatal("no Done frame")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f.Kind {
+		case KindStdout:
+			stdout[f.Stage] += string(f.Payload)
+		case KindStderr:
+			stderr[f.Stage] += string(f.Payload)
+		case KindStage:
+			var r StageResult
+			_ = json.Unmarshal(f.Payload, &r)
+			stages = append(stages, r)
+		case KindDone:
+			_ = json.Unmarshal(f.Payload, &done)
+			return
+		}
+	}
+}
+
+func TestServeStages(t *testing.T) {
+	dir := t.TempDir()
+	stages, stdout, stderr, done := serve(t, Request{
+		Workdir:     dir,
+		OutputLimit: 10,
+		Files:       []File{{Path: "sub/in.txt", Data: []byte("from file")}},
+		Stages: []Stage{
+			{Name: "compile", Argv: []string{"sh", "-c", "cat sub/in.txt; echo warn >&2"}, TimeoutMs: 5000, StopOnFailure: true},
+			{Name: "run", Argv: []string{"sh", "-c", "cat; echo 0123456789ABCDEF; exit 4", "x"}, Stdin: []byte("in:"), TimeoutMs: 5000},
+		},
+	})
+	if done.Error != "" || len(stages) != 2 {
+		t.Fatalf("done %+v, stages %+v", done, stages)
+	}
+	if stdout[0] != "from file" || stderr[0] != "warn\n" || stages[0].ExitCode != 0 {
+		t.Errorf("compile: stdout %q stderr %q %+v", stdout[0], stderr[0], stages[0])
+	}
+	// 3 + 17 bytes written, 10 forwarded.
+	if stdout[1] != "in:0123456" || stages[1].StdoutBytes != 20 || stages[1].StdoutDropped != 10 || stages[1].ExitCode != 4 {
+		t.Errorf("run: stdout %q %+v", stdout[1], stages[1])
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "sub/in.txt")); string(data) != "from file" {
+		t.Errorf("file content %q", data)
+	}
+}
+
+func TestServeStopsAfterFailedStageAndTimesOut(t *testing.T) {
+	stages, _, _, _ := serve(t, Request{Workdir: t.TempDir(), OutputLimit: 100, Stages: []Stage{
+		{Name: "compile", Argv: []string{"sh", "-c", "exit 2"}, TimeoutMs: 5000, StopOnFailure: true},
+		{Name: "run", Argv: []string{"true"}, TimeoutMs: 5000},
+	}})
+	if len(stages) != 1 || stages[0].ExitCode != 2 {
+		t.Errorf("stages %+v; want only the failed compile", stages)
+	}
+	stages, stdout, _, _ := serve(t, Request{Workdir: t.TempDir(), OutputLimit: 100, Stages: []Stage{
+		{Name: "run", Argv: []string{"sh", "-c", "echo a; sleep 10"}, TimeoutMs: 300},
+	}})
+	if len(stages) != 1 || !stages[0].TimedOut || stages[0].Signal != "SIGKILL" || stdout[0] != "a\n" {
+		t.Errorf("timeout: %+v stdout %q", stages, stdout[0])
+	}
+	stages, _, _, _ = serve(t, Request{Workdir: t.TempDir(), Stages: []Stage{{Name: "run", Argv: []string{"/no/such/cmd"}, TimeoutMs: 300}}})
+	if stages[0].ExitCode != 127 || !strings.Contains(stages[0].Error, "/no/such/cmd") {
+		t.Errorf("missing command: %+v", stages[0])
+	}
+}
+
+func TestServeRefusesBadPaths(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(filepath.Dir(dir), "escaped.txt")
+	// A symlink planted in the workspace must not be followed by a write.
+	if err := os.Symlink(filepath.Dir(dir), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"../escaped.txt", "/abs.txt", "link/escaped.txt"} {
+		stages, _, _, done := serve(t, Request{Workdir: dir, Files: []File{{Path: p, Data: []byte("x")}}, Stages: []Stage{{Name: "run", Argv: []string{"true"}, TimeoutMs: 1000}}})
+		if done.Error == "" || len(stages) != 0 {
+			t.Errorf("path %q: done %+v stages %d; want a refusal and no stage run", p, done, len(stages))
+		}
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Errorf("a file escaped the workspace")
+	}
+}

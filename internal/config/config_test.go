@@ -1,0 +1,64 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadLayers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(path, []byte(`{"limits":{"memory_mb":512,"timeout_seconds":5},"http":{"allowed_origins":["https://a.example"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"MCR_LIMITS_TIMEOUT_SECONDS": "7", "MCR_LIMITS_CPUS": "0.5", "MCR_HTTP_ALLOWED_HOSTS": "h1, h2"}
+	c, err := Load(path, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.MemoryMB != 512 || c.Limits.TimeoutSeconds != 7 || c.Limits.CPUs != 0.5 {
+		t.Errorf("limits %+v", c.Limits)
+	}
+	if len(c.HTTP.AllowedHosts) != 2 || c.HTTP.AllowedHosts[1] != "h2" || c.HTTP.AllowedOrigins[0] != "https://a.example" {
+		t.Errorf("http %+v", c.HTTP)
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	cases := []struct {
+		name, file string
+		env        map[string]string
+		want       string
+	}{
+		{"unknown field", `{"limits":{"memroy_mb":1}}`, nil, "unknown field"},
+		{"default above max", `{"limits":{"timeout_seconds":100}}`, nil, "above limits.max_timeout_seconds"},
+		{"zero limit", `{"limits":{"pids_limit":0}}`, nil, "limits.pids_limit must be positive"},
+		{"bad env", `{}`, map[string]string{"MCR_LIMITS_MEMORY_MB": "lots"}, "MCR_LIMITS_MEMORY_MB"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.json")
+			_ = os.WriteFile(path, []byte(c.file), 0o644)
+			_, err := Load(path, func(k string) string { return c.env[k] })
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestEnvNamesCoverEveryLimit(t *testing.T) {
+	names := EnvNames()
+	for _, want := range []string{"MCR_LIMITS_MAX_TIMEOUT_SECONDS", "MCR_MAX_CONCURRENT_RUNS", "MCR_HTTP_MAX_BODY_BYTES", "MCR_DOCKER_HOST"} {
+		if _, ok := names[want]; !ok {
+			t.Errorf("%s is not read", want)
+		}
+	}
+}

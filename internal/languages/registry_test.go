@@ -1,0 +1,77 @@
+package languages
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuiltin(t *testing.T) {
+	r := Builtin()
+	for _, name := range []string{"python", "py", "Python3", "js", "node", "typescript", "ts", "bash"} {
+		if _, ok := r.Lookup(name); !ok {
+			t.Errorf("Lookup(%q) failed", name)
+		}
+	}
+	for _, l := range r.Languages() {
+		if l.Example == "" || l.DisplayName == "" {
+			t.Errorf("%s lacks an example or display name", l.Name)
+		}
+	}
+	imgs := r.Images()
+	if len(imgs) != 3 || imgs[0].Name != "base" {
+		t.Errorf("build order %v: base must come first", imgs)
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	img := []Image{{Name: "i", Tag: "t:1", From: "root"}}
+	lang := func(f func(*Language)) File {
+		l := Language{Name: "x", Image: "i", File: "main.x", Run: []string{"x"}, Version: []string{"x"}}
+		f(&l)
+		return File{Images: img, Languages: []Language{l}}
+	}
+	cases := []struct {
+		name string
+		f    File
+		want string
+	}{
+		{"unknown image", lang(func(l *Language) { l.Image = "nope" }), "unknown image"},
+		{"no run", lang(func(l *Language) { l.Run = nil }), "run command is required"},
+		{"file with dir", lang(func(l *Language) { l.File = "a/b" }), "plain file name"},
+		{"upper-case name", lang(func(l *Language) { l.Name = "X" }), "lower case"},
+		{"alias clash", File{Images: img, Languages: []Language{
+			{Name: "a", Image: "i", File: "f", Run: []string{"x"}, Version: []string{"x"}},
+			{Name: "b", Aliases: []string{"a"}, Image: "i", File: "f", Run: []string{"x"}, Version: []string{"x"}},
+		}}, "used by both"},
+		{"unknown parent", File{Images: []Image{{Name: "i", Tag: "t", From: "ghost"}}}, "unknown image"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := New(c.f); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadOverrides(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "langs.json")
+	_ = os.WriteFile(path, []byte(`{"languages":[
+		{"name":"python","image":"python","file":"main.py","run":["python3","-I","main.py"],"version":["python3","-V"]},
+		{"name":"sh","image":"base","file":"main.sh","run":["sh","main.sh"],"version":["sh","-c","echo dash"]}]}`), 0o644)
+	r, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if py, _ := r.Lookup("python"); py.Run[1] != "-I" {
+		t.Errorf("python not overridden: %v", py.Run)
+	}
+	if _, ok := r.Lookup("sh"); !ok {
+		t.Error("added language missing")
+	}
+	if _, ok := r.Lookup("py"); ok {
+		t.Error("an override replaces the whole entry, aliases included")
+	}
+}
