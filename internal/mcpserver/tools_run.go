@@ -27,8 +27,8 @@ func RunCodeTool(lim config.Limits) *mcp.Tool {
 	in.Properties["files"].Items.Properties["encoding"].Enum = []any{"text", "base64"}
 	return &mcp.Tool{
 		InputSchema: in,
-		Name:  "run_code",
-		Title: "Run code in a sandbox",
+		Name:        "run_code",
+		Title:       "Run code in a sandbox",
 		Description: `Run a program in a fresh, isolated container and return its exit code,
 stdout and stderr. Each call gets a new sandbox: no network, nothing kept
 between calls. The code is saved in the working directory (/workspace)
