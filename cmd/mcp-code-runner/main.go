@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -26,12 +27,18 @@ type globalOptions struct {
 	dockerHost    string
 	languagesFile string
 	logLevel      string
+	applyFlags    func(*config.Config) error
 }
 
 func (g *globalOptions) load() (config.Config, *languages.Registry, error) {
 	cfg, err := config.Load(g.configFile, os.Getenv)
 	if err != nil {
 		return cfg, nil, err
+	}
+	if g.applyFlags != nil {
+		if err := g.applyFlags(&cfg); err != nil {
+			return cfg, nil, err
+		}
 	}
 	if g.dockerHost != "" {
 		cfg.DockerHost = g.dockerHost
@@ -72,6 +79,13 @@ a non-root user and hard limits on time, memory, processes and output.`,
 	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker daemon address (default: DOCKER_HOST or the local socket)")
 	pf.StringVar(&g.languagesFile, "languages-file", "", "JSON file that adds or overrides language registry entries")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error (logs go to stderr)")
+	settings := pflag.NewFlagSet("settings", pflag.ContinueOnError)
+	g.applyFlags = config.Flags(settings)
+	settings.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "docker-host" && f.Name != "languages-file" {
+			pf.AddFlag(f)
+		}
+	})
 
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
