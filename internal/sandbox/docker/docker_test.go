@@ -1,0 +1,129 @@
+package docker_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+func TestContainerConfigIsHardened(t *testing.T) {
+	b := testutil.Backend(t)
+	cfg, host := b.ContainerConfig(sandbox.Spec{
+		Image: "img", RunID: "r1", Deadline: time.Minute,
+		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1.5, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8},
+	})
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"network none", host.NetworkMode == "none" && cfg.NetworkDisabled},
+		{"all capabilities dropped", len(host.CapDrop) == 1 && host.CapDrop[0] == "ALL" && len(host.CapAdd) == 0},
+		{"no-new-privileges", len(host.SecurityOpt) == 1 && host.SecurityOpt[0] == "no-new-privileges"},
+		{"default seccomp (not unconfined)", !containsPrefix(host.SecurityOpt, "seccomp=")},
+		{"read-only root", host.ReadonlyRootfs},
+		{"tmpfs /tmp sized", host.Tmpfs["/tmp"] == "rw,nosuid,nodev,size=16m,mode=1777"},
+		{"tmpfs /workspace sized", host.Tmpfs["/workspace"] == "rw,nosuid,nodev,exec,size=32m,uid=10001,gid=10001,mode=0755"},
+		{"non-root user", cfg.User == "10001:10001"},
+		{"pids limit", host.PidsLimit != nil && *host.PidsLimit == 64},
+		{"memory = memory+swap", host.Memory == 256<<20 && host.MemorySwap == host.Memory},
+		{"cpu quota", host.NanoCPUs == 1_500_000_000},
+		{"ulimits", len(host.Ulimits) == 3 && host.Ulimits[0].Hard == 512 && host.Ulimits[1].Hard == 8<<20 && host.Ulimits[2].Hard == 0},
+		{"init", host.Init != nil && *host.Init},
+		{"log driver none", host.LogConfig.Type == "none"},
+		{"not privileged", !host.Privileged},
+		{"agent mounted read-only", len(host.Mounts) == 1 && host.Mounts[0].ReadOnly && host.Mounts[0].Target == docker.AgentPath},
+		{"labels", cfg.Labels[docker.LabelManaged] == "true" && cfg.Labels[docker.LabelRunID] == "r1" && cfg.Labels[docker.LabelExpires] != ""},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: not set", c.name)
+		}
+	}
+}
+
+func containsPrefix(list []string, prefix string) bool {
+	for _, s := range list {
+		if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSweepRemovesOrphans plants containers labelled as made by a dead
+// server, an expired one, and one of a live server; the sweep removes the
+// first two only.
+func TestSweepRemovesOrphans(t *testing.T) {
+	b := testutil.Backend(t)
+	cli := b.Client()
+	reg := languages.Builtin()
+	testutil.RequireImage(t, b, reg, "bash")
+	img := reg.ImageOf(mustLang(t, reg, "bash")).Tag
+	ctx := context.Background()
+	base, _ := b.ContainerConfig(sandbox.Spec{Image: img, Deadline: time.Minute, Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 8, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}})
+	plant := func(name string, mutate func(map[string]string)) string {
+		labels := map[string]string{}
+		for k, v := range base.Labels {
+			labels[k] = v
+		}
+		mutate(labels)
+		res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config:     &container.Config{Image: img, Cmd: []string{"true"}, Labels: labels},
+			HostConfig: &container.HostConfig{NetworkMode: "none"},
+		})
+		if err != nil {
+			t.Fatalf("planting %s: %v", name, err)
+		}
+		t.Cleanup(func() { _, _ = cli.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true}) })
+		return res.ID
+	}
+	dead := plant("dead owner", func(l map[string]string) {
+		l[docker.LabelOwner] = "someone-else"
+		l[docker.LabelOwnerPID] = "999999999"
+	})
+	expired := plant("expired", func(l map[string]string) {
+		l[docker.LabelOwner] = "remote"
+		l[docker.LabelOwnerHost] = "another-host"
+		l[docker.LabelExpires] = strconv.FormatInt(time.Now().Add(-time.Minute).Unix(), 10)
+	})
+	live := plant("live remote", func(l map[string]string) {
+		l[docker.LabelOwner] = "remote"
+		l[docker.LabelOwnerHost] = "another-host"
+	})
+	mine := plant("mine", func(map[string]string) {})
+
+	n, err := b.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Errorf("swept %d, want at least 2", n)
+	}
+	exists := func(id string) bool {
+		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		return err == nil
+	}
+	if exists(dead) || exists(expired) {
+		t.Error("an orphan survived the sweep")
+	}
+	if !exists(live) || !exists(mine) {
+		t.Error("the sweep removed a container whose server is alive")
+	}
+}
+
+func mustLang(t *testing.T, reg *languages.Registry, name string) languages.Language {
+	l, ok := reg.Lookup(name)
+	if !ok {
+		t.Fatal(name)
+	}
+	return l
+}
