@@ -50,6 +50,8 @@ every request must then carry "Authorization: Bearer <token>".`,
 			ctx := cmd.Context()
 			startupChecks(ctx, st)
 			go sweepLoop(ctx, st)
+			st.engine.StartPool()
+			go logPool(ctx, st)
 			server := mcpserver.New(st.engine, version, st.log)
 
 			var serveErr error
@@ -66,7 +68,10 @@ every request must then carry "Authorization: Bearer <token>".`,
 			if err := st.engine.Wait(wctx); err != nil {
 				st.log.Warn("shutdown", "err", err)
 			}
-			if n, err := st.backend.Sweep(wctx); err == nil && n > 0 {
+			if err := st.engine.Close(wctx); err != nil {
+				st.log.Warn("shutdown", "err", err)
+			}
+			if n, err := st.backend.RemoveOwn(wctx); err == nil && n > 0 {
 				st.log.Info("removed sandboxes at shutdown", "count", n)
 			}
 			if serveErr != nil && !errors.Is(serveErr, context.Canceled) && !errors.Is(serveErr, http.ErrServerClosed) {
@@ -155,6 +160,29 @@ func sweepLoop(ctx context.Context, st *stack) {
 			if _, err := st.backend.Sweep(ctx); err != nil {
 				st.log.Debug("sweep", "err", err)
 			}
+		}
+	}
+}
+
+// logPool logs the warm pool's state when it changes, at most every 30 s.
+func logPool(ctx context.Context, st *stack) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	last := map[string]string{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, s := range st.engine.PoolStats() {
+			line := fmt.Sprintf("%+v", s)
+			if line == last[s.Language] {
+				continue
+			}
+			last[s.Language] = line
+			st.log.Info("warm pool", "language", s.Language, "idle", s.Idle, "size", s.Size, "creating", s.Creating,
+				"waiting", s.Waiting, "served", s.Served, "failures", s.Failures, "error", s.Error)
 		}
 	}
 }

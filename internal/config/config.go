@@ -85,6 +85,36 @@ type Config struct {
 	SweepIntervalSeconds int `json:"sweep_interval_seconds"`
 	// HTTP holds the Streamable HTTP listener's settings.
 	HTTP HTTP `json:"http"`
+	// Pool holds the warm pool's settings.
+	Pool Pool `json:"pool"`
+}
+
+// Pool configures the warm pool: sandboxes started ahead of need, each used
+// for exactly one run.
+type Pool struct {
+	// Size is the number of idle sandboxes kept per language; 0 means every
+	// run takes the cold path (create, run, remove).
+	Size int `json:"size"`
+	// Sizes overrides Size per language, as "python=4" entries.
+	Sizes []string `json:"sizes"`
+	// MaxWaiters bounds the runs waiting for one language's empty pool.
+	MaxWaiters int `json:"max_waiters"`
+	// MaxIdleSeconds is how long a sandbox may wait idle before it is replaced.
+	MaxIdleSeconds int `json:"max_idle_seconds"`
+	// CreateConcurrency bounds sandbox creations in flight.
+	CreateConcurrency int `json:"create_concurrency"`
+}
+
+// SizeFor returns the pool size of a language.
+func (p Pool) SizeFor(language string) int {
+	for _, e := range p.Sizes {
+		name, n, ok := strings.Cut(e, "=")
+		if ok && strings.TrimSpace(name) == language {
+			v, _ := strconv.Atoi(strings.TrimSpace(n))
+			return v
+		}
+	}
+	return p.Size
 }
 
 // HTTP configures the Streamable HTTP transport.
@@ -128,6 +158,12 @@ func Default() Config {
 		SweepIntervalSeconds:   60,
 		HTTP: HTTP{
 			MaxBodyBytes: 16 << 20,
+		},
+		Pool: Pool{
+			Size:              2,
+			MaxWaiters:        64,
+			MaxIdleSeconds:    1800,
+			CreateConcurrency: 2,
 		},
 	}
 }
@@ -252,6 +288,15 @@ func (c Config) Validate() error {
 	}
 	if c.QueueTimeoutSeconds < 0 || c.OutputRetentionSeconds <= 0 || c.OutputStoreMB <= 0 || c.SweepIntervalSeconds <= 0 {
 		errs = append(errs, errors.New("queue_timeout_seconds, output_retention_seconds, output_store_mb and sweep_interval_seconds must be positive"))
+	}
+	for _, e := range c.Pool.Sizes {
+		name, n, ok := strings.Cut(e, "=")
+		if v, err := strconv.Atoi(strings.TrimSpace(n)); !ok || name == "" || err != nil || v < 0 {
+			errs = append(errs, fmt.Errorf("pool.sizes entry %q: want LANGUAGE=N, like python=4", e))
+		}
+	}
+	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 {
+		errs = append(errs, errors.New("pool.size must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))
 	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("http.max_body_bytes must be positive"))

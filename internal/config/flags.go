@@ -13,6 +13,9 @@ import (
 // "http-max-body-bytes".
 func FlagName(field string) string {
 	field = strings.TrimPrefix(field, "limits.")
+	if field == "pool.size" {
+		return "pool-size"
+	}
 	return strings.NewReplacer(".", "-", "_", "-").Replace(field)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -34,6 +35,7 @@ type Engine struct {
 	backend sandbox.Backend
 	outputs *OutputStore
 	slots   chan struct{}
+	pool    *pool.Pool // nil: cold path only
 	log     *slog.Logger
 
 	inflight sync.WaitGroup
@@ -146,24 +148,21 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 	if lang.Compiled() {
 		deadline += time.Duration(compileTimeout) * time.Second
 	}
-	res := sandbox.Resources{
-		MemoryMB: lim.MemoryMB, CPUs: lim.CPUs, PidsLimit: lim.PidsLimit,
-		WorkspaceMB: lim.WorkspaceMB, TmpMB: lim.TmpMB, NoFile: lim.NoFile, FileSizeMB: lim.FileSizeMB,
+	job := sandbox.Job{
+		Request:  agent.Request{Workdir: "/workspace", Files: v.files, Stages: stages, OutputLimit: int64(lim.MaxOutputBytes)},
+		Deadline: deadline,
+		RunID:    runID,
 	}
-	if lang.Limits.MemoryMB > 0 {
-		res.MemoryMB = lang.Limits.MemoryMB
+	sb, warm, err := e.sandbox(ctx, lang)
+	if err != nil {
+		return nil, e.explain(err, lang)
 	}
-	if lang.Limits.PidsLimit > 0 {
-		res.PidsLimit = lang.Limits.PidsLimit
+	sres, err := sb.Exec(ctx, job, opts.OnChunk)
+	if warm {
+		e.pool.Release(sb) // removed in the background; never reused
+	} else {
+		sb.Close()
 	}
-	spec := sandbox.Spec{
-		Image:     e.reg.ImageOf(lang).Tag,
-		Request:   agent.Request{Workdir: "/workspace", Files: v.files, Stages: stages, OutputLimit: int64(lim.MaxOutputBytes)},
-		Resources: res,
-		Deadline:  deadline,
-		RunID:     runID,
-	}
-	sres, err := e.backend.Run(ctx, spec, opts.OnChunk)
 	if err != nil {
 		return nil, e.explain(err, lang)
 	}
@@ -188,6 +187,79 @@ func (e *Engine) Wait(ctx context.Context) error {
 	}
 }
 
+// Template returns the sandbox template of a language: its image and its
+// limits, the operator's defaults with the language's overrides.
+func (e *Engine) Template(lang languages.Language) sandbox.Template {
+	lim := e.cfg.Limits
+	res := sandbox.Resources{
+		MemoryMB: lim.MemoryMB, CPUs: lim.CPUs, PidsLimit: lim.PidsLimit,
+		WorkspaceMB: lim.WorkspaceMB, TmpMB: lim.TmpMB, NoFile: lim.NoFile, FileSizeMB: lim.FileSizeMB,
+	}
+	if lang.Limits.MemoryMB > 0 {
+		res.MemoryMB = lang.Limits.MemoryMB
+	}
+	if lang.Limits.PidsLimit > 0 {
+		res.PidsLimit = lang.Limits.PidsLimit
+	}
+	compile := lim.CompileTimeoutSeconds
+	if lang.Limits.CompileTimeoutSeconds > 0 {
+		compile = lang.Limits.CompileTimeoutSeconds
+	}
+	maxJob := time.Duration(lim.MaxTimeoutSeconds+compile)*time.Second + deadlineGrace
+	return sandbox.Template{
+		Image:     e.reg.ImageOf(lang).Tag,
+		Resources: res,
+		MaxLife:   time.Duration(e.cfg.Pool.MaxIdleSeconds)*time.Second + maxJob,
+		Purpose:   lang.Name,
+	}
+}
+
+// StartPool starts the warm pool for every language with a pool size.
+func (e *Engine) StartPool() {
+	templates := map[string]sandbox.Template{}
+	sizes := map[string]int{}
+	for _, l := range e.reg.Languages() {
+		templates[l.Name] = e.Template(l)
+		sizes[l.Name] = e.cfg.Pool.SizeFor(l.Name)
+	}
+	e.pool = pool.New(e.backend, templates, pool.Options{
+		Sizes:             sizes,
+		MaxWaiters:        e.cfg.Pool.MaxWaiters,
+		WaitTimeout:       e.cfg.QueueTimeout(),
+		MaxIdle:           time.Duration(e.cfg.Pool.MaxIdleSeconds) * time.Second,
+		CreateConcurrency: e.cfg.Pool.CreateConcurrency,
+		Logger:            e.log,
+	})
+}
+
+// PoolStats returns the warm pool's state; nil without a pool.
+func (e *Engine) PoolStats() []pool.Stat {
+	if e.pool == nil {
+		return nil
+	}
+	return e.pool.Stats()
+}
+
+// Close stops the warm pool and removes its sandboxes, waiting at most
+// until ctx ends. Runs in flight should have ended first (see Wait).
+func (e *Engine) Close(ctx context.Context) error {
+	if e.pool == nil {
+		return nil
+	}
+	return e.pool.Close(ctx)
+}
+
+// sandbox returns a sandbox for one run: a warm one from the pool when the
+// language has a pool, else a new one (the cold path).
+func (e *Engine) sandbox(ctx context.Context, lang languages.Language) (sandbox.Sandbox, bool, error) {
+	if e.pool != nil && e.pool.Has(lang.Name) {
+		sb, err := e.pool.Get(ctx, lang.Name)
+		return sb, true, err
+	}
+	sb, err := e.backend.Create(ctx, e.Template(lang))
+	return sb, false, err
+}
+
 // acquire takes a run slot, waiting at most the queue timeout.
 func (e *Engine) acquire(ctx context.Context) (func(), error) {
 	select {
@@ -210,6 +282,8 @@ func (e *Engine) acquire(ctx context.Context) (func(), error) {
 // explain turns a backend error into an Error that says what to do.
 func (e *Engine) explain(err error, lang languages.Language) error {
 	switch {
+	case errors.Is(err, pool.ErrBusy):
+		return &Error{Code: CodeBusy, Err: err, Message: err.Error()}
 	case errors.Is(err, sandbox.ErrImageMissing):
 		return &Error{Code: CodeImageMissing, Err: err, Message: fmt.Sprintf(
 			"the %s runtime image %s is not built on this host; build it with `mcp-code-runner images build %s` (or `make images`), then retry",

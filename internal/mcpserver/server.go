@@ -35,8 +35,10 @@ func New(eng *engine.Engine, version string, log *slog.Logger) *mcp.Server {
 		Title:   "Code Runner",
 		Version: version,
 	}, &mcp.ServerOptions{
-		Instructions:      instructions,
-		Logger:            log,
+		Instructions: instructions,
+		// The SDK logs every connection at info level: one per HTTP request
+		// in stateless mode. Keep its warnings and errors only.
+		Logger:            slog.New(minLevel{log.Handler(), slog.LevelWarn}),
 		CompletionHandler: h.complete,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{},
@@ -61,3 +63,13 @@ func boolPtr(b bool) *bool { return &b }
 
 // detach keeps a context's values but not its cancellation, for cleanup.
 func detach(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// minLevel drops records below level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.level && m.Handler.Enabled(ctx, l)
+}

@@ -23,19 +23,43 @@ type Resources struct {
 	FileSizeMB  int
 }
 
-// Spec is one job for one fresh sandbox.
-type Spec struct {
+// Template is what a sandbox is made from, before it has a job: the image
+// and the hard limits, fixed for the sandbox's life.
+type Template struct {
 	// Image is the runtime image reference.
 	Image string
-	// Request is what the agent runs.
-	Request agent.Request
 	// Resources bound the sandbox.
 	Resources Resources
-	// Deadline bounds the sandbox's whole life, from create to result; past it
-	// the sandbox is killed and the result says so.
+	// MaxLife bounds the sandbox's whole existence (idle wait included); a
+	// sandbox older than that is removed by any server's sweep.
+	MaxLife time.Duration
+	// Purpose names what the sandbox is for ("python", "cold") in labels and logs.
+	Purpose string
+}
+
+// Job is the one request a sandbox runs.
+type Job struct {
+	// Request is what the agent runs.
+	Request agent.Request
+	// Deadline bounds the job from the moment it is sent; past it the
+	// sandbox is killed and the result says so.
 	Deadline time.Duration
-	// RunID names the run in labels and logs.
+	// RunID names the run in logs.
 	RunID string
+}
+
+// Sandbox is a started sandbox whose agent waits for its one job.
+type Sandbox interface {
+	// ID names the sandbox (the container ID).
+	ID() string
+	// Exec sends job to the agent and returns what it produced. A sandbox
+	// runs exactly one job; a second Exec fails. Output received before a
+	// failure is kept in the result.
+	Exec(ctx context.Context, job Job, onChunk func(Chunk)) (*Result, error)
+	// Dead is closed when the sandbox ended before it got a job.
+	Dead() <-chan struct{}
+	// Close removes the sandbox; it is safe to call more than once.
+	Close()
 }
 
 // Stream tells standard output from standard error.
@@ -78,12 +102,11 @@ type Result struct {
 	Diagnostics string
 }
 
-// Backend runs jobs in sandboxes.
+// Backend makes sandboxes.
 type Backend interface {
-	// Run executes spec in a new sandbox that no other run has touched, and
-	// removes the sandbox before it returns, whatever happens. onChunk, if
-	// not nil, sees output as it arrives.
-	Run(ctx context.Context, spec Spec, onChunk func(Chunk)) (*Result, error)
+	// Create starts a new sandbox from t, hardened, its agent waiting for a
+	// job. The caller must Close it.
+	Create(ctx context.Context, t Template) (Sandbox, error)
 	// Check reports whether the backend can run sandboxes at all.
 	Check(ctx context.Context) error
 	// CheckImage reports whether image is present, with what to do if not.
@@ -102,3 +125,20 @@ var ErrImageMissing = errors.New("runtime image missing")
 
 // ErrUnavailable wraps errors about a backend that cannot be reached.
 var ErrUnavailable = errors.New("sandbox backend unavailable")
+
+// ErrUsed is returned by Exec on a sandbox that already ran a job.
+var ErrUsed = errors.New("sandbox already ran a job; sandboxes are never reused")
+
+// ErrDead is returned by Exec on a sandbox that ended while idle.
+var ErrDead = errors.New("sandbox ended before it got its job")
+
+// RunOnce creates a sandbox from t, runs job in it and removes it before
+// returning, whatever happens: the cold path.
+func RunOnce(ctx context.Context, b Backend, t Template, job Job, onChunk func(Chunk)) (*Result, error) {
+	sb, err := b.Create(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	return sb.Exec(ctx, job, onChunk)
+}

@@ -12,7 +12,9 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -33,7 +35,7 @@ const (
 	LabelOwnerPID  = "io.mcp-code-runner.owner-pid"
 	LabelOwnerBoot = "io.mcp-code-runner.owner-start"
 	LabelExpires   = "io.mcp-code-runner.expires"
-	LabelRunID     = "io.mcp-code-runner.run-id"
+	LabelPurpose   = "io.mcp-code-runner.purpose"
 )
 
 // Paths and identities inside every sandbox.
@@ -126,11 +128,11 @@ func (b *Backend) ImageLabels(ctx context.Context, image string) (map[string]str
 
 // ContainerConfig returns the hardened configuration of a sandbox for spec.
 // It is exported so tests can assert every control.
-func (b *Backend) ContainerConfig(spec sandbox.Spec) (*container.Config, *container.HostConfig) {
-	r := spec.Resources
+func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *container.HostConfig) {
+	r := t.Resources
 	memory := int64(r.MemoryMB) << 20
 	pids := int64(r.PidsLimit)
-	expires := time.Now().Add(spec.Deadline + expiryMargin).Unix()
+	expires := time.Now().Add(t.MaxLife + expiryMargin).Unix()
 	labels := map[string]string{
 		LabelManaged:   "true",
 		LabelOwner:     b.owner.id,
@@ -138,10 +140,10 @@ func (b *Backend) ContainerConfig(spec sandbox.Spec) (*container.Config, *contai
 		LabelOwnerPID:  strconv.Itoa(b.owner.pid),
 		LabelOwnerBoot: b.owner.start,
 		LabelExpires:   strconv.FormatInt(expires, 10),
-		LabelRunID:     spec.RunID,
+		LabelPurpose:   t.Purpose,
 	}
 	cfg := &container.Config{
-		Image:           spec.Image,
+		Image:           t.Image,
 		Cmd:             []string{AgentPath, "agent"},
 		Entrypoint:      []string{},
 		User:            SandboxUser,
@@ -191,41 +193,95 @@ func (b *Backend) ContainerConfig(spec sandbox.Spec) (*container.Config, *contai
 	return cfg, host
 }
 
-// Run executes spec in a new container and removes it before returning.
-func (b *Backend) Run(ctx context.Context, spec sandbox.Spec, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
-	payload, err := json.Marshal(spec.Request)
+// Create makes, attaches and starts a container from t; its agent then
+// waits on the attached stdin for the one job.
+func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
+	cfg, hostCfg := b.ContainerConfig(t)
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostCfg})
+	if err != nil {
+		return nil, b.classify(err, t.Image, "creating sandbox container")
+	}
+	sb := &dockerSandbox{b: b, id: created.ID, dead: make(chan struct{})}
+	// Attach before start, or the first output could be missed.
+	att, err := b.cli.ContainerAttach(ctx, sb.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		sb.Close()
+		return nil, b.classify(err, t.Image, "attaching to sandbox container")
+	}
+	sb.att = att.HijackedResponse
+	if _, err := b.cli.ContainerStart(ctx, sb.id, client.ContainerStartOptions{}); err != nil {
+		sb.Close()
+		return nil, b.classify(err, t.Image, "starting sandbox container")
+	}
+	frames, demuxed := io.Pipe()
+	sb.frames = frames
+	sb.diag = &cappedBuffer{limit: 64 << 10}
+	go func() {
+		_, err := stdcopy.StdCopy(demuxed, sb.diag, att.Reader)
+		demuxed.CloseWithError(err)
+		close(sb.dead)
+	}()
+	return sb, nil
+}
+
+// dockerSandbox is one started container.
+type dockerSandbox struct {
+	b      *Backend
+	id     string
+	att    client.HijackedResponse
+	frames *io.PipeReader
+	diag   *cappedBuffer
+	dead   chan struct{} // closed when the attached stream ends
+	used   atomic.Bool
+	closed sync.Once
+}
+
+func (s *dockerSandbox) ID() string { return s.id }
+
+func (s *dockerSandbox) Dead() <-chan struct{} {
+	if s.used.Load() {
+		return nil // ending after its job is not dying while idle
+	}
+	return s.dead
+}
+
+// Close removes the container with a fresh context: the run's own may be
+// cancelled already (client gone, timeout), and the container must go
+// regardless.
+func (s *dockerSandbox) Close() {
+	s.closed.Do(func() {
+		if s.att.Conn != nil {
+			s.att.Close()
+		}
+		s.b.remove(s.id)
+	})
+}
+
+// Exec sends the job in one frame and reads the agent's frames until Done,
+// the deadline, or the caller's context ends.
+func (s *dockerSandbox) Exec(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
+	if !s.used.CompareAndSwap(false, true) {
+		return nil, sandbox.ErrUsed
+	}
+	select {
+	case <-s.dead:
+		return nil, fmt.Errorf("%w: %s", sandbox.ErrDead, strings.TrimSpace(s.diag.String()))
+	default:
+	}
+	payload, err := json.Marshal(job.Request)
 	if err != nil {
 		return nil, fmt.Errorf("encoding request: %w", err)
 	}
 	if len(payload) > agent.MaxFrameBytes {
 		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), agent.MaxFrameBytes)
 	}
-	cfg, hostCfg := b.ContainerConfig(spec)
-	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostCfg})
-	if err != nil {
-		return nil, b.classify(err, spec.Image, "creating sandbox container")
-	}
-	id := created.ID
-	// Removal uses a fresh context: the run's own may be cancelled already
-	// (client gone, timeout), and the container must go regardless.
-	defer b.remove(id)
-
-	att, err := b.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
-	if err != nil {
-		return nil, b.classify(err, spec.Image, "attaching to sandbox container")
-	}
-	defer att.Close()
-	if _, err := b.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		return nil, b.classify(err, spec.Image, "starting sandbox container")
-	}
-
+	b := s.b
 	go func() {
-		// The whole job goes in one frame; closing our write side tells the
-		// agent's stdin that nothing more comes.
-		if err := agent.WriteFrame(att.Conn, agent.Frame{Kind: agent.KindRequest, Payload: payload}); err != nil {
-			b.log.Debug("sending request to sandbox", "run", spec.RunID, "err", err)
+		// Closing our write side tells the agent's stdin nothing more comes.
+		if err := agent.WriteFrame(s.att.Conn, agent.Frame{Kind: agent.KindRequest, Payload: payload}); err != nil {
+			b.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
 		}
-		_ = att.CloseWrite()
+		_ = s.att.CloseWrite()
 	}()
 
 	var killed sync.Once
@@ -233,36 +289,26 @@ func (b *Backend) Run(ctx context.Context, spec sandbox.Spec, onChunk func(sandb
 	kill := func(reason string) {
 		killed.Do(func() {
 			res.Killed = true
-			b.log.Debug("killing sandbox", "run", spec.RunID, "reason", reason)
+			b.log.Debug("killing sandbox", "run", job.RunID, "reason", reason)
 			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			_, _ = b.cli.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "KILL"})
-			att.Close()
+			_, _ = b.cli.ContainerKill(kctx, s.id, client.ContainerKillOptions{Signal: "KILL"})
+			s.att.Close()
 		})
 	}
-	deadline := time.AfterFunc(spec.Deadline, func() { kill("deadline") })
+	deadline := time.AfterFunc(job.Deadline, func() { kill("deadline") })
 	defer deadline.Stop()
 	stopWatch := context.AfterFunc(ctx, func() { kill("caller went away") })
 	defer stopWatch()
 
-	frames, demuxed := io.Pipe()
-	diag := &cappedBuffer{limit: 64 << 10}
-	go func() {
-		_, err := stdcopy.StdCopy(demuxed, diag, att.Reader)
-		demuxed.CloseWithError(err)
-	}()
-
-	done := b.readFrames(frames, spec.Request.Stages, res, onChunk)
-	frames.Close()
-	res.Diagnostics = diag.String()
-	killedNow := false
+	done := b.readFrames(s.frames, job.Request.Stages, res, onChunk)
 	killed.Do(func() {}) // settle res.Killed
-	killedNow = res.Killed
+	res.Diagnostics = s.diag.String()
 	if !done {
 		res.Incomplete = true
-		res.OOMKilled = b.oomKilled(ctx, id)
-		if !killedNow && !res.OOMKilled && res.Diagnostics != "" {
-			b.log.Warn("sandbox agent ended early", "run", spec.RunID, "stderr", res.Diagnostics)
+		res.OOMKilled = b.oomKilled(ctx, s.id)
+		if !res.Killed && !res.OOMKilled && res.Diagnostics != "" {
+			b.log.Warn("sandbox agent ended early", "run", job.RunID, "stderr", res.Diagnostics)
 		}
 	}
 	for _, st := range res.Stages {

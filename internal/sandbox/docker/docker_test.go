@@ -17,8 +17,8 @@ import (
 
 func TestContainerConfigIsHardened(t *testing.T) {
 	b := testutil.Backend(t)
-	cfg, host := b.ContainerConfig(sandbox.Spec{
-		Image: "img", RunID: "r1", Deadline: time.Minute,
+	cfg, host := b.ContainerConfig(sandbox.Template{
+		Image: "img", Purpose: "r1", MaxLife: time.Minute,
 		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1.5, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8},
 	})
 	checks := []struct {
@@ -41,7 +41,7 @@ func TestContainerConfigIsHardened(t *testing.T) {
 		{"log driver none", host.LogConfig.Type == "none"},
 		{"not privileged", !host.Privileged},
 		{"agent mounted read-only", len(host.Mounts) == 1 && host.Mounts[0].ReadOnly && host.Mounts[0].Target == docker.AgentPath},
-		{"labels", cfg.Labels[docker.LabelManaged] == "true" && cfg.Labels[docker.LabelRunID] == "r1" && cfg.Labels[docker.LabelExpires] != ""},
+		{"labels", cfg.Labels[docker.LabelManaged] == "true" && cfg.Labels[docker.LabelPurpose] == "r1" && cfg.Labels[docker.LabelExpires] != ""},
 	}
 	for _, c := range checks {
 		if !c.ok {
@@ -69,7 +69,7 @@ func TestSweepRemovesOrphans(t *testing.T) {
 	testutil.RequireImage(t, b, reg, "bash")
 	img := reg.ImageOf(mustLang(t, reg, "bash")).Tag
 	ctx := context.Background()
-	base, _ := b.ContainerConfig(sandbox.Spec{Image: img, Deadline: time.Minute, Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 8, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}})
+	base, _ := b.ContainerConfig(sandbox.Template{Image: img, MaxLife: time.Minute, Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 8, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}})
 	plant := func(name string, mutate func(map[string]string)) string {
 		labels := map[string]string{}
 		for k, v := range base.Labels {

@@ -80,6 +80,9 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 	now := time.Now().Unix()
 	removed := 0
 	for _, c := range list.Items {
+		if c.Labels[LabelOwner] == b.owner.id {
+			continue // ours: removed by the run or the pool that made it
+		}
 		expires, _ := strconv.ParseInt(c.Labels[LabelExpires], 10, 64)
 		expired := expires > 0 && now > expires
 		if !expired && b.ownerAlive(c.Labels) {
@@ -110,4 +113,20 @@ func checkStatic(path string) error {
 		}
 	}
 	return nil
+}
+
+// RemoveOwn removes every container this server made; it is for shutdown,
+// after the runs in flight have ended.
+func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
+	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelOwner+"="+b.owner.id),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("listing own sandbox containers: %w", err)
+	}
+	for _, c := range list.Items {
+		b.remove(c.ID)
+	}
+	return len(list.Items), nil
 }

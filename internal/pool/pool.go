@@ -1,0 +1,342 @@
+// Package pool keeps sandboxes started ahead of need, per language, so a
+// run does not wait for a container to be created. Every pooled sandbox is
+// made exactly like a cold one, serves exactly one run and is then removed;
+// the pool refills in the background. When a pool is empty, a run waits a
+// bounded time for the next sandbox, then gets a clear busy error.
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// Options configure a Pool.
+type Options struct {
+	// Sizes is the number of idle sandboxes kept per key; a key absent or 0
+	// has no pool.
+	Sizes map[string]int
+	// MaxWaiters bounds the runs waiting on one empty pool; more get a busy
+	// error at once.
+	MaxWaiters int
+	// WaitTimeout bounds how long a run waits on an empty pool.
+	WaitTimeout time.Duration
+	// MaxIdle is how long a sandbox may sit idle before it is replaced.
+	MaxIdle time.Duration
+	// CreateConcurrency bounds sandbox creations in flight across all keys.
+	CreateConcurrency int
+	// Logger receives the pool's logs.
+	Logger *slog.Logger
+}
+
+// ErrBusy is returned when no sandbox became free in time.
+var ErrBusy = errors.New("no sandbox free")
+
+// Pool holds warm sandboxes per key (a language).
+type Pool struct {
+	backend sandbox.Backend
+	opts    Options
+	log     *slog.Logger
+	keys    map[string]*keyed
+	create  chan struct{} // semaphore for creations
+	ctx     context.Context
+	cancel  context.CancelFunc
+	workers sync.WaitGroup // fill loops and creations
+	removes sync.WaitGroup // sandboxes being removed
+}
+
+type entry struct {
+	sb   sandbox.Sandbox
+	born time.Time
+}
+
+// keyed is the pool of one key.
+type keyed struct {
+	key  string
+	tmpl sandbox.Template
+	size int
+
+	mu       sync.Mutex
+	idle     []*entry
+	creating int
+	waiters  int
+	ready    chan struct{} // closed and replaced when a sandbox is added
+	wake     chan struct{} // pokes the fill loop
+	lastErr  error
+	created  int
+	served   int
+	failures int
+	replaced int
+}
+
+// New starts pools for every key of templates with a size in opts.Sizes.
+func New(backend sandbox.Backend, templates map[string]sandbox.Template, opts Options) *Pool {
+	if opts.CreateConcurrency <= 0 {
+		opts.CreateConcurrency = 2
+	}
+	if opts.MaxIdle <= 0 {
+		opts.MaxIdle = 30 * time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool{backend: backend, opts: opts, log: log, keys: map[string]*keyed{},
+		create: make(chan struct{}, opts.CreateConcurrency), ctx: ctx, cancel: cancel}
+	for key, tmpl := range templates {
+		size := opts.Sizes[key]
+		if size <= 0 {
+			continue
+		}
+		k := &keyed{key: key, tmpl: tmpl, size: size, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+		p.keys[key] = k
+		p.workers.Add(1)
+		go p.fill(k)
+	}
+	return p
+}
+
+// Has reports whether key has a pool.
+func (p *Pool) Has(key string) bool { _, ok := p.keys[key]; return ok }
+
+// Get takes a sandbox of key for one run; the caller gives it back with
+// Release. It waits at most the wait timeout.
+func (p *Pool) Get(ctx context.Context, key string) (sandbox.Sandbox, error) {
+	k, ok := p.keys[key]
+	if !ok {
+		return nil, fmt.Errorf("no pool for %q", key)
+	}
+	timer := time.NewTimer(p.opts.WaitTimeout)
+	defer timer.Stop()
+	k.mu.Lock()
+	if k.waiters >= p.opts.MaxWaiters && len(k.idle) == 0 {
+		k.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d runs already wait for a %s sandbox (queue limit)", ErrBusy, k.waiters, key)
+	}
+	k.waiters++
+	defer func() { k.mu.Lock(); k.waiters--; k.mu.Unlock() }()
+	for {
+		for len(k.idle) > 0 {
+			e := k.idle[0]
+			k.idle = k.idle[1:]
+			if p.stale(e) {
+				k.replaced++
+				p.discard(e.sb)
+				continue
+			}
+			k.served++
+			k.mu.Unlock()
+			k.poke()
+			return e.sb, nil
+		}
+		// Empty, and the pool cannot make sandboxes: say why at once rather
+		// than make the caller wait for a sandbox that will not come.
+		if k.lastErr != nil && k.creating == 0 {
+			err := k.lastErr
+			k.mu.Unlock()
+			return nil, err
+		}
+		ready := k.ready
+		k.mu.Unlock()
+		k.poke()
+		select {
+		case <-ready:
+		case <-timer.C:
+			return nil, fmt.Errorf("%w: no %s sandbox became free within %s; the server is at capacity, retry shortly", ErrBusy, key, p.opts.WaitTimeout)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: the request ended while waiting for a sandbox: %v", ErrBusy, ctx.Err())
+		case <-p.ctx.Done():
+			return nil, fmt.Errorf("%w: the server is shutting down", ErrBusy)
+		}
+		k.mu.Lock()
+	}
+}
+
+// Release removes a sandbox that ran its job, in the background.
+func (p *Pool) Release(sb sandbox.Sandbox) { p.discard(sb) }
+
+func (p *Pool) discard(sb sandbox.Sandbox) {
+	p.removes.Add(1)
+	go func() {
+		defer p.removes.Done()
+		sb.Close()
+	}()
+}
+
+func (p *Pool) stale(e *entry) bool {
+	if time.Since(e.born) > p.opts.MaxIdle {
+		return true
+	}
+	select {
+	case <-e.sb.Dead():
+		return true
+	default:
+		return false
+	}
+}
+
+func (k *keyed) poke() {
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+// fill keeps k at its size: it starts creations while idle plus creating
+// is below size, backs off after failures, and replaces idle sandboxes that
+// died or grew old.
+func (p *Pool) fill(k *keyed) {
+	defer p.workers.Done()
+	backoff := time.Second
+	check := time.NewTicker(2 * time.Second)
+	defer check.Stop()
+	for {
+		k.mu.Lock()
+		kept := k.idle[:0]
+		for _, e := range k.idle {
+			if p.stale(e) {
+				k.replaced++
+				p.discard(e.sb)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		k.idle = kept
+		need := k.size - len(k.idle) - k.creating
+		failing := k.lastErr != nil
+		k.mu.Unlock()
+
+		if need > 0 && !failing {
+			for i := 0; i < need; i++ {
+				k.mu.Lock()
+				k.creating++
+				k.mu.Unlock()
+				p.workers.Add(1)
+				go p.createOne(k)
+			}
+		}
+		var retry <-chan time.Time
+		if failing {
+			retry = time.After(backoff)
+			backoff = min(backoff*2, 30*time.Second)
+		} else {
+			backoff = time.Second
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-k.wake:
+		case <-check.C:
+		case <-retry:
+			k.mu.Lock()
+			if k.creating == 0 {
+				k.creating++
+				p.workers.Add(1)
+				go p.createOne(k) // one probe; success clears the error
+			}
+			k.mu.Unlock()
+		}
+	}
+}
+
+func (p *Pool) createOne(k *keyed) {
+	defer p.workers.Done()
+	select {
+	case p.create <- struct{}{}:
+	case <-p.ctx.Done():
+		k.mu.Lock()
+		k.creating--
+		k.mu.Unlock()
+		return
+	}
+	sb, err := p.backend.Create(p.ctx, k.tmpl)
+	<-p.create
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.creating--
+	if err != nil {
+		if p.ctx.Err() == nil {
+			if k.lastErr == nil {
+				p.log.Error("warm pool cannot start sandboxes", "language", k.key, "err", err)
+			}
+			k.lastErr = err
+			k.failures++
+			close(k.ready) // wake waiters so they see the error
+			k.ready = make(chan struct{})
+		}
+		return
+	}
+	if p.ctx.Err() != nil {
+		p.discard(sb)
+		return
+	}
+	if k.lastErr != nil {
+		p.log.Info("warm pool recovered", "language", k.key)
+	}
+	k.lastErr = nil
+	k.created++
+	k.idle = append(k.idle, &entry{sb: sb, born: time.Now()})
+	close(k.ready)
+	k.ready = make(chan struct{})
+	k.poke()
+}
+
+// Stat describes one key's pool.
+type Stat struct {
+	Language string `json:"language"`
+	Size     int    `json:"size"`
+	Idle     int    `json:"idle"`
+	Creating int    `json:"creating"`
+	Waiting  int    `json:"waiting"`
+	Created  int    `json:"created"`
+	Served   int    `json:"served"`
+	Failures int    `json:"failures"`
+	Replaced int    `json:"replaced"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Stats returns every pool's state, sorted by key.
+func (p *Pool) Stats() []Stat {
+	var out []Stat
+	for _, k := range p.keys {
+		k.mu.Lock()
+		s := Stat{Language: k.key, Size: k.size, Idle: len(k.idle), Creating: k.creating, Waiting: k.waiters,
+			Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced}
+		if k.lastErr != nil {
+			s.Error = k.lastErr.Error()
+		}
+		k.mu.Unlock()
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Language < out[j].Language })
+	return out
+}
+
+// Close stops refilling, removes every idle sandbox and waits until all
+// removals (of idle and released sandboxes) are done or ctx ends.
+func (p *Pool) Close(ctx context.Context) error {
+	p.cancel()
+	for _, k := range p.keys {
+		k.mu.Lock()
+		for _, e := range k.idle {
+			p.discard(e.sb)
+		}
+		k.idle = nil
+		k.mu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() { p.workers.Wait(); p.removes.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pool shutdown: %w", ctx.Err())
+	}
+}
