@@ -1,0 +1,170 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// pooledEngine returns an engine whose bash runs come from a warm pool.
+func pooledEngine(t *testing.T, size int) *engine.Engine {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Pool.Size = 0
+	cfg.Pool.Sizes = []string{"bash=" + itoa(size)}
+	e, b := testutil.Engine(t, &cfg)
+	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	e.StartPool()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Error(err)
+		}
+		testutil.NoLeftovers(t, b.Client())
+	})
+	waitIdle(t, e, "bash", size)
+	return e
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func waitIdle(t *testing.T, e *engine.Engine, lang string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range e.PoolStats() {
+			if s.Language == lang && s.Idle >= n {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("pool for %s never reached %d idle: %+v", lang, n, e.PoolStats())
+}
+
+// TestNoSandboxServesTwoRuns leaves a marker file and a detached process in
+// run N and checks that run N+1, from the same pool, sees neither.
+func TestNoSandboxServesTwoRuns(t *testing.T) {
+	e := pooledEngine(t, 1)
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for i := 0; i < 4; i++ {
+		r, err := e.Run(ctx, engine.Request{Language: "bash", Code: `
+ls /tmp/marker /workspace/marker 2>/dev/null && echo FOUND-MARKER
+pgrep -f "sleep 4242" >/dev/null && echo FOUND-PROCESS
+touch /tmp/marker /workspace/marker
+setsid sleep 4242 </dev/null >/dev/null 2>&1 &
+cat /proc/sys/kernel/hostname`}, engine.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(r.Stdout, "FOUND") {
+			t.Fatalf("run %d saw what an earlier run left: %q", i, r.Stdout)
+		}
+		host := strings.TrimSpace(r.Stdout)
+		if seen[host] {
+			t.Fatalf("run %d ran in a container (%s) that served an earlier run", i, host)
+		}
+		seen[host] = true
+	}
+	for _, s := range e.PoolStats() {
+		if s.Served < 4 {
+			t.Errorf("the runs did not come from the pool: %+v", s)
+		}
+	}
+}
+
+// TestPoolReplacesDeadSandbox kills an idle pooled container from outside;
+// the pool notices, replaces it, and runs keep working.
+func TestPoolReplacesDeadSandbox(t *testing.T) {
+	e := pooledEngine(t, 1)
+	cli := testutil.RequireDocker(t)
+	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+		Filters: make(client.Filters).Add("label", "io.mcp-code-runner.purpose=bash"),
+	})
+	if err != nil || len(list.Items) == 0 {
+		t.Fatalf("no pooled container found: %v", err)
+	}
+	for _, c := range list.Items {
+		_, _ = cli.ContainerKill(context.Background(), c.ID, client.ContainerKillOptions{Signal: "KILL"})
+	}
+	r, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "echo alive"}, engine.RunOptions{})
+	if err != nil || r.Stdout != "alive\n" {
+		t.Fatalf("run after the kill: %v %+v", err, r)
+	}
+	waitIdle(t, e, "bash", 1)
+	var replaced int
+	for _, s := range e.PoolStats() {
+		replaced += s.Replaced
+	}
+	if replaced == 0 {
+		t.Errorf("the dead sandbox was not counted as replaced: %+v", e.PoolStats())
+	}
+}
+
+// TestPoolThatCannotStart answers at once with the reason when its image
+// is missing, while other languages keep working.
+func TestPoolThatCannotStart(t *testing.T) {
+	b := testutil.Backend(t)
+	p := pool.New(b, map[string]sandbox.Template{
+		"ghost": {Image: "mcp-code-runner/ghost:0", Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 8, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}, MaxLife: time.Minute},
+	}, pool.Options{Sizes: map[string]int{"ghost": 2}, MaxWaiters: 4, WaitTimeout: 20 * time.Second})
+	defer p.Close(context.Background())
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	_, err := p.Get(context.Background(), "ghost")
+	if !errors.Is(err, sandbox.ErrImageMissing) {
+		t.Fatalf("got %v, want the missing image error", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s to report a pool that cannot start", took)
+	}
+	if s := p.Stats()[0]; s.Error == "" || s.Failures == 0 {
+		t.Errorf("stats do not show the failure: %+v", s)
+	}
+}
+
+// TestDrainedPoolIsBusy: with no waiting allowed, a run that finds the pool
+// empty gets a busy error rather than a shared sandbox.
+func TestDrainedPoolIsBusy(t *testing.T) {
+	cfg := config.Default()
+	cfg.Pool.Size = 0
+	cfg.Pool.Sizes = []string{"bash=1"}
+	b := testutil.Backend(t)
+	reg := languages.Builtin()
+	testutil.RequireImage(t, b, reg, "bash")
+	e := engine.New(cfg, reg, b, nil)
+	l, _ := reg.Lookup("bash")
+	p := pool.New(b, map[string]sandbox.Template{"bash": e.Template(l)}, pool.Options{Sizes: map[string]int{"bash": 1}, MaxWaiters: 1, WaitTimeout: 10 * time.Millisecond})
+	defer func() {
+		_ = p.Close(context.Background())
+		testutil.NoLeftovers(t, b.Client())
+	}()
+	ctx := context.Background()
+	var first sandbox.Sandbox
+	for i := 0; i < 200 && first == nil; i++ {
+		first, _ = p.Get(ctx, "bash")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if first == nil {
+		t.Fatal("the pool never had a sandbox")
+	}
+	defer p.Release(first)
+	_, err := p.Get(ctx, "bash")
+	if !errors.Is(err, pool.ErrBusy) || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("got %v, want a busy error", err)
+	}
+}
