@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/spf13/cobra"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+func init() { subcommands = append(subcommands, newImagesCmd) }
+
+// newImagesCmd is "images": build and list the runtime images.
+func newImagesCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "images",
+		Short: "Build and list the runtime images the sandboxes run in",
+		Long: `The runtime images are built locally from Dockerfiles embedded in this
+binary, on a bare Debian trixie image: mcp-code-runner/debian:trixie, taken
+from "docker pull debian:trixie-slim" where a registry is reachable and
+otherwise bootstrapped with debootstrap (as root) from the host's apt mirror.
+
+Run "images build" once after installing, and again after upgrading.`,
+	}
+	cmd.AddCommand(newImagesBuildCmd(g), newImagesListCmd(g))
+	return cmd
+}
+
+// newImagesBuildCmd is "images build [LANG or IMAGE...]".
+func newImagesBuildCmd(g *globalOptions) *cobra.Command {
+	var all, force bool
+	mirror := os.Getenv("MCR_DEBIAN_MIRROR")
+	caCerts := os.Getenv("MCR_BUILD_CA_CERTS")
+	cmd := &cobra.Command{
+		Use:   "build [LANG or IMAGE...]",
+		Short: "Build the runtime images that are missing or out of date",
+		Long: `Build the named images, or the images of the named languages, and the
+images they build on; with no names (or --all), build every image.
+
+An image is skipped when it exists and was built from its current Dockerfile
+on its current parent image; --force rebuilds the named images anyway, without
+the build cache, so that they get the current Debian and npm packages. After
+each build, every language of the image prints its version in a throwaway
+sandbox; the versions are stored as image labels ("images list" shows them).
+
+Builds use the daemon's legacy builder with host networking, so that apt and
+npm reach their archives. Without a registry, the Debian base is bootstrapped
+with debootstrap, which needs root and the debootstrap package; the mirror is
+read from the host's apt configuration unless --mirror or MCR_DEBIAN_MIRROR
+is set. Behind a TLS-intercepting proxy, npm inside the build trusts the
+certificates added to the host (/usr/local/share/ca-certificates) or given
+with --ca-certs; they are used in a build stage only, not kept in the image.`,
+		Example: `  mcp-code-runner images build            # everything missing or changed
+  mcp-code-runner images build python ts  # the python and node images (and base)
+  mcp-code-runner images build --force node`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if all {
+				args = nil
+			}
+			cli, reg, err := imagesSetup(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			start := time.Now()
+			opts := images.Options{Log: cmd.ErrOrStderr(), Force: force, Mirror: mirror}
+			if caCerts != "" {
+				if opts.ExtraCACerts, err = os.ReadFile(caCerts); err != nil {
+					return fmt.Errorf("reading --ca-certs: %w", err)
+				}
+			}
+			if err := images.Build(cmd.Context(), cli, reg, args, opts); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "images are ready (%s)\n", time.Since(start).Round(time.Second))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "build every image (the same as giving no names)")
+	cmd.Flags().BoolVar(&force, "force", false, "rebuild the named images without the build cache, even when up to date")
+	cmd.Flags().StringVar(&mirror, "mirror", mirror, "Debian mirror URL for bootstrapping the base (env MCR_DEBIAN_MIRROR; default: the host's apt configuration)")
+	cmd.Flags().StringVar(&caCerts, "ca-certs", caCerts, "PEM file of extra CA certificates npm must trust during builds (env MCR_BUILD_CA_CERTS; default: /usr/local/share/ca-certificates/*.crt)")
+	return cmd
+}
+
+// newImagesListCmd is "images list".
+func newImagesListCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "Show each runtime image: present, size, up to date, runtime versions",
+		Long: `List every image of the language registry with whether it exists, its
+size, whether it is up to date with its Dockerfile and parent image, and the
+runtime versions measured when it was built. Run "mcp-code-runner images
+build" to build what is missing or out of date.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cli, reg, err := imagesSetup(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			sts, err := images.Status(cmd.Context(), cli, reg)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "IMAGE\tTAG\tPRESENT\tSIZE\tUP TO DATE\tRUNTIMES")
+			stale := false
+			for _, st := range sts {
+				size, runtimes := "-", "-"
+				if st.Present {
+					size = fmt.Sprintf("%.0f MB", float64(st.Size)/1e6)
+				}
+				if len(st.RuntimeVersions) > 0 {
+					var rs []string
+					for l, v := range st.RuntimeVersions {
+						rs = append(rs, l+": "+v)
+					}
+					sort.Strings(rs)
+					runtimes = strings.Join(rs, "; ")
+				}
+				stale = stale || !st.UpToDate
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, st.Tag, imagesYesNo(st.Present), size, imagesYesNo(st.UpToDate), runtimes)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if stale {
+				fmt.Fprintln(cmd.ErrOrStderr(), `some images are missing or out of date: run "mcp-code-runner images build"`)
+			}
+			return nil
+		},
+	}
+}
+
+// imagesSetup loads the configuration and registry and connects to Docker.
+func imagesSetup(cmd *cobra.Command, g *globalOptions) (*client.Client, *languages.Registry, error) {
+	cfg, reg, err := g.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	cli, err := docker.NewClient(cfg.DockerHost)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := docker.Ping(cmd.Context(), cli); err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return cli, reg, nil
+}
+
+func imagesYesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

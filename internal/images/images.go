@@ -1,0 +1,498 @@
+// Package images builds the runtime images of the language registry and reports
+// their state. Images are built locally with the Docker daemon's legacy builder
+// from Dockerfiles embedded in the binary, on top of a bare Debian trixie image
+// that is pulled where a registry is reachable and bootstrapped otherwise.
+//
+// Every image carries labels: io.mcp-code-runner.managed=true; the hash of its
+// Dockerfile and parent image (so that only missing or changed images are
+// rebuilt); and the version each of its languages reports, measured in a
+// throwaway sandbox right after the build.
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+)
+
+//go:embed dockerfiles/*.Dockerfile
+var dockerfiles embed.FS
+
+// Labels of the images this package builds.
+const (
+	// LabelManaged marks images built by mcp-code-runner.
+	LabelManaged = "io.mcp-code-runner.managed"
+	// LabelDockerfileHash holds the hash of the Dockerfile and the parent
+	// image ID the image was built from; it is set only once the image's
+	// languages have answered their version command.
+	LabelDockerfileHash = "io.mcp-code-runner.dockerfile-sha256"
+	// LabelBuildStage marks the images of a Dockerfile's earlier build
+	// stages, which are deleted once the image is built.
+	LabelBuildStage = "io.mcp-code-runner.build-stage"
+	// LabelRuntimeVersionPrefix + language name holds the first line the
+	// language's version command printed.
+	LabelRuntimeVersionPrefix = "io.mcp-code-runner.runtime-version."
+)
+
+// SandboxUser is the user the version commands (and every sandbox) run as.
+const SandboxUser = "10001:10001"
+
+// Options control Build.
+type Options struct {
+	// Log receives the build output; nil discards it.
+	Log io.Writer
+	// Force rebuilds the named images even when they are up to date, without
+	// the build cache (so that they get the archives' current packages).
+	// Their parents are rebuilt only when missing or changed.
+	Force bool
+	// Mirror is the Debian mirror for bootstrapping the root image; empty
+	// takes it from the host's apt configuration.
+	Mirror string
+	// ExtraCACerts are PEM certificates that package managers inside builds
+	// must trust besides the usual ones (a TLS-intercepting proxy). Nil takes
+	// the host's locally added ones (see HostExtraCACerts). They reach only
+	// Dockerfiles that declare ARG EXTRA_CA_CERTS, in a build stage whose
+	// files are not copied into the image.
+	ExtraCACerts []byte
+}
+
+// HostExtraCACerts returns the certificates the administrator added to this
+// machine's trust store (/usr/local/share/ca-certificates/**/*.crt), the
+// Debian and Ubuntu convention; usually none.
+func HostExtraCACerts() []byte {
+	var out []byte
+	_ = filepath.WalkDir("/usr/local/share/ca-certificates", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".crt") {
+			if data, err := os.ReadFile(p); err == nil {
+				out = append(append(out, bytes.TrimSpace(data)...), '\n')
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// ImageStatus is the state of one registry image in the daemon.
+type ImageStatus struct {
+	// Name is the registry's short name ("python").
+	Name string
+	// Tag is the image reference ("mcp-code-runner/python:1").
+	Tag string
+	// Present reports whether the tag exists in the daemon.
+	Present bool
+	// ID is the image ID when present.
+	ID string
+	// Size is the image's size in bytes, including its parents' layers.
+	Size int64
+	// RuntimeVersions maps each language of the image to the version it
+	// reported when the image was built.
+	RuntimeVersions map[string]string
+	// UpToDate reports whether the image was built, and verified, from the
+	// current Dockerfile on the current parent image.
+	UpToDate bool
+}
+
+// Dockerfile returns the content of the Dockerfile an image is built from: an
+// embedded file of that name, or else a file at that path.
+func Dockerfile(img languages.Image) ([]byte, error) {
+	data, err := dockerfiles.ReadFile("dockerfiles/" + img.Dockerfile)
+	if err == nil {
+		return data, nil
+	}
+	data, err = os.ReadFile(img.Dockerfile)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: Dockerfile %q is neither built in nor a readable file: %w", img.Name, img.Dockerfile, err)
+	}
+	return data, nil
+}
+
+// dockerfileHash is the value of LabelDockerfileHash for a Dockerfile built
+// on the parent image with the given ID.
+func dockerfileHash(dockerfile []byte, parentID string) string {
+	h := sha256.New()
+	h.Write(dockerfile)
+	h.Write([]byte{0})
+	h.Write([]byte(parentID))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Resolve turns image names and language names or aliases into the image
+// names to build; no names means every image.
+func Resolve(reg *languages.Registry, names []string) ([]string, error) {
+	if len(names) == 0 {
+		var all []string
+		for _, img := range reg.Images() {
+			all = append(all, img.Name)
+		}
+		return all, nil
+	}
+	var out []string
+	for _, n := range names {
+		if _, ok := reg.Image(n); ok {
+			out = append(out, n)
+		} else if l, ok := reg.Lookup(n); ok {
+			out = append(out, l.Image)
+		} else {
+			var valid []string
+			for _, img := range reg.Images() {
+				valid = append(valid, img.Name)
+			}
+			return nil, fmt.Errorf("%q is neither an image nor a language: images are %s; languages are %s",
+				n, strings.Join(valid, ", "), strings.Join(reg.Names(), ", "))
+		}
+	}
+	return out, nil
+}
+
+// Build builds the named images (image names or language names; none means
+// all) and the images they build on, parents first. An image is skipped when
+// it exists and its LabelDockerfileHash matches its Dockerfile and current
+// parent, unless opts.Force names it. After each build, every language of the
+// image runs its version command in a throwaway sandbox, and the image is
+// relabeled with the versions and the hash.
+func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, names []string, opts Options) error {
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if opts.ExtraCACerts == nil {
+		opts.ExtraCACerts = HostExtraCACerts()
+	}
+	targets, err := Resolve(reg, names)
+	if err != nil {
+		return err
+	}
+	forced := map[string]bool{}
+	needed := map[string]bool{}
+	for _, n := range targets {
+		forced[n] = opts.Force
+		for img, ok := reg.Image(n); ok; img, ok = reg.Image(img.From) {
+			needed[img.Name] = true
+		}
+	}
+	ids := map[string]string{} // image name -> ID after this run
+	var replaced []string      // IDs of the previous versions of rebuilt images
+	for _, img := range reg.Images() {
+		if !needed[img.Name] {
+			continue
+		}
+		var parentID, parentTag string
+		if img.From == "root" {
+			if parentID, err = EnsureRoot(ctx, cli, opts.Mirror, log); err != nil {
+				return err
+			}
+			parentTag = RootTag
+		} else {
+			parent, _ := reg.Image(img.From)
+			parentID, parentTag = ids[img.From], parent.Tag
+		}
+		dockerfile, err := Dockerfile(img)
+		if err != nil {
+			return err
+		}
+		hash := dockerfileHash(dockerfile, parentID)
+		cur, err := cli.ImageInspect(ctx, img.Tag)
+		switch {
+		case err == nil && !forced[img.Name] && cur.Config != nil && cur.Config.Labels[LabelDockerfileHash] == hash:
+			fmt.Fprintf(log, "%s is up to date\n", img.Tag)
+			ids[img.Name] = cur.ID
+			continue
+		case err != nil && !cerrdefs.IsNotFound(err):
+			return fmt.Errorf("inspecting image %s: %w", img.Tag, err)
+		}
+		args := map[string]string{"BASE": parentTag}
+		if len(opts.ExtraCACerts) > 0 && bytes.Contains(dockerfile, []byte("ARG EXTRA_CA_CERTS")) {
+			args["EXTRA_CA_CERTS"] = string(opts.ExtraCACerts)
+		}
+		id, err := buildImage(ctx, cli, reg, img, dockerfile, args, hash, forced[img.Name], log)
+		if err != nil {
+			return err
+		}
+		ids[img.Name] = id
+		if cur.ID != "" && cur.ID != id {
+			replaced = append(replaced, cur.ID)
+		}
+	}
+	// Children first, so that a replaced parent has no children left. An
+	// image still used by a container stays; it only costs disk space.
+	for i := len(replaced) - 1; i >= 0; i-- {
+		if _, err := cli.ImageRemove(ctx, replaced[i], client.ImageRemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			fmt.Fprintf(log, "kept the previous image %s: %v\n", replaced[i], err)
+		}
+	}
+	return nil
+}
+
+// buildImage builds one image, measures its languages' versions and labels it.
+func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, dockerfile []byte, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
+	start := time.Now()
+	fmt.Fprintf(log, "building %s from %s on %s\n", img.Tag, img.Dockerfile, args["BASE"])
+	langs := languagesOf(reg, img.Name)
+	// The hash and the versions are cleared (they may be inherited from the
+	// parent) until the versions have been measured.
+	labels := map[string]string{LabelManaged: "true", LabelDockerfileHash: ""}
+	for _, l := range langs {
+		labels[LabelRuntimeVersionPrefix+l.Name] = ""
+	}
+	if _, err := runBuild(ctx, cli, img.Tag, dockerfile, args, labels, noCache, log); err != nil {
+		return "", fmt.Errorf("building image %s: %w", img.Tag, err)
+	}
+	removeBuildStages(ctx, cli, log)
+	labels[LabelDockerfileHash] = hash
+	for _, l := range langs {
+		v, err := RunVersion(ctx, cli, img.Tag, l)
+		if err != nil {
+			return "", fmt.Errorf("image %s was built but language %s does not work in it: %w", img.Tag, l.Name, err)
+		}
+		fmt.Fprintf(log, "%s: %s\n", l.Name, v)
+		labels[LabelRuntimeVersionPrefix+l.Name] = v
+	}
+	id, err := runBuild(ctx, cli, img.Tag, []byte("FROM "+img.Tag+"\n"), nil, labels, false, io.Discard)
+	if err != nil {
+		return "", fmt.Errorf("labeling image %s: %w", img.Tag, err)
+	}
+	fmt.Fprintf(log, "built %s in %s\n", img.Tag, time.Since(start).Round(100*time.Millisecond))
+	return id, nil
+}
+
+// removeBuildStages deletes the untagged images of earlier build stages
+// (those labeled LabelBuildStage); a failure only costs disk space.
+func removeBuildStages(ctx context.Context, cli *client.Client, log io.Writer) {
+	res, err := cli.ImageList(ctx, client.ImageListOptions{Filters: client.Filters{}.Add("dangling", "true").Add("label", LabelBuildStage)})
+	if err != nil {
+		fmt.Fprintf(log, "listing build-stage images: %v\n", err)
+		return
+	}
+	for _, img := range res.Items {
+		if _, err := cli.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{PruneChildren: true}); err != nil {
+			fmt.Fprintf(log, "removing build-stage image %s: %v\n", img.ID, err)
+		}
+	}
+}
+
+// languagesOf returns the languages that run in the named image.
+func languagesOf(reg *languages.Registry, image string) []languages.Language {
+	var out []languages.Language
+	for _, l := range reg.Languages() {
+		if l.Image == image {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// runBuild builds a context holding only dockerfile with the legacy builder
+// and host networking (without the build cache if noCache), tags the result,
+// streams the output to log and returns the image ID.
+func runBuild(ctx context.Context, cli *client.Client, tag string, dockerfile []byte, args, labels map[string]string, noCache bool, log io.Writer) (string, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	hdr := &tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), ModTime: time.Unix(0, 0)}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return "", fmt.Errorf("writing the build context: %w", err)
+	}
+	if _, err := tw.Write(dockerfile); err != nil {
+		return "", fmt.Errorf("writing the build context: %w", err)
+	}
+	if err := tw.Close(); err != nil {
+		return "", fmt.Errorf("writing the build context: %w", err)
+	}
+	buildArgs := map[string]*string{}
+	for k, v := range args {
+		buildArgs[k] = &v
+	}
+	res, err := cli.ImageBuild(ctx, &buf, client.ImageBuildOptions{
+		Tags:        []string{tag},
+		Dockerfile:  "Dockerfile",
+		BuildArgs:   buildArgs,
+		Labels:      labels,
+		NetworkMode: "host",
+		NoCache:     noCache,
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+	})
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	id, err := readStream(res.Body, log)
+	if err != nil {
+		return "", err
+	}
+	if id == "" {
+		return imageID(ctx, cli, tag)
+	}
+	return id, nil
+}
+
+// readStream reads the daemon's JSON progress messages from r, writes their
+// text to log and returns the image ID reported, or the error reported.
+func readStream(r io.Reader, log io.Writer) (string, error) {
+	var id string
+	dec := json.NewDecoder(r)
+	for {
+		var msg struct {
+			Stream      string
+			ErrorDetail *struct{ Message string }
+			Aux         *struct{ ID string }
+		}
+		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
+			return id, nil
+		} else if err != nil {
+			return "", fmt.Errorf("reading the daemon's output: %w", err)
+		}
+		if msg.ErrorDetail != nil {
+			return "", errors.New(strings.TrimSpace(msg.ErrorDetail.Message))
+		}
+		if msg.Aux != nil && msg.Aux.ID != "" {
+			id = msg.Aux.ID
+		}
+		io.WriteString(log, msg.Stream)
+	}
+}
+
+// RunVersion runs a language's version command in a throwaway container of
+// image (no network, read-only root, the sandbox user, tmpfs /tmp and
+// /workspace, no logs) and returns the first non-empty line it printed.
+func RunVersion(ctx context.Context, cli *client.Client, image string, l languages.Language) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	pids := int64(128)
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Image: image,
+		Config: &container.Config{
+			Cmd:             l.Version,
+			Env:             l.Env,
+			User:            SandboxUser,
+			WorkingDir:      "/workspace",
+			AttachStdout:    true,
+			AttachStderr:    true,
+			NetworkDisabled: true,
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode:    "none",
+			ReadonlyRootfs: true,
+			CapDrop:        []string{"ALL"},
+			SecurityOpt:    []string{"no-new-privileges"},
+			LogConfig:      container.LogConfig{Type: "none"},
+			Tmpfs: map[string]string{
+				"/tmp":       "rw,nosuid,nodev,size=64m",
+				"/workspace": "rw,nosuid,nodev,size=16m,uid=10001,gid=10001,mode=0755",
+			},
+			Resources: container.Resources{Memory: 512 << 20, MemorySwap: 512 << 20, PidsLimit: &pids},
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("creating a container: %w", err)
+	}
+	defer cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
+
+	att, err := cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return "", fmt.Errorf("attaching to the container: %w", err)
+	}
+	defer att.Conn.Close()
+	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		return "", fmt.Errorf("starting %q: %w", strings.Join(l.Version, " "), err)
+	}
+	var stdout, stderr bytes.Buffer
+	if _, err := stdcopy.StdCopy(&stdout, &stderr, io.LimitReader(att.Reader, 1<<20)); err != nil {
+		return "", fmt.Errorf("reading the output of %q: %w", strings.Join(l.Version, " "), err)
+	}
+	select {
+	case res := <-wait.Result:
+		if res.StatusCode != 0 {
+			return "", fmt.Errorf("%q exited with status %d: %s", strings.Join(l.Version, " "), res.StatusCode, strings.TrimSpace(stdout.String()+stderr.String()))
+		}
+	case err := <-wait.Error:
+		return "", fmt.Errorf("waiting for %q: %w", strings.Join(l.Version, " "), err)
+	}
+	for _, out := range []string{stdout.String(), stderr.String()} {
+		for _, line := range strings.Split(out, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				return line, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%q printed nothing", strings.Join(l.Version, " "))
+}
+
+// Status reports every registry image in build order.
+func Status(ctx context.Context, cli *client.Client, reg *languages.Registry) ([]ImageStatus, error) {
+	ids := map[string]string{}
+	rootID, err := imageID(ctx, cli, RootTag)
+	if err != nil {
+		return nil, err
+	}
+	ids["root"] = rootID
+	var out []ImageStatus
+	for _, img := range reg.Images() {
+		st := ImageStatus{Name: img.Name, Tag: img.Tag, RuntimeVersions: map[string]string{}}
+		res, err := cli.ImageInspect(ctx, img.Tag)
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("inspecting image %s: %w", img.Tag, err)
+		}
+		if err == nil {
+			st.Present, st.ID, st.Size = true, res.ID, res.Size
+			var labels map[string]string
+			if res.Config != nil {
+				labels = res.Config.Labels
+			}
+			for _, l := range languagesOf(reg, img.Name) {
+				if v := labels[LabelRuntimeVersionPrefix+l.Name]; v != "" {
+					st.RuntimeVersions[l.Name] = v
+				}
+			}
+			if dockerfile, err := Dockerfile(img); err == nil && ids[img.From] != "" {
+				st.UpToDate = labels[LabelDockerfileHash] == dockerfileHash(dockerfile, ids[img.From])
+			}
+		}
+		ids[img.Name] = st.ID
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// RuntimeVersions maps each language whose image is present and labeled to
+// the version recorded when the image was built. Images that are missing or
+// cannot be inspected are left out.
+func RuntimeVersions(ctx context.Context, cli *client.Client, reg *languages.Registry) map[string]string {
+	out := map[string]string{}
+	labels := map[string]map[string]string{}
+	for _, l := range reg.Languages() {
+		img := reg.ImageOf(l)
+		lb, seen := labels[img.Tag]
+		if !seen {
+			if res, err := cli.ImageInspect(ctx, img.Tag); err == nil && res.Config != nil {
+				lb = res.Config.Labels
+			}
+			labels[img.Tag] = lb
+		}
+		if v := lb[LabelRuntimeVersionPrefix+l.Name]; v != "" {
+			out[l.Name] = v
+		}
+	}
+	return out
+}

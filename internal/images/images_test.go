@@ -1,0 +1,120 @@
+package images
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+func TestPickMirror(t *testing.T) {
+	const debianSources = `Types: deb
+# http://snapshot.debian.org/archive/debian/20250520T000000Z
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+`
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"deb822", map[string]string{"/etc/apt/sources.list.d/debian.sources": debianSources}, "http://deb.debian.org/debian"},
+		{"deb822 security first", map[string]string{"/etc/apt/sources.list.d/debian.sources": `Types: deb
+URIs: http://security.debian.org/debian-security
+Suites: trixie-security
+Components: main
+
+Types: deb deb-src
+URIs: https://mirror.example.org/pub/debian/
+Suites: trixie
+Components: main
+`}, "https://mirror.example.org/pub/debian"},
+		{"deb822 disabled and deb-src only", map[string]string{"/etc/apt/sources.list.d/debian.sources": `Types: deb
+URIs: http://disabled.example/debian
+Suites: trixie
+Enabled: no
+
+Types: deb-src
+URIs: http://src.example/debian
+Suites: trixie
+`}, ""},
+		{"one-line with options", map[string]string{"/etc/apt/sources.list": `# comment
+deb-src http://src.example/debian bookworm main
+deb http://security.debian.org/ bookworm-security main
+deb [arch=amd64 signed-by=/usr/share/keyrings/x.gpg] http://ftp.de.debian.org/debian bookworm main contrib
+`}, "http://ftp.de.debian.org/debian"},
+		{"one-line security path", map[string]string{"/etc/apt/sources.list": "deb http://deb.debian.org/debian-security bookworm-security main\n"}, ""},
+		{"sources.list before sources.list.d", map[string]string{
+			"/etc/apt/sources.list":                  "deb http://first.example/debian bookworm main\n",
+			"/etc/apt/sources.list.d/debian.sources": debianSources,
+		}, "http://first.example/debian"},
+		{"third-party repositories only", map[string]string{
+			"/etc/apt/sources.list.d/google.list":        "deb https://packages.cloud.google.com/apt cloud-sdk-bookworm main\n",
+			"/etc/apt/sources.list.d/nodesource.sources": "Types: deb\nURIs: https://deb.nodesource.com/node_20.x\nSuites: nodistro\n",
+		}, ""},
+		{"ubuntu", map[string]string{"/etc/apt/sources.list": "deb http://archive.ubuntu.com/ubuntu noble main\n"}, ""},
+		{"snapshot", map[string]string{"/etc/apt/sources.list": "deb [check-valid-until=no] http://snapshot.debian.org/archive/debian/20250520T000000Z bookworm main\n"}, "http://snapshot.debian.org/archive/debian/20250520T000000Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pickMirror(tt.files); got != tt.want {
+				t.Errorf("pickMirror() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuildAll builds every image (or finds it up to date) on the real daemon
+// and checks that each language's runtime version is recorded.
+func TestBuildAll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cli, err := docker.NewClient("")
+	if err == nil {
+		err = docker.Ping(ctx, cli)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defer cli.Close()
+	reg := languages.Builtin()
+	var log strings.Builder
+	if err := Build(ctx, cli, reg, nil, Options{Log: &log}); err != nil {
+		t.Fatalf("Build: %v\n%s", err, log.String())
+	}
+	sts, err := Status(ctx, cli, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sts {
+		if !st.Present || !st.UpToDate || st.Size <= 0 {
+			t.Errorf("image %s after Build: present %v, up to date %v, size %d", st.Tag, st.Present, st.UpToDate, st.Size)
+		}
+		for _, l := range languagesOf(reg, st.Name) {
+			if st.RuntimeVersions[l.Name] == "" {
+				t.Errorf("image %s has no runtime version for %s", st.Tag, l.Name)
+			}
+		}
+	}
+	versions := RuntimeVersions(ctx, cli, reg)
+	for _, name := range reg.Names() {
+		if versions[name] == "" {
+			t.Errorf("RuntimeVersions has no version for %s: %v", name, versions)
+		}
+	}
+	t.Logf("runtime versions: %v", versions)
+}

@@ -1,0 +1,363 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+)
+
+// RootTag is the local tag of the bare Debian trixie image that the "root"
+// parent in the registry stands for.
+const RootTag = "mcp-code-runner/debian:trixie"
+
+// PullRef is the registry image that becomes RootTag where a registry is
+// reachable.
+const PullRef = "debian:trixie-slim"
+
+// Suite is the Debian release the root image is bootstrapped from.
+const Suite = "trixie"
+
+// pullIdleTimeout ends a pull that reports no progress for this long, so that
+// a machine without a registry falls back to debootstrap quickly.
+const pullIdleTimeout = 20 * time.Second
+
+// rootPath is PATH in the root image, as in Debian's official images.
+const rootPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// EnsureRoot makes sure RootTag exists and returns its image ID. It uses the
+// local image if there is one; otherwise it pulls PullRef and tags it;
+// otherwise it bootstraps Debian with debootstrap from mirror (empty: the
+// host's apt configuration) and imports the result. Progress goes to log.
+func EnsureRoot(ctx context.Context, cli *client.Client, mirror string, log io.Writer) (string, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	if id, err := imageID(ctx, cli, RootTag); err != nil || id != "" {
+		return id, err
+	}
+	fmt.Fprintf(log, "root image %s is missing; pulling %s\n", RootTag, PullRef)
+	pullErr := pull(ctx, cli, PullRef)
+	if pullErr == nil {
+		if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: PullRef, Target: RootTag}); err != nil {
+			return "", fmt.Errorf("tagging %s as %s: %w", PullRef, RootTag, err)
+		}
+		return imageID(ctx, cli, RootTag)
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	fmt.Fprintf(log, "pulling %s failed (%v); bootstrapping Debian %s with debootstrap instead\n", PullRef, pullErr, Suite)
+	if err := bootstrap(ctx, cli, mirror, log); err != nil {
+		return "", fmt.Errorf("pulling %s failed (%v) and bootstrapping failed: %w", PullRef, pullErr, err)
+	}
+	return imageID(ctx, cli, RootTag)
+}
+
+// imageID returns the ID of ref, or "" when the image does not exist.
+func imageID(ctx context.Context, cli *client.Client, ref string) (string, error) {
+	res, err := cli.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("inspecting image %s: %w", ref, err)
+	}
+	return res.ID, nil
+}
+
+// pull pulls ref, giving up when the daemon reports nothing for
+// pullIdleTimeout.
+func pull(ctx context.Context, cli *client.Client, ref string) error {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := time.AfterFunc(pullIdleTimeout, cancel)
+	defer idle.Stop()
+	stalled := func(err error) error {
+		if pctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("no progress for %v", pullIdleTimeout)
+		}
+		return err
+	}
+	resp, err := cli.ImagePull(pctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return stalled(err)
+	}
+	defer resp.Close()
+	for msg, err := range resp.JSONMessages(pctx) {
+		if err != nil {
+			return stalled(err)
+		}
+		if msg.Error != nil {
+			return errors.New(msg.Error.Message)
+		}
+		idle.Reset(pullIdleTimeout)
+	}
+	return stalled(nil)
+}
+
+// bootstrap runs debootstrap into a temporary directory and imports the
+// result as RootTag.
+func bootstrap(ctx context.Context, cli *client.Client, mirror string, log io.Writer) error {
+	debootstrap, err := exec.LookPath("debootstrap")
+	if err != nil {
+		debootstrap = "/usr/sbin/debootstrap" // root's PATH has it; others' may not
+	}
+	if _, err := os.Stat(debootstrap); err != nil {
+		return errors.New("debootstrap is not installed: install it with `apt-get install -y debootstrap` (or run scripts/ensure-docker.sh as root), or make `docker pull " + PullRef + "` work, then retry")
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("debootstrap must run as root: run `mcp-code-runner images build` as root once (e.g. with sudo), or make `docker pull " + PullRef + "` work, then retry")
+	}
+	if mirror == "" {
+		if mirror, err = HostMirror(); err != nil {
+			return err
+		}
+	}
+	tmp := os.Getenv("TMPDIR")
+	if tmp == "" {
+		tmp = "/var/tmp" // on disk, and not mounted noexec/nodev like some /tmp
+	}
+	dir, err := os.MkdirTemp(tmp, "mcp-code-runner-rootfs-")
+	if err != nil {
+		return fmt.Errorf("creating a directory for the root file system: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	start := time.Now()
+	fmt.Fprintf(log, "debootstrap --variant=minbase %s %s %s\n", Suite, dir, mirror)
+	cmd := exec.CommandContext(ctx, debootstrap, "--variant=minbase", Suite, dir, mirror)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("debootstrap --variant=minbase %s %s %s: %w (see the output above; the mirror comes from the host's apt configuration, or set MCR_DEBIAN_MIRROR)", Suite, dir, mirror, err)
+	}
+
+	if err := slim(dir); err != nil {
+		return err
+	}
+	tarCmd := exec.CommandContext(ctx, "tar", "-C", dir, "--numeric-owner", "-c", ".")
+	tarCmd.Stderr = log
+	out, err := tarCmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("starting tar: %w", err)
+	}
+	if err := tarCmd.Start(); err != nil {
+		return fmt.Errorf("starting tar: %w", err)
+	}
+	fmt.Fprintf(log, "importing the root file system as %s\n", RootTag)
+	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: out, SourceName: "-"}, RootTag, client.ImageImportOptions{
+		Message: fmt.Sprintf("debootstrap --variant=minbase %s from %s", Suite, mirror),
+		Changes: []string{"ENV PATH=" + rootPath, `CMD ["bash"]`},
+	})
+	if err == nil {
+		_, err = readStream(res, io.Discard)
+		res.Close()
+	}
+	if err != nil {
+		_ = tarCmd.Process.Kill()
+		_ = tarCmd.Wait()
+		return fmt.Errorf("importing the root file system into Docker: %w", err)
+	}
+	if err := tarCmd.Wait(); err != nil {
+		return fmt.Errorf("archiving the root file system: %w", err)
+	}
+	fmt.Fprintf(log, "bootstrapped %s in %s\n", RootTag, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// slimExcludes are the paths dpkg leaves out in slim images, as in Debian's
+// official -slim images; copyright files stay.
+var slimExcludes = []string{"/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*", "/usr/share/groff/*", "/usr/share/lintian/*", "/usr/share/linda/*"}
+
+// slim makes the bootstrapped root file system at dir like debian:*-slim:
+// no package caches or lists, no documentation, manual pages or message
+// catalogs, and a dpkg configuration that keeps them out of later packages.
+func slim(dir string) error {
+	cfg := "# Written by mcp-code-runner, as in Debian's -slim images.\n"
+	for _, p := range slimExcludes {
+		cfg += "path-exclude " + p + "\n"
+	}
+	cfg += "path-include /usr/share/doc/*/copyright\n"
+	if err := os.WriteFile(filepath.Join(dir, "etc/dpkg/dpkg.cfg.d/docker"), []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("configuring dpkg in the root file system: %w", err)
+	}
+	globs := append([]string{"/var/cache/apt/archives/*.deb", "/var/cache/apt/*.bin", "/var/lib/apt/lists/*_*"}, slimExcludes...)
+	for _, g := range globs {
+		matches, err := filepath.Glob(filepath.Join(dir, g))
+		if err != nil {
+			return fmt.Errorf("slimming the root file system: %w", err)
+		}
+		for _, m := range matches {
+			keep := filepath.Join(m, "copyright")
+			if _, err := os.Lstat(keep); err == nil && strings.HasPrefix(g, "/usr/share/doc/") {
+				entries, _ := os.ReadDir(m)
+				for _, e := range entries {
+					if e.Name() != "copyright" {
+						if err := os.RemoveAll(filepath.Join(m, e.Name())); err != nil {
+							return fmt.Errorf("slimming the root file system: %w", err)
+						}
+					}
+				}
+				continue
+			}
+			if err := os.RemoveAll(m); err != nil {
+				return fmt.Errorf("slimming the root file system: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// HostMirror returns the Debian archive mirror configured for apt on this
+// machine, from /etc/apt/sources.list and /etc/apt/sources.list.d.
+func HostMirror() (string, error) {
+	files := map[string]string{}
+	names, _ := filepath.Glob("/etc/apt/sources.list.d/*.list")
+	more, _ := filepath.Glob("/etc/apt/sources.list.d/*.sources")
+	for _, name := range append(append([]string{"/etc/apt/sources.list"}, names...), more...) {
+		if data, err := os.ReadFile(name); err == nil {
+			files[name] = string(data)
+		}
+	}
+	if m := pickMirror(files); m != "" {
+		return m, nil
+	}
+	return "", errors.New("no Debian archive found in the host's apt configuration (/etc/apt/sources.list, /etc/apt/sources.list.d): set MCR_DEBIAN_MIRROR (or --mirror) to a Debian mirror URL, or make `docker pull " + PullRef + "` work")
+}
+
+// pickMirror returns the first main Debian archive among the apt sources in
+// files (name -> content; names ending in ".sources" are deb822, others are
+// one-line style), reading /etc/apt/sources.list first and the rest in name
+// order. It returns "" when there is none.
+func pickMirror(files map[string]string) string {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := path.Base(names[i]) == "sources.list", path.Base(names[j]) == "sources.list"; a != b {
+			return a
+		}
+		return names[i] < names[j]
+	})
+	for _, n := range names {
+		var entries []aptSource
+		if strings.HasSuffix(n, ".sources") {
+			entries = parseDeb822(files[n])
+		} else {
+			entries = parseOneLine(files[n])
+		}
+		for _, e := range entries {
+			if isDebianArchive(e) {
+				return strings.TrimRight(e.uri, "/")
+			}
+		}
+	}
+	return ""
+}
+
+// aptSource is one binary package source: a URI and its suites.
+type aptSource struct {
+	uri    string
+	suites []string
+}
+
+// parseOneLine parses sources.list lines: "deb [options] URI suite [component...]".
+func parseOneLine(text string) []aptSource {
+	var out []aptSource
+	for _, line := range strings.Split(text, "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "deb" {
+			continue
+		}
+		f = f[1:]
+		if strings.HasPrefix(f[0], "[") {
+			for len(f) > 0 && !strings.HasSuffix(f[0], "]") {
+				f = f[1:]
+			}
+			if len(f) > 0 {
+				f = f[1:]
+			}
+		}
+		if len(f) >= 2 {
+			out = append(out, aptSource{uri: f[0], suites: []string{f[1]}})
+		}
+	}
+	return out
+}
+
+// parseDeb822 parses deb822 stanzas (Types, URIs, Suites, Enabled).
+func parseDeb822(text string) []aptSource {
+	var out []aptSource
+	fields := map[string]string{}
+	var last string
+	flush := func() {
+		if strings.EqualFold(fields["enabled"], "no") || !strings.Contains(" "+fields["types"]+" ", " deb ") {
+			fields = map[string]string{}
+			return
+		}
+		for _, uri := range strings.Fields(fields["uris"]) {
+			out = append(out, aptSource{uri: uri, suites: strings.Fields(fields["suites"])})
+		}
+		fields = map[string]string{}
+	}
+	for _, line := range strings.Split(text+"\n", "\n") {
+		switch {
+		case strings.HasPrefix(line, "#"):
+		case strings.TrimSpace(line) == "":
+			if len(fields) > 0 {
+				flush()
+			}
+		case line[0] == ' ' || line[0] == '\t':
+			if last != "" {
+				fields[last] += " " + strings.TrimSpace(line)
+			}
+		default:
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			last = strings.ToLower(strings.TrimSpace(k))
+			fields[last] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// isDebianArchive reports whether s is the main Debian archive (or a mirror
+// or snapshot of it): an http(s) or file URI with a path element "debian",
+// and not the security archive.
+func isDebianArchive(s aptSource) bool {
+	u, err := url.Parse(s.uri)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file") {
+		return false
+	}
+	if strings.Contains(u.Host, "security") {
+		return false
+	}
+	for _, suite := range s.suites {
+		if strings.HasSuffix(suite, "-security") || strings.HasSuffix(suite, "/updates") {
+			return false
+		}
+	}
+	for _, elem := range strings.Split(u.Path, "/") {
+		if elem == "debian" {
+			return true
+		}
+	}
+	return false
+}
