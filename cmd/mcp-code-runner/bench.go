@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/bench"
+)
+
+func init() { subcommands = append(subcommands, newBenchCmd) }
+
+func newBenchCmd(g *globalOptions) *cobra.Command {
+	o := bench.Options{Out: os.Stdout}
+	var langs string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
+		Long: `Bench measures in one run, on this machine: a hello world as a plain
+process on the host; in a cold sandbox (create, start, run, remove); in a
+warm pooled sandbox through the engine and through MCP Streamable HTTP
+(run_code over loopback); the daemon's container churn ceiling; sustained
+load from concurrent MCP clients; and the memory of idle warm containers.
+
+Warm latency is measured with a warm sandbox ready before each run, so it
+shows what one run costs; how fast the pool refills under load is what the
+sustained load figures show. Figures from one run compare with each other;
+on a shared machine, compare ratios across runs.`,
+		Example: `  mcp-code-runner bench
+  mcp-code-runner bench --runs 50 --load-for 0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := newStack(g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.backend.Check(cmd.Context()); err != nil {
+				return err
+			}
+			o.Languages = strings.Split(langs, ",")
+			return bench.Run(cmd.Context(), st.cfg, st.reg, st.backend, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&langs, "languages", "python,javascript,bash", "languages to measure, comma-separated")
+	f.IntVar(&o.Runs, "runs", 100, "bare and warm runs per language")
+	f.IntVar(&o.ColdRuns, "cold-runs", 20, "cold runs per language")
+	f.IntVar(&o.PoolSize, "bench-pool-size", 4, "warm containers per language")
+	f.DurationVar(&o.ChurnFor, "churn-for", 20*time.Second, "how long to measure the container churn ceiling (0 skips churn and load)")
+	f.IntVar(&o.ChurnLoops, "churn-loops", 4, "parallel create/start/wait/remove loops for the churn ceiling")
+	f.DurationVar(&o.LoadFor, "load-for", 60*time.Second, "how long to run the sustained load (0 skips it)")
+	f.IntVar(&o.LoadClients, "load-clients", 8, "concurrent MCP clients in the sustained load")
+	f.StringVar(&o.LoadLanguage, "load-language", "python", "language of the sustained load")
+	return cmd
+}

@@ -1,0 +1,381 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+// Options choose what to measure.
+type Options struct {
+	Languages    []string
+	Runs         int           // warm and bare runs per language
+	ColdRuns     int           // cold runs per language
+	PoolSize     int           // warm containers per language
+	ChurnFor     time.Duration // churn-ceiling measurement
+	ChurnLoops   int
+	LoadFor      time.Duration // sustained load; 0 skips it
+	LoadClients  int
+	LoadLanguage string
+	Out          io.Writer
+}
+
+// hello is the program every path runs.
+var hello = map[string]string{
+	"python":     "print('hi')",
+	"javascript": "console.log('hi')",
+	"bash":       "echo hi",
+	"typescript": "console.log('hi')",
+}
+
+// bare is the same program as a plain process on the host.
+var bare = map[string][]string{
+	"python":     {"python3", "-c", "print('hi')"},
+	"javascript": {"node", "-e", "console.log('hi')"},
+	"bash":       {"bash", "-c", "echo hi"},
+}
+
+// Run measures everything and prints the tables.
+func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) error {
+	w := o.Out
+	fmt.Fprintf(w, "mcp-code-runner bench: %s, %d CPUs seen by Go, pool %d per language\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), o.PoolSize)
+
+	// Cold path: pool size 0.
+	coldCfg := cfg
+	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
+	cold := engine.New(coldCfg, reg, b, nil)
+
+	warmCfg := cfg
+	warmCfg.Pool.Size, warmCfg.Pool.Sizes = o.PoolSize, nil
+	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
+	warm := engine.New(warmCfg, reg, b, nil)
+	warm.StartPool()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = warm.Close(cctx)
+	}()
+
+	srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(warm, "bench", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	defer srv.Close()
+	session := func() (*mcp.ClientSession, error) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	}
+	cs, err := session()
+	if err != nil {
+		return fmt.Errorf("connecting the MCP client: %w", err)
+	}
+	defer cs.Close()
+
+	fmt.Fprintf(w, "## Latency per run (ms), %d warm/bare runs and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
+	fmt.Fprintln(w, "| language | path | p50 | p95 | p99 | runs/s | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, lang := range o.Languages {
+		if _, ok := reg.Lookup(lang); !ok {
+			return fmt.Errorf("unknown language %q", lang)
+		}
+		waitIdle(warm, lang, o.PoolSize, time.Minute)
+		rows := []*Sample{
+			bareSample(ctx, lang, o.Runs),
+			engineSample(ctx, cold, lang, "cold sandbox (create, start, run, remove)", o.ColdRuns, nil),
+			engineSample(ctx, warm, lang, "warm sandbox, engine", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }),
+			mcpSample(ctx, cs, warm, lang, o.Runs),
+		}
+		for _, s := range rows {
+			if s == nil {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.1f | %d |\n", lang, s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
+		}
+		if c, m := rows[1], rows[3]; c != nil && m != nil && m.Quantile(.5) > 0 {
+			fmt.Fprintf(w, "| %s | **cold / warm-MCP p50** | %.1fx | | | | |\n", lang, float64(c.Quantile(.5))/float64(m.Quantile(.5)))
+		}
+		if bs, m := rows[0], rows[3]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
+			fmt.Fprintf(w, "| %s | **warm-MCP / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
+		}
+	}
+
+	fmt.Fprintf(w, "\n## Memory\n\n")
+	for _, lang := range o.Languages {
+		waitIdle(warm, lang, o.PoolSize, time.Minute)
+	}
+	total, n, err := poolMemory(ctx, b.Client())
+	if err != nil {
+		fmt.Fprintf(w, "pool memory: %v\n", err)
+	} else if n > 0 {
+		fmt.Fprintf(w, "- %d idle warm containers use %.1f MiB in all, %.2f MiB each (cgroup memory usage less page cache)\n", n, float64(total)/(1<<20), float64(total)/float64(n)/(1<<20))
+	}
+	fmt.Fprintf(w, "- server process RSS (with the benchmark client in it): %.1f MiB\n", float64(rss())/(1<<20))
+
+	if o.ChurnFor > 0 {
+		rate, err := churnCeiling(ctx, b, reg, o.ChurnFor, o.ChurnLoops)
+		fmt.Fprintf(w, "\n## Container churn ceiling\n\n")
+		if err != nil {
+			fmt.Fprintf(w, "churn: %v\n", err)
+		} else {
+			fmt.Fprintf(w, "- hardened create, start, wait, remove of `true` in %d parallel loops for %s: **%.2f containers/s**\n", o.ChurnLoops, o.ChurnFor, rate)
+		}
+		if o.LoadFor > 0 {
+			s := loadSample(ctx, session, o.LoadLanguage, o.LoadClients, o.LoadFor)
+			fmt.Fprintf(w, "\n## Sustained load: %d clients, %s, %s through MCP HTTP\n\n", o.LoadClients, o.LoadFor, o.LoadLanguage)
+			fmt.Fprintln(w, "| runs | runs/s | p50 | p95 | p99 | errors | share of churn ceiling |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+			share := 0.0
+			if rate > 0 {
+				share = s.Rate() / rate * 100
+			}
+			fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share)
+		}
+	}
+	return nil
+}
+
+func waitIdle(e *engine.Engine, lang string, n int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		for _, s := range e.PoolStats() {
+			if s.Language == lang && s.Idle >= n {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func bareSample(ctx context.Context, lang string, runs int) *Sample {
+	argv, ok := bare[lang]
+	if !ok {
+		return nil
+	}
+	// Prefer the distribution's interpreter: version-manager shims on PATH
+	// (pyenv, nvm) add a shell script's start-up to every run.
+	if _, err := os.Stat("/usr/bin/" + argv[0]); err == nil {
+		argv = append([]string{"/usr/bin/" + argv[0]}, argv[1:]...)
+	} else if _, err := exec.LookPath(argv[0]); err != nil {
+		return nil
+	}
+	s := &Sample{Name: "bare process on the host"}
+	start := time.Now()
+	for i := 0; i < runs; i++ {
+		t := time.Now()
+		if err := exec.CommandContext(ctx, argv[0], argv[1:]...).Run(); err != nil {
+			s.Errs++
+			continue
+		}
+		s.add(time.Since(t))
+	}
+	s.Wall = time.Since(start)
+	return s
+}
+
+// engineSample runs lang's hello world runs times; before, if set, runs
+// untimed before each run (waiting for a warm sandbox, so that latency is
+// measured apart from the refill rate, which the load test measures).
+func engineSample(ctx context.Context, e *engine.Engine, lang, name string, runs int, before func()) *Sample {
+	s := &Sample{Name: name}
+	var busy time.Duration
+	for i := 0; i < runs; i++ {
+		if before != nil {
+			before()
+		}
+		t := time.Now()
+		r, err := e.Run(ctx, engine.Request{Language: lang, Code: hello[lang]}, engine.RunOptions{})
+		d := time.Since(t)
+		if err != nil || r.Status != engine.StatusOK {
+			s.Errs++
+			continue
+		}
+		busy += d
+		s.add(d)
+	}
+	s.Wall = busy
+	return s
+}
+
+func mcpSample(ctx context.Context, cs *mcp.ClientSession, e *engine.Engine, lang string, runs int) *Sample {
+	s := &Sample{Name: "warm sandbox, MCP Streamable HTTP (run_code)"}
+	var busy time.Duration
+	for i := 0; i < runs; i++ {
+		waitIdle(e, lang, 1, 30*time.Second)
+		t := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": lang, "code": hello[lang]}})
+		d := time.Since(t)
+		if err != nil || res.IsError || !okStatus(res) {
+			s.Errs++
+			continue
+		}
+		busy += d
+		s.add(d)
+	}
+	s.Wall = busy
+	return s
+}
+
+func okStatus(res *mcp.CallToolResult) bool {
+	data, _ := json.Marshal(res.StructuredContent)
+	return strings.Contains(string(data), `"status":"ok"`)
+}
+
+// loadSample runs clients concurrent MCP sessions back to back for d.
+func loadSample(ctx context.Context, session func() (*mcp.ClientSession, error), lang string, clients int, d time.Duration) *Sample {
+	s := &Sample{Name: "load"}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	start := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs, err := session()
+			if err != nil {
+				mu.Lock()
+				s.Errs++
+				mu.Unlock()
+				return
+			}
+			defer cs.Close()
+			for time.Now().Before(stop) {
+				t := time.Now()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": lang, "code": hello[lang]}})
+				el := time.Since(t)
+				mu.Lock()
+				if err != nil || res.IsError || !okStatus(res) {
+					s.Errs++
+				} else {
+					s.add(el)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	s.Wall = time.Since(start)
+	return s
+}
+
+// churnCeiling measures how many hardened containers per second this
+// machine's daemon can create, start, wait for and remove.
+func churnCeiling(ctx context.Context, b *docker.Backend, reg *languages.Registry, d time.Duration, loops int) (float64, error) {
+	l, ok := reg.Lookup("bash")
+	if !ok {
+		return 0, fmt.Errorf("no bash language to measure with")
+	}
+	cfgTmpl := engine.New(config.Default(), reg, b, nil).Template(l)
+	cli := b.Client()
+	var mu sync.Mutex
+	count := 0
+	var firstErr error
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	start := time.Now()
+	for i := 0; i < loops; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				err := oneContainer(ctx, cli, b, cfgTmpl)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					count++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if count == 0 && firstErr != nil {
+		return 0, firstErr
+	}
+	return float64(count) / time.Since(start).Seconds(), nil
+}
+
+func oneContainer(ctx context.Context, cli *client.Client, b *docker.Backend, t sandbox.Template) error {
+	cfg, host := b.ContainerConfig(t)
+	cfg.Cmd = []string{"true"}
+	cfg.OpenStdin, cfg.StdinOnce, cfg.AttachStdin = false, false, false
+	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_, _ = cli.ContainerRemove(context.WithoutCancel(ctx), c.ID, client.ContainerRemoveOptions{Force: true})
+	}()
+	wait := cli.ContainerWait(ctx, c.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		return err
+	}
+	select {
+	case <-wait.Result:
+		return nil
+	case err := <-wait.Error:
+		return err
+	}
+}
+
+// poolMemory sums the memory of our idle pooled containers.
+func poolMemory(ctx context.Context, cli *client.Client) (uint64, int, error) {
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
+		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+fmt.Sprint(os.Getpid())),
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	var total uint64
+	for _, c := range list.Items {
+		st, err := cli.ContainerStats(ctx, c.ID, client.ContainerStatsOptions{Stream: false})
+		if err != nil {
+			return 0, 0, err
+		}
+		var v container.StatsResponse
+		err = json.NewDecoder(st.Body).Decode(&v)
+		st.Body.Close()
+		if err != nil {
+			return 0, 0, err
+		}
+		used := v.MemoryStats.Usage
+		if cache := v.MemoryStats.Stats["cache"]; cache < used { // cgroup v1
+			used -= cache
+		} else if f := v.MemoryStats.Stats["inactive_file"]; f < used { // cgroup v2
+			used -= f
+		}
+		total += used
+	}
+	return total, len(list.Items), nil
+}
+
+func rss() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var kb uint64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			return kb << 10
+		}
+	}
+	return 0
+}
