@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -122,6 +123,22 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.warn("%d sandbox container(s) exist now (runs in flight, or left by a dead server; `serve` removes orphans at start and every %ds)", n, cfg.SweepIntervalSeconds)
 		} else {
 			d.ok("no sandbox containers left behind")
+		}
+	}
+	var sizes []string
+	for _, l := range reg.Languages() {
+		sizes = append(sizes, fmt.Sprintf("%s=%d", l.Name, cfg.Pool.SizeFor(l.Name)))
+	}
+	d.ok("warm pool configured: %s (0 means cold path; `serve` logs the pool's state as it changes)", strings.Join(sizes, " "))
+	if err == nil {
+		byPurpose := map[string]int{}
+		for _, c := range list.Items {
+			if c.State == "running" {
+				byPurpose[c.Labels[docker.LabelPurpose]]++
+			}
+		}
+		if len(byPurpose) > 0 {
+			d.ok("running sandboxes by language (warm pools of live servers, and runs in flight): %v", byPurpose)
 		}
 	}
 	if !smoke || missing > 0 {
