@@ -39,6 +39,8 @@ type Engine struct {
 	log     *slog.Logger
 
 	inflight sync.WaitGroup
+	runsMu   sync.Mutex
+	runs     map[string]RunInfo
 
 	versionsMu sync.Mutex
 	versions   map[string]string // language -> runtime version
@@ -57,6 +59,7 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		slots:    make(chan struct{}, cfg.MaxConcurrentRuns),
 		log:      log,
 		versions: map[string]string{},
+		runs:     map[string]RunInfo{},
 	}
 }
 
@@ -120,6 +123,14 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 	defer release()
 
 	runID := newRunID()
+	e.runsMu.Lock()
+	e.runs[runID] = RunInfo{RunID: runID, Language: lang.Name, Started: start}
+	e.runsMu.Unlock()
+	defer func() {
+		e.runsMu.Lock()
+		delete(e.runs, runID)
+		e.runsMu.Unlock()
+	}()
 	compileTimeout := lim.CompileTimeoutSeconds
 	if lang.Limits.CompileTimeoutSeconds > 0 {
 		compileTimeout = lang.Limits.CompileTimeoutSeconds
@@ -172,6 +183,24 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 	e.log.Info("run finished", "run", runID, "language", lang.Name, "status", out.Status,
 		"exit_code", out.ExitCode, "duration_ms", out.DurationMs, "total_ms", out.TotalMs)
 	return out, nil
+}
+
+// RunInfo describes a run in flight.
+type RunInfo struct {
+	RunID    string
+	Language string
+	Started  time.Time
+}
+
+// Inflight lists the runs in flight.
+func (e *Engine) Inflight() []RunInfo {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	out := make([]RunInfo, 0, len(e.runs))
+	for _, r := range e.runs {
+		out = append(out, r)
+	}
+	return out
 }
 
 // Wait blocks until every run in flight has returned (its sandbox removed),

@@ -51,7 +51,12 @@ func addRunTools(s *mcp.Server, h *handlers) {
 }
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in engine.Request) (*mcp.CallToolResult, *engine.Result, error) {
-	res, err := h.eng.Run(ctx, in, engine.RunOptions{})
+	opts := engine.RunOptions{}
+	if ps := newProgressStreamer(ctx, req, h.stageNames(in.Language)); ps != nil {
+		opts.OnChunk = ps.OnChunk
+		defer ps.Close()
+	}
+	res, err := h.eng.Run(ctx, in, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,4 +80,12 @@ func resultContent(res any) *mcp.CallToolResult {
 	}
 	content = append(content, &mcp.TextContent{Text: string(data)})
 	return &mcp.CallToolResult{Content: content}
+}
+
+// stageNames lists a language's stages in order, for progress messages.
+func (h *handlers) stageNames(language string) []string {
+	if l, ok := h.eng.Registry().Lookup(language); ok && l.Compiled() {
+		return []string{"compile", "run"}
+	}
+	return []string{"run"}
 }

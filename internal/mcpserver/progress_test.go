@@ -1,0 +1,95 @@
+package mcpserver_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+func TestProgressStreamsOutput(t *testing.T) {
+	eng, b := testutil.Engine(t, nil)
+	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	var arrival []time.Time
+	ctx := context.Background()
+	server := mcpserver.New(eng, "test", nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, req.Params)
+			arrival = append(arrival, time.Now())
+		},
+	})
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	start := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+		Meta: mcp.Meta{"progressToken": "tok-1"},
+		Name: "run_code",
+		Arguments: map[string]any{"language": "bash", "code": `for i in 1 2 3 4; do echo "tick $i"; sleep 0.5; done; echo oops >&2`},
+	})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	done := time.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 3 {
+		t.Fatalf("got %d progress notifications, want one per tick or so", len(got))
+	}
+	var all strings.Builder
+	last := 0.0
+	for i, p := range got {
+		if p.ProgressToken != "tok-1" || p.Progress <= last {
+			t.Errorf("notification %d: token %v progress %v after %v", i, p.ProgressToken, p.Progress, last)
+		}
+		last = p.Progress
+		all.WriteString(p.Message)
+	}
+	if want := "tick 1\ntick 2\ntick 3\ntick 4\n[stderr] oops\n"; all.String() != want {
+		t.Errorf("streamed %q, want %q", all.String(), want)
+	}
+	if arrival[0].Sub(start) > done.Sub(start)/2 {
+		t.Errorf("the first notification came at %s of a %s run: not streamed", arrival[0].Sub(start), done.Sub(start))
+	}
+}
+
+func TestCancelKillsContainer(t *testing.T) {
+	eng, b := testutil.Engine(t, nil)
+	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	cs := connect(t, eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Second, cancel)
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "sleep 60"}})
+	if err == nil {
+		t.Fatal("a cancelled call returned a result")
+	}
+	// The server gets notifications/cancelled; its container must go.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := len(eng.Inflight()); n == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	testutil.NoLeftovers(t, b.Client())
+}
