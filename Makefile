@@ -45,7 +45,7 @@ test-go: build
 	MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 20m ./...
 
 test-e2e: build
-	cd e2e && npm ci --no-audit --no-fund --loglevel=error && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 tests/
+	cd e2e && npm ci --no-audit --no-fund --loglevel=error && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec tests/
 
 test-conformance: build
 	MCR_BINARY=$(CURDIR)/$(BIN) bash scripts/conformance.sh

@@ -43,8 +43,8 @@ func TestProgressStreamsOutput(t *testing.T) {
 	defer cs.Close()
 	start := time.Now()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
-		Meta: mcp.Meta{"progressToken": "tok-1"},
-		Name: "run_code",
+		Meta:      mcp.Meta{"progressToken": "tok-1"},
+		Name:      "run_code",
 		Arguments: map[string]any{"language": "bash", "code": `for i in 1 2 3 4; do echo "tick $i"; sleep 0.5; done; echo oops >&2`},
 	})
 	if err != nil || res.IsError {
