@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 )
 
@@ -52,7 +53,8 @@ every request must then carry "Authorization: Bearer <token>".`,
 			go sweepLoop(ctx, st)
 			st.engine.StartPool()
 			go logPool(ctx, st)
-			server := mcpserver.New(st.engine, version, st.log)
+			execs := executions.NewManager(st.engine)
+			server := mcpserver.NewWithExecutions(st.engine, execs, version, st.log)
 
 			var serveErr error
 			if httpAddr == "" {
@@ -65,6 +67,7 @@ every request must then carry "Authorization: Bearer <token>".`,
 			// killed and removed; wait for that, bounded.
 			wctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
+			execs.Shutdown(wctx)
 			if err := st.engine.Wait(wctx); err != nil {
 				st.log.Warn("shutdown", "err", err)
 			}

@@ -87,6 +87,21 @@ type Config struct {
 	HTTP HTTP `json:"http"`
 	// Pool holds the warm pool's settings.
 	Pool Pool `json:"pool"`
+	// Executions holds the settings of runs that outlive a request.
+	Executions Executions `json:"executions"`
+}
+
+// Executions configures start_execution: runs that outlive a request.
+type Executions struct {
+	// MaxDurationSeconds is the longest an execution may run, and its
+	// default time limit.
+	MaxDurationSeconds int `json:"max_duration_seconds"`
+	// RetentionSeconds is how long a finished execution stays readable.
+	RetentionSeconds int `json:"retention_seconds"`
+	// MaxWaitSeconds is the longest get_execution may wait for completion.
+	MaxWaitSeconds int `json:"max_wait_seconds"`
+	// MaxKept caps the executions remembered; the oldest finished go first.
+	MaxKept int `json:"max_kept"`
 }
 
 // Pool configures the warm pool: sandboxes started ahead of need, each used
@@ -158,6 +173,12 @@ func Default() Config {
 		SweepIntervalSeconds:   60,
 		HTTP: HTTP{
 			MaxBodyBytes: 16 << 20,
+		},
+		Executions: Executions{
+			MaxDurationSeconds: 1800,
+			RetentionSeconds:   3600,
+			MaxWaitSeconds:     60,
+			MaxKept:            1000,
 		},
 		Pool: Pool{
 			Size:              2,
@@ -297,6 +318,9 @@ func (c Config) Validate() error {
 	}
 	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 {
 		errs = append(errs, errors.New("pool.size must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))
+	}
+	if x := c.Executions; x.MaxDurationSeconds <= 0 || x.RetentionSeconds <= 0 || x.MaxWaitSeconds <= 0 || x.MaxKept <= 0 {
+		errs = append(errs, errors.New("executions.max_duration_seconds, retention_seconds, max_wait_seconds and max_kept must be positive"))
 	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("http.max_body_bytes must be positive"))

@@ -101,6 +101,13 @@ func (e *Engine) RuntimeVersion(ctx context.Context, lang languages.Language) st
 type RunOptions struct {
 	// OnChunk, if set, sees output as it arrives.
 	OnChunk func(sandbox.Chunk)
+	// Long raises the time limits to those of executions that outlive a
+	// request: timeout_seconds may go up to the executions' maximum
+	// duration, which is also the default.
+	Long bool
+	// Release, if set, is a run slot the caller already holds (see
+	// Reserve); Run releases it when done instead of taking its own.
+	Release func()
 }
 
 // Run validates req, runs it in a fresh sandbox and returns the result. A
@@ -109,18 +116,24 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 	start := time.Now()
 	e.inflight.Add(1)
 	defer e.inflight.Done()
-	v, err := validate(req, e.reg, e.cfg.Limits)
+	release := opts.Release
+	if release != nil {
+		defer release()
+	}
+	v, err := e.validate(req, opts.Long)
 	if err != nil {
 		return nil, err
 	}
 	lim := e.cfg.Limits
 	lang := v.lang
 
-	release, err := e.acquire(ctx)
-	if err != nil {
-		return nil, err
+	if release == nil {
+		release, err = e.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	}
-	defer release()
 
 	runID := newRunID()
 	e.runsMu.Lock()
@@ -234,7 +247,8 @@ func (e *Engine) Template(lang languages.Language) sandbox.Template {
 	if lang.Limits.CompileTimeoutSeconds > 0 {
 		compile = lang.Limits.CompileTimeoutSeconds
 	}
-	maxJob := time.Duration(lim.MaxTimeoutSeconds+compile)*time.Second + deadlineGrace
+	longest := max(lim.MaxTimeoutSeconds, e.cfg.Executions.MaxDurationSeconds)
+	maxJob := time.Duration(longest+compile)*time.Second + deadlineGrace
 	return sandbox.Template{
 		Image:     e.reg.ImageOf(lang).Tag,
 		Resources: res,
@@ -288,6 +302,26 @@ func (e *Engine) sandbox(ctx context.Context, lang languages.Language) (sandbox.
 	sb, err := e.backend.Create(ctx, e.Template(lang))
 	return sb, false, err
 }
+
+// Validate checks req without running it; long applies the limits of
+// executions that outlive a request.
+func (e *Engine) Validate(req Request, long bool) error {
+	_, err := e.validate(req, long)
+	return err
+}
+
+func (e *Engine) validate(req Request, long bool) (*validated, error) {
+	lim := e.cfg.Limits
+	if long {
+		lim.MaxTimeoutSeconds = e.cfg.Executions.MaxDurationSeconds
+		lim.TimeoutSeconds = e.cfg.Executions.MaxDurationSeconds
+	}
+	return validate(req, e.reg, lim)
+}
+
+// Reserve takes a run slot, waiting at most the queue timeout, for a run
+// that starts later (RunOptions.Release).
+func (e *Engine) Reserve(ctx context.Context) (func(), error) { return e.acquire(ctx) }
 
 // acquire takes a run slot, waiting at most the queue timeout.
 func (e *Engine) acquire(ctx context.Context) (func(), error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 )
 
 // Name is the server's implementation name.
@@ -20,16 +21,23 @@ const instructions = `Runs code in fresh, isolated containers: each run_code cal
 sandbox with no network, a read-only system, a size-limited writable
 /workspace (the working directory) and /tmp, and limits on time, memory,
 processes and output. Nothing persists between calls. Call list_languages
-for the available languages and versions. Programs read stdin, args, env
+for the available languages and versions. For jobs longer than a request
+may last, start_execution returns at once; poll with get_execution. Programs read stdin, args, env
 and input files; results carry exit code, stdout and stderr (truncated
 inline past a limit, with the full text available as a resource).`
 
-// New returns an MCP server backed by eng.
+// New returns an MCP server backed by eng, with its own executions manager.
 func New(eng *engine.Engine, version string, log *slog.Logger) *mcp.Server {
+	return NewWithExecutions(eng, executions.NewManager(eng), version, log)
+}
+
+// NewWithExecutions returns an MCP server backed by eng whose long-running
+// executions are kept by execs (the caller shuts it down).
+func NewWithExecutions(eng *engine.Engine, execs *executions.Manager, version string, log *slog.Logger) *mcp.Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handlers{eng: eng, log: log}
+	h := &handlers{eng: eng, execs: execs, log: log}
 	s := mcp.NewServer(&mcp.Implementation{
 		Name:    Name,
 		Title:   "Code Runner",
@@ -48,6 +56,7 @@ func New(eng *engine.Engine, version string, log *slog.Logger) *mcp.Server {
 	})
 	addRunTools(s, h)
 	addLanguageTools(s, h)
+	addExecutionTools(s, h)
 	addResources(s, h)
 	addPrompts(s, h)
 	return s
@@ -55,8 +64,9 @@ func New(eng *engine.Engine, version string, log *slog.Logger) *mcp.Server {
 
 // handlers carry the dependencies every handler uses.
 type handlers struct {
-	eng *engine.Engine
-	log *slog.Logger
+	eng   *engine.Engine
+	execs *executions.Manager
+	log   *slog.Logger
 }
 
 func boolPtr(b bool) *bool { return &b }

@@ -1,0 +1,120 @@
+package executions_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+func manager(t *testing.T) *executions.Manager {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Executions.MaxWaitSeconds = 30
+	e, b := testutil.Engine(t, &cfg)
+	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	m := executions.NewManager(e)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		m.Shutdown(ctx)
+		testutil.NoLeftovers(t, b.Client())
+	})
+	return m
+}
+
+func TestExecutionLifecycle(t *testing.T) {
+	m := manager(t)
+	ctx := context.Background()
+	s, err := m.Start(ctx, engine.Request{Language: "bash", Code: `for i in 1 2 3; do echo "step $i"; sleep 1; done; echo done`, TimeoutSeconds: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != executions.StatusRunning || s.ExecutionID == "" {
+		t.Fatalf("start: %+v", s)
+	}
+	// Partial output of a running program.
+	var partial executions.Snapshot
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		partial, _ = m.Get(ctx, s.ExecutionID, 0, 0, 0)
+		if strings.Contains(partial.Stdout, "step 1") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if partial.Status != executions.StatusRunning || !strings.Contains(partial.Stdout, "step 1") || strings.Contains(partial.Stdout, "done") {
+		t.Fatalf("partial: %+v", partial)
+	}
+	// Long poll to the end, asking only for output not yet seen.
+	final, err := m.Get(ctx, s.ExecutionID, 20*time.Second, partial.StdoutBytes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Status != executions.StatusFinished || final.Result == nil || final.Result.Status != engine.StatusOK {
+		t.Fatalf("final: %+v", final)
+	}
+	if final.StdoutOffset != partial.StdoutBytes || !strings.HasSuffix(final.Stdout, "done\n") || strings.Contains(final.Stdout, "step 1") {
+		t.Errorf("incremental stdout %q from %d", final.Stdout, final.StdoutOffset)
+	}
+	if final.Result.Stdout != "step 1\nstep 2\nstep 3\ndone\n" {
+		t.Errorf("result stdout %q", final.Result.Stdout)
+	}
+	if _, err := m.Cancel(ctx, s.ExecutionID); err == nil || !strings.Contains(err.Error(), "already ended") {
+		t.Errorf("cancelling a finished execution: %v", err)
+	}
+	if list := m.List(); len(list) != 1 || list[0].ExecutionID != s.ExecutionID {
+		t.Errorf("list: %+v", list)
+	}
+}
+
+func TestExecutionCancel(t *testing.T) {
+	m := manager(t)
+	ctx := context.Background()
+	s, err := m.Start(ctx, engine.Request{Language: "bash", Code: `echo before; sleep 300`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	start := time.Now()
+	c, err := m.Cancel(ctx, s.ExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("cancel took %s", took)
+	}
+	if c.Status != executions.StatusCancelled || c.Result == nil || c.Result.Stdout != "before\n" {
+		t.Errorf("cancelled: %+v", c)
+	}
+}
+
+func TestExecutionBadInput(t *testing.T) {
+	m := manager(t)
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"unknown id", func() error { _, err := m.Get(ctx, "exec-nope", 0, 0, 0); return err }, "unknown execution id"},
+		{"cancel unknown", func() error { _, err := m.Cancel(ctx, "exec-nope"); return err }, "unknown execution id"},
+		{"wait above max", func() error { _, err := m.Get(ctx, "exec-nope", time.Hour, 0, 0); return err }, "above the maximum"},
+		{"bad request", func() error { _, err := m.Start(ctx, engine.Request{Language: "cobol", Code: "x"}); return err }, "unknown language"},
+		{"timeout above max duration", func() error {
+			_, err := m.Start(ctx, engine.Request{Language: "bash", Code: "x", TimeoutSeconds: 100000})
+			return err
+		}, "maximum of 1800"},
+	}
+	for _, c := range cases {
+		if err := c.call(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
