@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -40,15 +41,16 @@ var ErrBusy = errors.New("no sandbox free")
 
 // Pool holds warm sandboxes per key (a language).
 type Pool struct {
-	backend sandbox.Backend
-	opts    Options
-	log     *slog.Logger
-	keys    map[string]*keyed
-	create  chan struct{} // semaphore for creations
-	ctx     context.Context
-	cancel  context.CancelFunc
-	workers sync.WaitGroup // fill loops and creations
-	removes sync.WaitGroup // sandboxes being removed
+	backend  sandbox.Backend
+	opts     Options
+	log      *slog.Logger
+	keys     map[string]*keyed
+	create   chan struct{} // semaphore for creations
+	ctx      context.Context
+	cancel   context.CancelFunc
+	workers  sync.WaitGroup // fill loops and creations
+	removes  sync.WaitGroup // sandboxes being removed
+	removing atomic.Int64   // how many, for Stats
 }
 
 type entry struct {
@@ -164,8 +166,10 @@ func (p *Pool) Release(sb sandbox.Sandbox) { p.discard(sb) }
 
 func (p *Pool) discard(sb sandbox.Sandbox) {
 	p.removes.Add(1)
+	p.removing.Add(1)
 	go func() {
 		defer p.removes.Done()
+		defer p.removing.Add(-1)
 		sb.Close()
 	}()
 }
@@ -299,6 +303,8 @@ type Stat struct {
 	Served   int    `json:"served"`
 	Failures int    `json:"failures"`
 	Replaced int    `json:"replaced"`
+	// Removing counts used sandboxes being removed, across all languages.
+	Removing int    `json:"removing"`
 	Error    string `json:"error,omitempty"`
 }
 
@@ -308,7 +314,8 @@ func (p *Pool) Stats() []Stat {
 	for _, k := range p.keys {
 		k.mu.Lock()
 		s := Stat{Language: k.key, Size: k.size, Idle: len(k.idle), Creating: k.creating, Waiting: k.waiters,
-			Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced}
+			Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced,
+			Removing: int(p.removing.Load())}
 		if k.lastErr != nil {
 			s.Error = k.lastErr.Error()
 		}
