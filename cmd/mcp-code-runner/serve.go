@@ -93,20 +93,36 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token s
 	if err != nil {
 		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8080", addr)
 	}
-	if !mcpserver.IsLoopback(host) && token == "" {
-		return fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN) so that only your clients can run code, or listen on 127.0.0.1", addr)
+	h := st.cfg.HTTP
+	tokens := h.AuthTokens
+	if token != "" {
+		tokens = append(tokens, token)
+	}
+	if !mcpserver.IsLoopback(host) && len(tokens) == 0 && h.OAuthIssuer == "" {
+		return fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN, or http.oauth_issuer) so that only your clients can run code, or listen on 127.0.0.1", addr)
 	}
 	allowedHosts := st.cfg.HTTP.AllowedHosts
 	if !mcpserver.IsLoopback(host) && host != "" {
 		allowedHosts = append(allowedHosts, host)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
-		AllowedOrigins: st.cfg.HTTP.AllowedOrigins,
+	handler := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
+		AllowedOrigins: h.AllowedOrigins,
 		AllowedHosts:   allowedHosts,
-		MaxBodyBytes:   st.cfg.HTTP.MaxBodyBytes,
-		BearerToken:    token,
-	}))
+		MaxBodyBytes:   h.MaxBodyBytes,
+		BearerTokens:   tokens,
+		RatePerMinute:  h.RatePerMinute,
+		OAuth: mcpserver.OAuthOptions{
+			Issuer: h.OAuthIssuer, IntrospectionURL: h.OAuthIntrospectionURL,
+			ClientID: h.OAuthClientID, ClientSecret: h.OAuthClientSecret,
+			ResourceURL: h.PublicURL, Scopes: h.OAuthScopes,
+		},
+	})
+	mux.Handle("/mcp", handler)
+	if h.OAuthIssuer != "" {
+		mux.Handle(mcpserver.MetadataPath, handler)
+		mux.Handle(mcpserver.MetadataPath+"/", handler)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := st.backend.Check(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -140,6 +140,24 @@ type HTTP struct {
 	AllowedHosts []string `json:"allowed_hosts"`
 	// MaxBodyBytes caps a request body.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// AuthTokens are bearer tokens accepted on every request; a listener on
+	// a non-loopback address requires at least one (or OAuth).
+	AuthTokens []string `json:"auth_tokens"`
+	// RatePerMinute limits requests per client (token or address).
+	RatePerMinute int `json:"rate_per_minute"`
+	// PublicURL is the server's /mcp URL as clients reach it: the OAuth
+	// resource identifier.
+	PublicURL string `json:"public_url"`
+	// OAuthIssuer, when set, makes the server an OAuth 2.1 resource server
+	// of that authorization server (RFC 9728 metadata is served).
+	OAuthIssuer string `json:"oauth_issuer"`
+	// OAuthIntrospectionURL is the issuer's RFC 7662 introspection endpoint.
+	OAuthIntrospectionURL string `json:"oauth_introspection_url"`
+	// OAuthClientID and OAuthClientSecret authenticate introspection calls.
+	OAuthClientID     string `json:"oauth_client_id"`
+	OAuthClientSecret string `json:"oauth_client_secret"`
+	// OAuthScopes are required of every token.
+	OAuthScopes []string `json:"oauth_scopes"`
 }
 
 // Default returns the built-in configuration.
@@ -172,7 +190,8 @@ func Default() Config {
 		OutputStoreMB:          64,
 		SweepIntervalSeconds:   60,
 		HTTP: HTTP{
-			MaxBodyBytes: 16 << 20,
+			MaxBodyBytes:  16 << 20,
+			RatePerMinute: 600,
 		},
 		Executions: Executions{
 			MaxDurationSeconds: 1800,
@@ -321,6 +340,12 @@ func (c Config) Validate() error {
 	}
 	if x := c.Executions; x.MaxDurationSeconds <= 0 || x.RetentionSeconds <= 0 || x.MaxWaitSeconds <= 0 || x.MaxKept <= 0 {
 		errs = append(errs, errors.New("executions.max_duration_seconds, retention_seconds, max_wait_seconds and max_kept must be positive"))
+	}
+	if c.HTTP.OAuthIssuer != "" && (c.HTTP.OAuthIntrospectionURL == "" || c.HTTP.PublicURL == "") {
+		errs = append(errs, errors.New("http.oauth_issuer needs http.oauth_introspection_url (to validate tokens) and http.public_url (the resource identifier)"))
+	}
+	if c.HTTP.RatePerMinute < 0 {
+		errs = append(errs, errors.New("http.rate_per_minute must be 0 (no limit) or more"))
 	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("http.max_body_bytes must be positive"))

@@ -171,3 +171,12 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("second server left %v", left)
 	}
 }
+
+// TestRefusesOpenListener: a non-loopback address without authentication
+// is refused before anything listens.
+func TestRefusesOpenListener(t *testing.T) {
+	out, err := exec.Command(testutil.AgentBinary(t), "serve", "--http", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--auth-token") {
+		t.Fatalf("serve on 0.0.0.0 without a token: err %v, output %s", err, out)
+	}
+}

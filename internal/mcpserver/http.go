@@ -1,14 +1,24 @@
 package mcpserver
 
 import (
+	"context"
 	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/time/rate"
 )
 
 // HTTPOptions configure the Streamable HTTP handler.
@@ -19,22 +29,192 @@ type HTTPOptions struct {
 	AllowedHosts []string
 	// MaxBodyBytes caps a request body.
 	MaxBodyBytes int64
-	// BearerToken, when set, is required in every request's Authorization.
-	BearerToken string
+	// BearerTokens, when any is set, are accepted in Authorization headers.
+	BearerTokens []string
+	// OAuth, when its Issuer is set, makes the server an OAuth 2.1 resource
+	// server: it serves RFC 9728 metadata and accepts tokens its
+	// introspection endpoint (RFC 7662) reports active.
+	OAuth OAuthOptions
+	// RatePerMinute limits requests per client (token, or address without
+	// one); 0 means no limit.
+	RatePerMinute int
 }
+
+// OAuthOptions describe the authorization server protecting /mcp.
+type OAuthOptions struct {
+	Issuer           string
+	IntrospectionURL string
+	ClientID         string
+	ClientSecret     string
+	// ResourceURL is this server's public /mcp URL, the resource identifier.
+	ResourceURL string
+	Scopes      []string
+}
+
+// MetadataPath is where RFC 9728 protected-resource metadata is served.
+const MetadataPath = "/.well-known/oauth-protected-resource"
 
 // HTTPHandler serves s over Streamable HTTP in the SDK's stateless mode, so
 // that clients of the 2025-11-25 (initialize) and 2026-07-28 (sessionless)
-// eras both work. Around it: bearer authentication when configured, Origin
-// and Host checks against DNS rebinding and cross-site requests, and a cap
-// on the request body.
+// eras both work. Around it, in order: Host and Origin checks against DNS
+// rebinding and cross-site requests, authentication when configured, a
+// per-client rate limit, and a cap on the request body. The handler also
+// serves the protected-resource metadata when OAuth is configured; mount it
+// at "/" (or at both /mcp and MetadataPath).
 func HTTPHandler(s *mcp.Server, opts HTTPOptions) http.Handler {
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		MaxRequestBodyBytes:          opts.MaxBodyBytes,
 		PropagateRequestCancellation: true,
 	})
-	return guard(mcpHandler, opts)
+	h = bodyCap(h, opts.MaxBodyBytes)
+	if opts.RatePerMinute > 0 {
+		h = newRateLimiter(opts.RatePerMinute).wrap(h)
+	}
+	metadataURL := ""
+	if opts.OAuth.Issuer != "" {
+		metadataURL = resourceMetadataURL(opts.OAuth.ResourceURL)
+	}
+	if len(opts.BearerTokens) > 0 || opts.OAuth.Issuer != "" {
+		h = auth.RequireBearerToken(verifier(opts), &auth.RequireBearerTokenOptions{
+			ResourceMetadataURL:    metadataURL,
+			Scopes:                 opts.OAuth.Scopes,
+			AllowMissingExpiration: true,
+			ClockSkew:              30 * time.Second,
+		})(h)
+	}
+	h = guard(h, opts)
+	if opts.OAuth.Issuer == "" {
+		return h
+	}
+	mux := http.NewServeMux()
+	meta := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:               opts.OAuth.ResourceURL,
+		AuthorizationServers:   []string{opts.OAuth.Issuer},
+		ScopesSupported:        opts.OAuth.Scopes,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "mcp-code-runner",
+	})
+	mux.Handle(MetadataPath, meta)
+	mux.Handle(MetadataPath+"/", meta)
+	mux.Handle("/", h)
+	return mux
+}
+
+// resourceMetadataURL is the RFC 9728 metadata URL of a resource URL:
+// the well-known path inserted before the resource's path.
+func resourceMetadataURL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil || u.Host == "" {
+		return MetadataPath
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	return u.Scheme + "://" + u.Host + MetadataPath + path
+}
+
+// verifier accepts the static tokens, then asks the introspection endpoint.
+func verifier(opts HTTPOptions) auth.TokenVerifier {
+	var intro *introspector
+	if opts.OAuth.Issuer != "" && opts.OAuth.IntrospectionURL != "" {
+		intro = &introspector{o: opts.OAuth, client: &http.Client{Timeout: 10 * time.Second}, cache: map[string]cached{}}
+	}
+	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		for _, t := range opts.BearerTokens {
+			if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
+				return &auth.TokenInfo{UserID: "static-token", Scopes: opts.OAuth.Scopes}, nil
+			}
+		}
+		if intro != nil {
+			return intro.verify(ctx, token)
+		}
+		return nil, fmt.Errorf("%w: unknown bearer token", auth.ErrInvalidToken)
+	}
+}
+
+type cached struct {
+	info *auth.TokenInfo
+	at   time.Time
+}
+
+// introspector validates tokens with RFC 7662 token introspection, keeping
+// answers for a minute (or until the token expires).
+type introspector struct {
+	o      OAuthOptions
+	client *http.Client
+	mu     sync.Mutex
+	cache  map[string]cached
+}
+
+func (in *introspector) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	in.mu.Lock()
+	c, ok := in.cache[token]
+	in.mu.Unlock()
+	if ok && time.Since(c.at) < time.Minute && (c.info.Expiration.IsZero() || time.Now().Before(c.info.Expiration)) {
+		return c.info, nil
+	}
+	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.o.IntrospectionURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if in.o.ClientID != "" {
+		req.SetBasicAuth(url.QueryEscape(in.o.ClientID), url.QueryEscape(in.o.ClientSecret))
+	}
+	resp, err := in.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("token introspection: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("token introspection answered %s", resp.Status)
+	}
+	var r struct {
+		Active bool   `json:"active"`
+		Scope  string `json:"scope"`
+		Exp    int64  `json:"exp"`
+		Sub    string `json:"sub"`
+		Iss    string `json:"iss"`
+		Aud    any    `json:"aud"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, fmt.Errorf("token introspection: %w", err)
+	}
+	if !r.Active {
+		return nil, fmt.Errorf("%w: token is not active", auth.ErrInvalidToken)
+	}
+	if r.Iss != "" && r.Iss != in.o.Issuer {
+		return nil, fmt.Errorf("%w: token from another issuer", auth.ErrInvalidToken)
+	}
+	if in.o.ResourceURL != "" && r.Aud != nil && !audienceHas(r.Aud, in.o.ResourceURL) {
+		return nil, fmt.Errorf("%w: token is for another audience", auth.ErrInvalidToken)
+	}
+	info := &auth.TokenInfo{UserID: r.Sub, Scopes: strings.Fields(r.Scope)}
+	if r.Exp > 0 {
+		info.Expiration = time.Unix(r.Exp, 0)
+	}
+	in.mu.Lock()
+	if len(in.cache) > 10000 {
+		in.cache = map[string]cached{}
+	}
+	in.cache[token] = cached{info: info, at: time.Now()}
+	in.mu.Unlock()
+	return info, nil
+}
+
+func audienceHas(aud any, want string) bool {
+	switch a := aud.(type) {
+	case string:
+		return a == want
+	case []any:
+		for _, x := range a {
+			if s, ok := x.(string); ok && s == want {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func guard(next http.Handler, opts HTTPOptions) http.Handler {
@@ -47,16 +227,72 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 			http.Error(w, "Forbidden: Origin not allowed (add it to http.allowed_origins)", http.StatusForbidden)
 			return
 		}
-		if opts.BearerToken != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(opts.BearerToken)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-code-runner"`)
-				http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
-				return
-			}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bodyCap(next http.Handler, limit int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if limit > 0 && r.ContentLength > limit {
+			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body limit is %d bytes", limit), http.StatusRequestEntityTooLarge)
+			return
 		}
-		if opts.MaxBodyBytes > 0 && r.ContentLength > opts.MaxBodyBytes {
-			http.Error(w, "Request Entity Too Large", http.StatusRequestEntityTooLarge)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// rateLimiter keeps a token bucket per client.
+type rateLimiter struct {
+	perMinute int
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+}
+
+type bucket struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+func newRateLimiter(perMinute int) *rateLimiter {
+	return &rateLimiter{perMinute: perMinute, buckets: map[string]*bucket{}}
+}
+
+// clientKey names the client: its authenticated identity or token, else its
+// address.
+func clientKey(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" && ti.UserID != "static-token" {
+		return "user:" + ti.UserID
+	}
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return "token:" + tok
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "addr:" + host
+}
+
+func (rl *rateLimiter) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := clientKey(r)
+		rl.mu.Lock()
+		b, ok := rl.buckets[key]
+		if !ok {
+			if len(rl.buckets) > 100000 {
+				rl.buckets = map[string]*bucket{}
+			}
+			burst := max(1, rl.perMinute/6) // ten seconds' worth
+			b = &bucket{lim: rate.NewLimiter(rate.Limit(float64(rl.perMinute)/60), burst)}
+			rl.buckets[key] = b
+		}
+		b.seen = time.Now()
+		res := b.lim.Reserve()
+		rl.mu.Unlock()
+		if d := res.Delay(); d > 0 {
+			res.Cancel()
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+			http.Error(w, fmt.Sprintf("Too Many Requests: the limit is %d requests per minute per client", rl.perMinute), http.StatusTooManyRequests)
 			return
 		}
 		next.ServeHTTP(w, r)

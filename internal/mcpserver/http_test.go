@@ -2,10 +2,12 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -19,7 +21,7 @@ func TestHTTPGuards(t *testing.T) {
 	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
 		MaxBodyBytes:   1 << 10,
 		AllowedOrigins: []string{"https://app.example"},
-		BearerToken:    "s3cret",
+		BearerTokens:   []string{"s3cret"},
 	})
 	cases := []struct {
 		name   string
@@ -75,5 +77,93 @@ func TestHTTPWithSDKClient(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "nope", "code": "x"}})
 	if err != nil || !res.IsError {
 		t.Fatalf("want a tool error, got %v %v", res, err)
+	}
+}
+
+func TestOAuthResourceServer(t *testing.T) {
+	// A stand-in authorization server's introspection endpoint, on loopback.
+	intro := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		user, pass, _ := r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case user != "mcr" || pass != "pw":
+			http.Error(w, "bad client", http.StatusUnauthorized)
+		case r.Form.Get("token") == "good":
+			fmt.Fprintf(w, `{"active":true,"sub":"alice","scope":"run","iss":"https://issuer.example","exp":%d}`, time.Now().Add(time.Hour).Unix())
+		case r.Form.Get("token") == "noscope":
+			fmt.Fprintf(w, `{"active":true,"sub":"bob","scope":"read","exp":%d}`, time.Now().Add(time.Hour).Unix())
+		default:
+			fmt.Fprint(w, `{"active":false}`)
+		}
+	}))
+	defer intro.Close()
+	server := mcpserver.New(offlineEngine(t), "test", nil)
+	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
+		MaxBodyBytes: 1 << 20,
+		OAuth: mcpserver.OAuthOptions{
+			Issuer: "https://issuer.example", IntrospectionURL: intro.URL, ClientID: "mcr", ClientSecret: "pw",
+			ResourceURL: "http://127.0.0.1:8080/mcp", Scopes: []string{"run"},
+		},
+	})
+	do := func(method, path, token string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(initBody))
+		req.Host = "127.0.0.1:8080"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	meta := do(http.MethodGet, mcpserver.MetadataPath+"/mcp", "")
+	if meta.Code != http.StatusOK || !strings.Contains(meta.Body.String(), `"authorization_servers":["https://issuer.example"]`) ||
+		!strings.Contains(meta.Body.String(), `"resource":"http://127.0.0.1:8080/mcp"`) {
+		t.Fatalf("metadata: %d %s", meta.Code, meta.Body.String())
+	}
+	noToken := do(http.MethodPost, "/mcp", "")
+	if noToken.Code != http.StatusUnauthorized || !strings.Contains(noToken.Header().Get("WWW-Authenticate"), `resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp"`) {
+		t.Errorf("no token: %d, WWW-Authenticate %q", noToken.Code, noToken.Header().Get("WWW-Authenticate"))
+	}
+	if rec := do(http.MethodPost, "/mcp", "revoked"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("inactive token: %d", rec.Code)
+	}
+	if rec := do(http.MethodPost, "/mcp", "noscope"); rec.Code != http.StatusForbidden {
+		t.Errorf("token without the scope: %d", rec.Code)
+	}
+	if rec := do(http.MethodPost, "/mcp", "good"); rec.Code != http.StatusOK {
+		t.Errorf("good token: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	server := mcpserver.New(offlineEngine(t), "test", nil)
+	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{MaxBodyBytes: 1 << 20, RatePerMinute: 60, BearerTokens: []string{"a", "b"}})
+	post := func(token string) int {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initBody))
+		req.Host = "127.0.0.1:8080"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code == http.StatusTooManyRequests && rec.Header().Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+		return rec.Code
+	}
+	limited := 0
+	for i := 0; i < 30; i++ {
+		if post("a") == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited < 15 {
+		t.Errorf("only %d of 30 rapid requests were limited at 60/min (burst 10)", limited)
+	}
+	if code := post("b"); code != http.StatusOK {
+		t.Errorf("another client was limited too: %d", code)
 	}
 }
