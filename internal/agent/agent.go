@@ -43,23 +43,35 @@ func Serve(in io.Reader, out io.Writer) error {
 	if err := json.Unmarshal(f.Payload, &req); err != nil {
 		return fmt.Errorf("decoding request: %w", err)
 	}
-	w := &frameWriter{w: out}
+	return runRequest(&frameWriter{w: out}, req)
+}
+
+// runRequest writes the files, runs the stages, collects the artifacts and
+// ends with the Done frame.
+func runRequest(w *frameWriter, req Request) error {
 	done := Done{}
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
 		done.Error = err.Error()
-	} else {
-		for i, st := range req.Stages {
-			res := runStage(w, uint8(i), st, req.Workdir, req.OutputLimit)
-			if err := w.json(KindStage, uint8(i), res); err != nil {
-				return err
-			}
-			if w.err() != nil {
-				return w.err()
-			}
-			if st.StopOnFailure && (res.ExitCode != 0 || res.Error != "") {
-				break
-			}
+		return w.json(KindDone, 0, done)
+	}
+	var before map[string]fileState
+	if req.Artifacts != nil {
+		before, _ = scan(req.Workdir, req.Artifacts.MaxScan)
+	}
+	for i, st := range req.Stages {
+		res := runStage(w, uint8(i), st, req.Workdir, req.OutputLimit)
+		if err := w.json(KindStage, uint8(i), res); err != nil {
+			return err
 		}
+		if st.StopOnFailure && (res.ExitCode != 0 || res.Error != "") {
+			break
+		}
+	}
+	if req.Artifacts != nil {
+		collect(w, req.Workdir, before, *req.Artifacts)
+	}
+	if err := w.err(); err != nil {
+		return err
 	}
 	return w.json(KindDone, 0, done)
 }

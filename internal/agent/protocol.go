@@ -26,6 +26,8 @@ const (
 	KindStage byte = 'S'
 	// KindDone carries a JSON Done after the last stage; nothing follows.
 	KindDone byte = 'D'
+	// KindArtifact carries a JSON Artifact: a file the run created or changed.
+	KindArtifact byte = 'A'
 )
 
 // MaxFrameBytes bounds one frame's payload, so a corrupt or hostile stream
@@ -67,7 +69,7 @@ func ReadFrame(r io.Reader) (Frame, error) {
 		return Frame{}, err
 	}
 	switch h[0] {
-	case KindRequest, KindStdout, KindStderr, KindStage, KindDone:
+	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact:
 	default:
 		return Frame{}, fmt.Errorf("%w: unknown kind 0x%02x", ErrBadFrame, h[0])
 	}
@@ -117,6 +119,32 @@ type Request struct {
 	// OutputLimit caps the bytes of stdout and of stderr, each, that the agent
 	// forwards per stage; the rest is read and counted but dropped.
 	OutputLimit int64 `json:"output_limit"`
+	// Artifacts, if set, asks for the files the stages created or changed in
+	// the workspace to be sent back after the last stage.
+	Artifacts *ArtifactLimits `json:"artifacts,omitempty"`
+}
+
+// ArtifactLimits bound the files sent back.
+type ArtifactLimits struct {
+	// MaxFiles is the most files sent with content.
+	MaxFiles int `json:"max_files"`
+	// MaxFileBytes is the largest file sent with content.
+	MaxFileBytes int64 `json:"max_file_bytes"`
+	// MaxTotalBytes bounds the content of all files together.
+	MaxTotalBytes int64 `json:"max_total_bytes"`
+	// MaxScan bounds the directory entries examined, so that a workspace of a
+	// million files cannot stall the agent.
+	MaxScan int `json:"max_scan"`
+}
+
+// Artifact is one file the run created or changed. Only regular files are
+// reported; symlinks and other special files are never followed or read.
+type Artifact struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// Data is the content, absent when Skipped says why.
+	Data    []byte `json:"data,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // StageResult reports how one stage ended.

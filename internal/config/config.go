@@ -89,6 +89,26 @@ type Config struct {
 	Pool Pool `json:"pool"`
 	// Executions holds the settings of runs that outlive a request.
 	Executions Executions `json:"executions"`
+	// Artifacts holds the settings of files returned from runs.
+	Artifacts Artifacts `json:"artifacts"`
+}
+
+// Artifacts configures the files that runs create or change, returned with
+// their results.
+type Artifacts struct {
+	// MaxFiles is the most files returned with content per run.
+	MaxFiles int `json:"max_files"`
+	// MaxFileBytes is the largest file returned.
+	MaxFileBytes int `json:"max_file_bytes"`
+	// MaxTotalBytes bounds all files of one run.
+	MaxTotalBytes int `json:"max_total_bytes"`
+	// InlineImageBytes is the largest image returned as an image content
+	// block; larger images come as resource links.
+	InlineImageBytes int `json:"inline_image_bytes"`
+	// RetentionSeconds is how long artifacts stay readable as resources.
+	RetentionSeconds int `json:"retention_seconds"`
+	// StoreMB bounds the memory of all kept artifacts; oldest go first.
+	StoreMB int `json:"store_mb"`
 }
 
 // Executions configures start_execution: runs that outlive a request.
@@ -198,6 +218,14 @@ func Default() Config {
 			RetentionSeconds:   3600,
 			MaxWaitSeconds:     60,
 			MaxKept:            1000,
+		},
+		Artifacts: Artifacts{
+			MaxFiles:         20,
+			MaxFileBytes:     8 << 20,
+			MaxTotalBytes:    16 << 20,
+			InlineImageBytes: 2 << 20,
+			RetentionSeconds: 3600,
+			StoreMB:          256,
 		},
 		Pool: Pool{
 			Size:              2,
@@ -340,6 +368,9 @@ func (c Config) Validate() error {
 	}
 	if x := c.Executions; x.MaxDurationSeconds <= 0 || x.RetentionSeconds <= 0 || x.MaxWaitSeconds <= 0 || x.MaxKept <= 0 {
 		errs = append(errs, errors.New("executions.max_duration_seconds, retention_seconds, max_wait_seconds and max_kept must be positive"))
+	}
+	if a := c.Artifacts; a.MaxFiles <= 0 || a.MaxFileBytes <= 0 || a.MaxTotalBytes <= 0 || a.InlineImageBytes <= 0 || a.RetentionSeconds <= 0 || a.StoreMB <= 0 {
+		errs = append(errs, errors.New("every artifacts setting must be positive"))
 	}
 	if c.HTTP.OAuthIssuer != "" && (c.HTTP.OAuthIntrospectionURL == "" || c.HTTP.PublicURL == "") {
 		errs = append(errs, errors.New("http.oauth_issuer needs http.oauth_introspection_url (to validate tokens) and http.public_url (the resource identifier)"))

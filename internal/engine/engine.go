@@ -30,13 +30,14 @@ const deadlineGrace = 15 * time.Second
 
 // Engine runs requests on a sandbox backend.
 type Engine struct {
-	cfg     config.Config
-	reg     *languages.Registry
-	backend sandbox.Backend
-	outputs *OutputStore
-	slots   chan struct{}
-	pool    *pool.Pool // nil: cold path only
-	log     *slog.Logger
+	cfg       config.Config
+	reg       *languages.Registry
+	backend   sandbox.Backend
+	outputs   *OutputStore
+	artifacts *OutputStore
+	slots     chan struct{}
+	pool      *pool.Pool // nil: cold path only
+	log       *slog.Logger
 
 	inflight sync.WaitGroup
 	runsMu   sync.Mutex
@@ -52,14 +53,15 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Engine{
-		cfg:      cfg,
-		reg:      reg,
-		backend:  backend,
-		outputs:  NewOutputStore(cfg.OutputStoreMB<<20, cfg.OutputRetention()),
-		slots:    make(chan struct{}, cfg.MaxConcurrentRuns),
-		log:      log,
-		versions: map[string]string{},
-		runs:     map[string]RunInfo{},
+		cfg:       cfg,
+		reg:       reg,
+		backend:   backend,
+		outputs:   NewOutputStore(cfg.OutputStoreMB<<20, cfg.OutputRetention()),
+		artifacts: NewOutputStore(cfg.Artifacts.StoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second),
+		slots:     make(chan struct{}, cfg.MaxConcurrentRuns),
+		log:       log,
+		versions:  map[string]string{},
+		runs:      map[string]RunInfo{},
 	}
 }
 
@@ -173,7 +175,8 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 		deadline += time.Duration(compileTimeout) * time.Second
 	}
 	job := sandbox.Job{
-		Request:  agent.Request{Workdir: "/workspace", Files: v.files, Stages: stages, OutputLimit: int64(lim.MaxOutputBytes)},
+		Request: agent.Request{Workdir: "/workspace", Files: v.files, Stages: stages, OutputLimit: int64(lim.MaxOutputBytes),
+			Artifacts: artifactLimits(e.cfg.Artifacts)},
 		Deadline: deadline,
 		RunID:    runID,
 	}
@@ -191,6 +194,7 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 		return nil, e.explain(err, lang)
 	}
 	out := e.shape(runID, lang, sres, ctx.Err() != nil)
+	out.Artifacts = e.keepArtifacts(runID, sres.Artifacts)
 	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
 	out.TotalMs = time.Since(start).Milliseconds()
 	e.log.Info("run finished", "run", runID, "language", lang.Name, "status", out.Status,

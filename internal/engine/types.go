@@ -49,9 +49,10 @@ type Result struct {
 	RuntimeVersion string `json:"runtime_version,omitempty" jsonschema:"version of the runtime or compiler, read from it when its image was built"`
 	Status         string `json:"status" jsonschema:"ok, error (non-zero exit), compile_error, timeout, oom_killed or killed"`
 	Stage
-	Compile    *Stage `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
-	TotalMs    int64  `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start and removal included"`
-	ExitReason string `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
+	Compile    *Stage     `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
+	Artifacts  []Artifact `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`
+	TotalMs    int64      `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start and removal included"`
+	ExitReason string     `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
 }
 
 // Status values.

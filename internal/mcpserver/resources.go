@@ -19,6 +19,7 @@ const LanguagesURI = "mcr://languages"
 const (
 	RunOutputTemplate     = "mcr://runs/{run_id}/{stream}"
 	CompileOutputTemplate = "mcr://runs/{run_id}/compile/{stream}"
+	ArtifactTemplate      = "mcr://artifacts/{run_id}/{+path}"
 )
 
 func addResources(s *mcp.Server, h *handlers) {
@@ -36,6 +37,12 @@ func addResources(s *mcp.Server, h *handlers) {
 		Description: "The full stdout or stderr (stream) of a run whose inline output was truncated, up to the operator's limit; kept for a while after the run.",
 		MIMEType:    "text/plain",
 	}, h.readOutput)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: ArtifactTemplate,
+		Name:        "artifact",
+		Title:       "A file a run wrote",
+		Description: "A file that a run created or changed in its workspace (listed in the result's artifacts), kept for a while after the run.",
+	}, h.readArtifact)
 	s.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: CompileOutputTemplate,
 		Name:        "compile-output",
@@ -66,6 +73,22 @@ func (h *handlers) readOutput(_ context.Context, req *mcp.ReadResourceRequest) (
 		c.Text = string(data)
 	} else {
 		c.MIMEType = "application/octet-stream"
+		c.Blob = data
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+}
+
+func (h *handlers) readArtifact(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	data, ok := h.eng.Artifacts().Get(uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	mt := engine.MIMEType(uri, data)
+	c := &mcp.ResourceContents{URI: uri, MIMEType: mt}
+	if strings.HasPrefix(mt, "text/") && utf8.Valid(data) || mt == "application/json" && utf8.Valid(data) {
+		c.Text = string(data)
+	} else {
 		c.Blob = data
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil

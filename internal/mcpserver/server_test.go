@@ -239,7 +239,7 @@ func TestRunCodeOverMCP(t *testing.T) {
 		t.Fatalf("resources %+v %v", rl, err)
 	}
 	rt, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil || len(rt.ResourceTemplates) != 2 {
+	if err != nil || len(rt.ResourceTemplates) != 3 {
 		t.Fatalf("templates %+v %v", rt, err)
 	}
 	lr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.LanguagesURI})

@@ -60,7 +60,31 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in eng
 	if err != nil {
 		return nil, nil, err
 	}
-	return resultContent(res), res, nil
+	out := resultContent(res)
+	out.Content = append(out.Content, h.artifactContent(res.Artifacts)...)
+	return out, res, nil
+}
+
+// artifactContent returns images as image blocks (within the inline cap)
+// and every other kept file as a resource link.
+func (h *handlers) artifactContent(arts []engine.Artifact) []mcp.Content {
+	var out []mcp.Content
+	limit := h.eng.Config().Artifacts.InlineImageBytes
+	for _, a := range arts {
+		if a.URI == "" {
+			continue
+		}
+		if engine.IsImage(a.MIMEType) && a.Size <= int64(limit) {
+			if data, ok := h.eng.Artifacts().Get(a.URI); ok {
+				out = append(out, &mcp.ImageContent{Data: data, MIMEType: a.MIMEType})
+				continue
+			}
+		}
+		size := a.Size
+		out = append(out, &mcp.ResourceLink{URI: a.URI, Name: a.Path, MIMEType: a.MIMEType, Size: &size,
+			Description: "file written by the run; read it with resources/read"})
+	}
+	return out
 }
 
 // resultContent is the unstructured form of a result: a one-line summary

@@ -100,6 +100,8 @@ type Result struct {
 	Incomplete bool
 	// Diagnostics holds what the agent printed on its stderr.
 	Diagnostics string
+	// Artifacts are the files the run created or changed, when asked for.
+	Artifacts []agent.Artifact
 }
 
 // Backend makes sandboxes.

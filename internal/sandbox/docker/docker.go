@@ -357,6 +357,12 @@ func (b *Backend) readFrames(r io.Reader, stages []agent.Stage, res *sandbox.Res
 			if err := json.Unmarshal(f.Payload, &st.StageResult); err != nil {
 				return false
 			}
+		case agent.KindArtifact:
+			var a agent.Artifact
+			if err := json.Unmarshal(f.Payload, &a); err != nil {
+				return false
+			}
+			res.Artifacts = append(res.Artifacts, a)
 		case agent.KindDone:
 			var d agent.Done
 			if err := json.Unmarshal(f.Payload, &d); err != nil {

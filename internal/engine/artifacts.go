@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+)
+
+// ArtifactURIPrefix begins the URI of every kept artifact.
+const ArtifactURIPrefix = "mcr://artifacts/"
+
+// Artifact describes a file a run created or changed in its workspace.
+type Artifact struct {
+	Path     string `json:"path" jsonschema:"path relative to the workspace"`
+	Size     int64  `json:"size" jsonschema:"size in bytes"`
+	MIMEType string `json:"mime_type,omitempty" jsonschema:"media type, from the extension or the content"`
+	SHA256   string `json:"sha256,omitempty" jsonschema:"hex SHA-256 of the content"`
+	URI      string `json:"uri,omitempty" jsonschema:"resource URI that serves the content (resources/read)"`
+	Skipped  string `json:"skipped,omitempty" jsonschema:"why the content was not returned (over a size limit, not a regular file)"`
+}
+
+// extraTypes covers common extensions that Go's table lacks.
+var extraTypes = map[string]string{
+	".csv": "text/csv", ".tsv": "text/tab-separated-values", ".txt": "text/plain", ".md": "text/markdown",
+	".py": "text/x-python", ".ts": "text/plain", ".log": "text/plain", ".yaml": "application/yaml",
+	".yml": "application/yaml", ".ipynb": "application/json", ".parquet": "application/vnd.apache.parquet",
+}
+
+// MIMEType guesses a file's media type from its name, then its content.
+func MIMEType(name string, data []byte) string {
+	ext := strings.ToLower(path.Ext(name))
+	if t, ok := extraTypes[ext]; ok {
+		return t
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return strings.Split(t, ";")[0]
+	}
+	if len(data) == 0 {
+		return "application/octet-stream"
+	}
+	return strings.Split(http.DetectContentType(data), ";")[0]
+}
+
+// IsImage reports whether a media type is returned as an MCP image block.
+func IsImage(mimeType string) bool {
+	switch mimeType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml":
+		return true
+	}
+	return false
+}
+
+// ArtifactURI returns the resource URI of a run's file.
+func ArtifactURI(runID, p string) string { return ArtifactURIPrefix + runID + "/" + p }
+
+// keepArtifacts stores the agent's files and describes them.
+func (e *Engine) keepArtifacts(runID string, files []agent.Artifact) []Artifact {
+	if len(files) == 0 {
+		return nil
+	}
+	out := make([]Artifact, 0, len(files))
+	for _, f := range files {
+		a := Artifact{Path: f.Path, Size: f.Size, Skipped: f.Skipped}
+		if f.Skipped == "" {
+			sum := sha256.Sum256(f.Data)
+			a.SHA256 = hex.EncodeToString(sum[:])
+			a.MIMEType = MIMEType(f.Path, f.Data)
+			a.URI = ArtifactURI(runID, f.Path)
+			e.artifacts.Put(a.URI, f.Data)
+		} else {
+			a.MIMEType = MIMEType(f.Path, nil)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Artifacts returns the store of kept artifacts.
+func (e *Engine) Artifacts() *OutputStore { return e.artifacts }
+
+func artifactLimits(c config.Artifacts) *agent.ArtifactLimits {
+	return &agent.ArtifactLimits{
+		MaxFiles: c.MaxFiles, MaxFileBytes: int64(c.MaxFileBytes), MaxTotalBytes: int64(c.MaxTotalBytes),
+		MaxScan: 20000,
+	}
+}

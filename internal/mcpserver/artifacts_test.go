@@ -1,0 +1,101 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"image/png"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// onePixelPNG is a valid 1x1 PNG.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+func TestArtifactsComeBack(t *testing.T) {
+	eng, b := testutil.Engine(t, nil)
+	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
+	cs := connect(t, eng)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
+		"language": "bash",
+		"code": `echo '` + onePixelPNG + `' | base64 -d > plot.png
+mkdir -p out && printf 'a,b\n1,2\n' > out/table.csv
+ln -s /etc/passwd leak.txt
+ln -s / rootlink
+head -c 3000 /dev/urandom > out/blob.bin
+echo changed >> given.txt`,
+		"files": []any{
+			map[string]any{"path": "given.txt", "content": "given\n"},
+			map[string]any{"path": "untouched.txt", "content": "same\n"},
+		},
+	}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	var out engine.Result
+	data, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(data, &out)
+	got := map[string]engine.Artifact{}
+	for _, a := range out.Artifacts {
+		got[a.Path] = a
+	}
+	for _, want := range []string{"plot.png", "out/table.csv", "out/blob.bin", "given.txt"} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("artifact %s missing: %+v", want, out.Artifacts)
+		}
+	}
+	for _, never := range []string{"leak.txt", "rootlink", "untouched.txt", "main.sh"} {
+		if _, ok := got[never]; ok {
+			t.Errorf("%s must not be an artifact", never)
+		}
+	}
+	if a := got["plot.png"]; a.MIMEType != "image/png" {
+		t.Errorf("png mime %q", a.MIMEType)
+	}
+	var images, links int
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.ImageContent:
+			images++
+			if c.MIMEType != "image/png" {
+				t.Errorf("image block mime %s", c.MIMEType)
+			}
+			if _, err := png.Decode(bytes.NewReader(c.Data)); err != nil {
+				t.Errorf("image block does not decode: %v", err)
+			}
+		case *mcp.ResourceLink:
+			links++
+			rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: c.URI})
+			if err != nil {
+				t.Fatalf("reading %s: %v", c.URI, err)
+			}
+			body := []byte(rr.Contents[0].Text)
+			if rr.Contents[0].Blob != nil {
+				body = rr.Contents[0].Blob
+			}
+			sum := sha256.Sum256(body)
+			if hex.EncodeToString(sum[:]) != got[c.Name].SHA256 {
+				t.Errorf("%s: content read back does not match its sha256", c.Name)
+			}
+			if c.Name == "out/table.csv" && rr.Contents[0].Text != "a,b\n1,2\n" {
+				t.Errorf("csv read back as %+v", rr.Contents[0])
+			}
+		}
+	}
+	if images != 1 || links != 3 {
+		t.Errorf("%d image blocks and %d resource links, want 1 and 3", images, links)
+	}
+	if strings.Contains(string(data), onePixelPNG) {
+		t.Error("image data leaked into structuredContent")
+	}
+}
