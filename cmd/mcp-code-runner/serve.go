@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 )
 
 func init() { subcommands = append(subcommands, newServeCmd) }
@@ -54,7 +55,8 @@ every request must then carry "Authorization: Bearer <token>".`,
 			st.engine.StartPool()
 			go logPool(ctx, st)
 			execs := executions.NewManager(st.engine)
-			server := mcpserver.NewWithExecutions(st.engine, execs, version, st.log)
+			sess := sessions.NewManager(st.engine)
+			server := mcpserver.NewServer(mcpserver.Deps{Engine: st.engine, Executions: execs, Sessions: sess}, version, st.log)
 
 			var serveErr error
 			if httpAddr == "" {
@@ -68,6 +70,7 @@ every request must then carry "Authorization: Bearer <token>".`,
 			wctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
 			execs.Shutdown(wctx)
+			sess.Shutdown()
 			if err := st.engine.Wait(wctx); err != nil {
 				st.log.Warn("shutdown", "err", err)
 			}

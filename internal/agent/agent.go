@@ -29,26 +29,109 @@ const drainGrace = 500 * time.Millisecond
 // the user's own processes.
 var KillStragglers bool
 
-// Serve reads one Request from in, runs it and writes the response frames to
-// out. It returns after the Done frame is written, or when in or out fail.
+// Serve reads Requests from in until it ends, runs each in turn and writes
+// the response frames to out. A one-shot sandbox sends one request and
+// closes its side; a session sends many. A Cancel frame stops the request
+// running at the time.
 func Serve(in io.Reader, out io.Writer) error {
-	f, err := ReadFrame(in)
-	if err != nil {
+	a := &server{w: &frameWriter{w: out}, kernels: map[string]*kernel{}}
+	defer a.closeKernels()
+	requests := make(chan Frame)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(requests)
+		for {
+			f, err := ReadFrame(in)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			if f.Kind == KindCancel {
+				a.cancelCurrent()
+				continue
+			}
+			requests <- f
+		}
+	}()
+	served := 0
+	for f := range requests {
+		if f.Kind != KindRequest {
+			return fmt.Errorf("%w: expected a request, got kind %q", ErrBadFrame, f.Kind)
+		}
+		var req Request
+		if err := json.Unmarshal(f.Payload, &req); err != nil {
+			return fmt.Errorf("decoding request: %w", err)
+		}
+		if err := a.handle(req); err != nil {
+			return err
+		}
+		served++
+	}
+	if err := <-readErr; err != io.EOF || served == 0 {
+		if err == io.EOF {
+			return errors.New("reading request: no request before the end of input")
+		}
 		return fmt.Errorf("reading request: %w", err)
 	}
-	if f.Kind != KindRequest {
-		return fmt.Errorf("%w: expected a request, got kind %q", ErrBadFrame, f.Kind)
+	return nil
+}
+
+// server is the agent's state across the requests of one sandbox.
+type server struct {
+	w       *frameWriter
+	mu      sync.Mutex
+	cancel  chan struct{} // closed to stop the request running now
+	kernels map[string]*kernel
+}
+
+func (a *server) cancelCurrent() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cancel != nil {
+		close(a.cancel)
+		a.cancel = nil
 	}
-	var req Request
-	if err := json.Unmarshal(f.Payload, &req); err != nil {
-		return fmt.Errorf("decoding request: %w", err)
+}
+
+func (a *server) begin() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel = make(chan struct{})
+	return a.cancel
+}
+
+func (a *server) end() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel = nil
+}
+
+func (a *server) handle(req Request) error {
+	cancel := a.begin()
+	defer a.end()
+	switch req.Op {
+	case OpRun:
+		return runRequest(a.w, req, cancel)
+	case OpWriteFile:
+		done := Done{}
+		if err := writeFiles(req.Workdir, req.Files); err != nil {
+			done.Error = err.Error()
+		}
+		return a.w.json(KindDone, 0, done)
+	case OpReadFile:
+		return a.w.json(KindDone, 0, readFile(a.w, req))
+	case OpListFiles:
+		return a.w.json(KindDone, 0, listFiles(a.w, req))
+	case OpKernel:
+		return a.runKernel(req, cancel)
+	default:
+		return a.w.json(KindDone, 0, Done{Error: fmt.Sprintf("unknown operation %q", req.Op)})
 	}
-	return runRequest(&frameWriter{w: out}, req)
 }
 
 // runRequest writes the files, runs the stages, collects the artifacts and
 // ends with the Done frame.
-func runRequest(w *frameWriter, req Request) error {
+func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) error {
 	done := Done{}
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
 		done.Error = err.Error()
@@ -59,11 +142,11 @@ func runRequest(w *frameWriter, req Request) error {
 		before, _ = scan(req.Workdir, req.Artifacts.MaxScan)
 	}
 	for i, st := range req.Stages {
-		res := runStage(w, uint8(i), st, req.Workdir, req.OutputLimit)
+		res := runStage(w, uint8(i), st, req.Workdir, req.OutputLimit, !req.Session, cancel)
 		if err := w.json(KindStage, uint8(i), res); err != nil {
 			return err
 		}
-		if st.StopOnFailure && (res.ExitCode != 0 || res.Error != "") {
+		if res.Cancelled || st.StopOnFailure && (res.ExitCode != 0 || res.Error != "") {
 			break
 		}
 	}
@@ -194,7 +277,7 @@ func pump(fw *frameWriter, kind byte, stage uint8, r io.Reader, limit int64) (to
 	}
 }
 
-func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64) StageResult {
+func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64, killAll bool, cancel <-chan struct{}) StageResult {
 	res := StageResult{Name: st.Name}
 	if len(st.Argv) == 0 {
 		res.Error, res.ExitCode = "stage has no command", 127
@@ -263,15 +346,27 @@ func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64)
 		timedOut.Do(func() { res.TimedOut = true })
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	})
+	exited := make(chan struct{})
+	var cancelled bool
+	go func() {
+		select {
+		case <-cancel:
+			timedOut.Do(func() { cancelled = true })
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-exited:
+		}
+	}()
 	waitErr := cmd.Wait()
+	close(exited)
 	timer.Stop()
 	res.DurationMs = time.Since(start).Milliseconds()
-	timedOut.Do(func() {}) // res.TimedOut is settled from here on
+	timedOut.Do(func() {}) // res.TimedOut and cancelled are settled from here on
+	res.Cancelled = cancelled
 
 	// The stage is over when its first process ends. Whatever it left behind
 	// (background jobs, setsid or double-forked daemons) is killed: kill(-1)
 	// reaches every process this user may signal except init and the agent.
-	if KillStragglers {
+	if KillStragglers && killAll {
 		_ = syscall.Kill(-1, syscall.SIGKILL)
 	} else {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -28,6 +28,9 @@ const (
 	KindDone byte = 'D'
 	// KindArtifact carries a JSON Artifact: a file the run created or changed.
 	KindArtifact byte = 'A'
+	// KindCancel (engine to agent, no payload) stops the request running now;
+	// the sandbox stays usable (sessions).
+	KindCancel byte = 'C'
 )
 
 // MaxFrameBytes bounds one frame's payload, so a corrupt or hostile stream
@@ -69,7 +72,7 @@ func ReadFrame(r io.Reader) (Frame, error) {
 		return Frame{}, err
 	}
 	switch h[0] {
-	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact:
+	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact, KindCancel:
 	default:
 		return Frame{}, fmt.Errorf("%w: unknown kind 0x%02x", ErrBadFrame, h[0])
 	}
@@ -111,8 +114,20 @@ type Stage struct {
 	StopOnFailure bool `json:"stop_on_failure,omitempty"`
 }
 
-// Request is the whole job for one sandbox.
+// Operations a Request may ask for; the empty Op runs the stages.
+const (
+	OpRun       = ""
+	OpWriteFile = "write_file"
+	OpReadFile  = "read_file"
+	OpListFiles = "list_files"
+	OpKernel    = "kernel"
+)
+
+// Request is one job. A one-shot sandbox gets exactly one; a session's
+// sandbox gets many, one after another.
 type Request struct {
+	// Op is what to do; see the Op constants.
+	Op      string  `json:"op,omitempty"`
 	Workdir string  `json:"workdir"`
 	Files   []File  `json:"files,omitempty"`
 	Stages  []Stage `json:"stages"`
@@ -122,6 +137,33 @@ type Request struct {
 	// Artifacts, if set, asks for the files the stages created or changed in
 	// the workspace to be sent back after the last stage.
 	Artifacts *ArtifactLimits `json:"artifacts,omitempty"`
+	// Session keeps processes a stage leaves behind (a session's state);
+	// one-shot requests kill them.
+	Session bool `json:"session,omitempty"`
+	// Path names the file of a read_file request, or the directory of a
+	// list_files request ("" is the workspace).
+	Path string `json:"path,omitempty"`
+	// MaxReadBytes bounds a read_file answer.
+	MaxReadBytes int64 `json:"max_read_bytes,omitempty"`
+	// Kernel is the interpreter call of a kernel request.
+	Kernel *KernelCall `json:"kernel,omitempty"`
+}
+
+// KernelCall runs code in a session's long-lived interpreter, whose
+// variables and imports persist from call to call.
+type KernelCall struct {
+	// Name picks the kernel program embedded in the agent ("python",
+	// "javascript").
+	Name string `json:"name"`
+	// Argv starts the interpreter; "{kernel}" is replaced by the path of
+	// the kernel program.
+	Argv []string `json:"argv"`
+	Env  []string `json:"env,omitempty"`
+	// Code is the cell to run.
+	Code string `json:"code"`
+	// TimeoutMs bounds the call; past it the interpreter is killed and the
+	// next call starts a fresh one.
+	TimeoutMs int64 `json:"timeout_ms"`
 }
 
 // ArtifactLimits bound the files sent back.
@@ -142,6 +184,8 @@ type ArtifactLimits struct {
 type Artifact struct {
 	Path string `json:"path"`
 	Size int64  `json:"size"`
+	// Type is set in list_files answers: file, dir, symlink or other.
+	Type string `json:"type,omitempty"`
 	// Data is the content, absent when Skipped says why.
 	Data    []byte `json:"data,omitempty"`
 	Skipped string `json:"skipped,omitempty"`
@@ -165,6 +209,13 @@ type StageResult struct {
 	StderrDropped int64 `json:"stderr_dropped,omitempty"`
 	// Error says why the stage could not start (command missing, say).
 	Error string `json:"error,omitempty"`
+	// Cancelled is set when the engine stopped the stage.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// Value is the repr of a kernel cell's last expression, if any.
+	Value string `json:"value,omitempty"`
+	// KernelRestarted is set when the call started a fresh interpreter
+	// (its first call, or after a timeout or crash lost the old one).
+	KernelRestarted bool `json:"kernel_restarted,omitempty"`
 }
 
 // Done ends the stream.

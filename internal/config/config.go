@@ -91,6 +91,21 @@ type Config struct {
 	Executions Executions `json:"executions"`
 	// Artifacts holds the settings of files returned from runs.
 	Artifacts Artifacts `json:"artifacts"`
+	// Sessions holds the settings of stateful sessions.
+	Sessions Sessions `json:"sessions"`
+}
+
+// Sessions configures stateful sessions: long-lived sandboxes whose files
+// (and, for Python and JavaScript, interpreter state) persist across calls.
+type Sessions struct {
+	// MaxSessions caps live sessions on this server.
+	MaxSessions int `json:"max_sessions"`
+	// IdleTimeoutSeconds closes a session unused this long (default).
+	IdleTimeoutSeconds int `json:"idle_timeout_seconds"`
+	// MaxIdleTimeoutSeconds is the most a create_session may ask for.
+	MaxIdleTimeoutSeconds int `json:"max_idle_timeout_seconds"`
+	// MaxLifeSeconds closes a session this old, however busy.
+	MaxLifeSeconds int `json:"max_life_seconds"`
 }
 
 // Artifacts configures the files that runs create or change, returned with
@@ -226,6 +241,12 @@ func Default() Config {
 			InlineImageBytes: 2 << 20,
 			RetentionSeconds: 3600,
 			StoreMB:          256,
+		},
+		Sessions: Sessions{
+			MaxSessions:           16,
+			IdleTimeoutSeconds:    600,
+			MaxIdleTimeoutSeconds: 3600,
+			MaxLifeSeconds:        4 * 3600,
 		},
 		Pool: Pool{
 			Size:              2,
@@ -371,6 +392,9 @@ func (c Config) Validate() error {
 	}
 	if a := c.Artifacts; a.MaxFiles <= 0 || a.MaxFileBytes <= 0 || a.MaxTotalBytes <= 0 || a.InlineImageBytes <= 0 || a.RetentionSeconds <= 0 || a.StoreMB <= 0 {
 		errs = append(errs, errors.New("every artifacts setting must be positive"))
+	}
+	if x := c.Sessions; x.MaxSessions <= 0 || x.IdleTimeoutSeconds <= 0 || x.MaxIdleTimeoutSeconds < x.IdleTimeoutSeconds || x.MaxLifeSeconds <= 0 {
+		errs = append(errs, errors.New("sessions settings must be positive, with idle_timeout_seconds at most max_idle_timeout_seconds"))
 	}
 	if c.HTTP.OAuthIssuer != "" && (c.HTTP.OAuthIntrospectionURL == "" || c.HTTP.PublicURL == "") {
 		errs = append(errs, errors.New("http.oauth_issuer needs http.oauth_introspection_url (to validate tokens) and http.public_url (the resource identifier)"))

@@ -115,6 +115,20 @@ type RunOptions struct {
 // Run validates req, runs it in a fresh sandbox and returns the result. A
 // rejected request or a sandbox that could not run returns an *Error.
 func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result, error) {
+	if req.SessionID != "" {
+		return nil, invalid("session_id %q: this path runs one-shot code only; session runs go through the session manager", req.SessionID)
+	}
+	return e.run(ctx, req, opts, nil)
+}
+
+// RunInSession runs req in a session's sandbox: files persist, and for a
+// language with a kernel (and no stdin or args) the code runs as a cell of
+// the session's long-lived interpreter.
+func (e *Engine) RunInSession(ctx context.Context, sb sandbox.Session, req Request, opts RunOptions) (*Result, error) {
+	return e.run(ctx, req, opts, sb)
+}
+
+func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session sandbox.Session) (*Result, error) {
 	start := time.Now()
 	e.inflight.Add(1)
 	defer e.inflight.Done()
@@ -159,36 +173,46 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 	for _, k := range names {
 		env = append(env, k+"="+req.Env[k])
 	}
-	var stages []agent.Stage
-	if lang.Compiled() {
-		stages = append(stages, agent.Stage{
-			Name: "compile", Argv: lang.Compile, Env: env,
-			TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
+	request := agent.Request{Workdir: "/workspace", OutputLimit: int64(lim.MaxOutputBytes),
+		Artifacts: artifactLimits(e.cfg.Artifacts), Session: session != nil}
+	useKernel := session != nil && lang.Kernel != nil && req.Stdin == "" && len(req.Args) == 0
+	if useKernel {
+		request.Op = agent.OpKernel
+		request.Files = v.files[1:] // the code goes to the interpreter, not a file
+		request.Kernel = &agent.KernelCall{Name: lang.Kernel.Name, Argv: lang.Kernel.Run, Env: env,
+			Code: req.Code, TimeoutMs: int64(v.timeout) * 1000}
+	} else {
+		request.Files = v.files
+		if lang.Compiled() {
+			request.Stages = append(request.Stages, agent.Stage{
+				Name: "compile", Argv: lang.Compile, Env: env,
+				TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
+			})
+		}
+		request.Stages = append(request.Stages, agent.Stage{
+			Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
+			Stdin: []byte(req.Stdin), TimeoutMs: int64(v.timeout) * 1000,
 		})
 	}
-	stages = append(stages, agent.Stage{
-		Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
-		Stdin: []byte(req.Stdin), TimeoutMs: int64(v.timeout) * 1000,
-	})
 	deadline := time.Duration(v.timeout)*time.Second + deadlineGrace
 	if lang.Compiled() {
 		deadline += time.Duration(compileTimeout) * time.Second
 	}
-	job := sandbox.Job{
-		Request: agent.Request{Workdir: "/workspace", Files: v.files, Stages: stages, OutputLimit: int64(lim.MaxOutputBytes),
-			Artifacts: artifactLimits(e.cfg.Artifacts)},
-		Deadline: deadline,
-		RunID:    runID,
-	}
-	sb, warm, err := e.sandbox(ctx, lang)
-	if err != nil {
-		return nil, e.explain(err, lang)
-	}
-	sres, err := sb.Exec(ctx, job, opts.OnChunk)
-	if warm {
-		e.pool.Release(sb) // removed in the background; never reused
+	job := sandbox.Job{Request: request, Deadline: deadline, RunID: runID}
+	var sres *sandbox.Result
+	if session != nil {
+		sres, err = session.Call(ctx, job, opts.OnChunk)
 	} else {
-		sb.Close()
+		sb, warm, cerr := e.sandbox(ctx, lang)
+		if cerr != nil {
+			return nil, e.explain(cerr, lang)
+		}
+		sres, err = sb.Exec(ctx, job, opts.OnChunk)
+		if warm {
+			e.pool.Release(sb) // removed in the background; never reused
+		} else {
+			sb.Close()
+		}
 	}
 	if err != nil {
 		return nil, e.explain(err, lang)
@@ -197,9 +221,29 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 	out.Artifacts = e.keepArtifacts(runID, sres.Artifacts)
 	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
 	out.TotalMs = time.Since(start).Milliseconds()
+	if session != nil && !useKernel && lang.Kernel != nil {
+		out.ExitReason = strings.TrimSpace(out.ExitReason + " (ran as a script in the session's workspace because stdin or args were given; interpreter state was not used)")
+	}
 	e.log.Info("run finished", "run", runID, "language", lang.Name, "status", out.Status,
-		"exit_code", out.ExitCode, "duration_ms", out.DurationMs, "total_ms", out.TotalMs)
+		"exit_code", out.ExitCode, "duration_ms", out.DurationMs, "total_ms", out.TotalMs, "session", session != nil)
 	return out, nil
+}
+
+// NewSession starts a sandbox for a session of lang that may live for life.
+func (e *Engine) NewSession(ctx context.Context, lang languages.Language, life time.Duration) (sandbox.Session, error) {
+	t := e.Template(lang)
+	t.MaxLife = life + time.Duration(e.cfg.Limits.MaxTimeoutSeconds)*time.Second + deadlineGrace
+	t.Purpose = "session-" + lang.Name
+	sb, err := e.backend.Create(ctx, t)
+	if err != nil {
+		return nil, e.explain(err, lang)
+	}
+	s, ok := sb.(sandbox.Session)
+	if !ok {
+		sb.Close()
+		return nil, &Error{Code: CodeInternal, Message: "this sandbox backend does not support sessions"}
+	}
+	return s, nil
 }
 
 // RunInfo describes a run in flight.
@@ -379,6 +423,12 @@ func (e *Engine) shape(runID string, lang languages.Language, sres *sandbox.Resu
 	run := stageByName["run"]
 	if run != nil {
 		out.Stage = e.stage(runID, "run", run)
+		out.Value = run.Value
+		out.KernelRestarted = run.KernelRestarted
+		if run.Cancelled && !sres.Killed {
+			out.Status, out.ExitReason = StatusKilled, "the call was cancelled; the session stays usable"
+			return out
+		}
 	}
 	switch {
 	case sres.AgentError != "":

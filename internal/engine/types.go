@@ -20,6 +20,7 @@ type Request struct {
 	Env            map[string]string `json:"env,omitempty" jsonschema:"environment variables for the program; names are letters, digits and underscores"`
 	Files          []InputFile       `json:"files,omitempty" jsonschema:"extra files written into the workspace (the program's working directory) before it runs"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit of the run in seconds; at most the operator's maximum"`
+	SessionID      string            `json:"session_id,omitempty" jsonschema:"run in this session (from create_session): its files persist and, for Python and JavaScript, so do variables and imports; the value of a last bare expression is returned"`
 }
 
 // Stage is the outcome of one stage (compile or run).
@@ -49,10 +50,12 @@ type Result struct {
 	RuntimeVersion string `json:"runtime_version,omitempty" jsonschema:"version of the runtime or compiler, read from it when its image was built"`
 	Status         string `json:"status" jsonschema:"ok, error (non-zero exit), compile_error, timeout, oom_killed or killed"`
 	Stage
-	Compile    *Stage     `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
-	Artifacts  []Artifact `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`
-	TotalMs    int64      `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start and removal included"`
-	ExitReason string     `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
+	Compile         *Stage     `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
+	Value           string     `json:"value,omitempty" jsonschema:"in a Python or JavaScript session: the value of the cell's last bare expression"`
+	KernelRestarted bool       `json:"interpreter_restarted,omitempty" jsonschema:"in a session: this call started a fresh interpreter (first call, or the previous one was lost to a timeout or crash)"`
+	Artifacts       []Artifact `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`
+	TotalMs         int64      `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start and removal included"`
+	ExitReason      string     `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
 }
 
 // Status values.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/base64"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -91,21 +92,9 @@ func validate(req Request, reg *languages.Registry, lim config.Limits) (*validat
 			return nil, invalid("files[%d]: %s is given twice", i, f.Path)
 		}
 		seen[f.Path] = true
-		var data []byte
-		switch strings.ToLower(f.Encoding) {
-		case "", "text", "utf-8", "utf8":
-			data = []byte(f.Content)
-		case "base64":
-			d, err := base64.StdEncoding.DecodeString(f.Content)
-			if err != nil {
-				return nil, invalid("files[%d] (%s): content is not valid base64 (%v); encode it with standard base64 and padding", i, f.Path, err)
-			}
-			data = d
-		default:
-			return nil, invalid("files[%d] (%s): encoding %q is not supported; use text or base64", i, f.Path, f.Encoding)
-		}
-		if len(data) > lim.MaxFileBytes {
-			return nil, invalid("files[%d] (%s) is %d bytes, over the limit of %d per file", i, f.Path, len(data), lim.MaxFileBytes)
+		data, err := DecodeFile(f, lim)
+		if err != nil {
+			return nil, invalid("files[%d]: %v", i, err)
 		}
 		total += len(data)
 		if total > lim.MaxTotalFileBytes {
@@ -114,4 +103,29 @@ func validate(req Request, reg *languages.Registry, lim config.Limits) (*validat
 		files = append(files, agent.File{Path: f.Path, Data: data})
 	}
 	return &validated{lang: lang, files: files, timeout: timeout}, nil
+}
+
+// DecodeFile checks an input file's path and decodes its content within the
+// per-file limit.
+func DecodeFile(f InputFile, lim config.Limits) ([]byte, error) {
+	if err := agent.ValidPath(f.Path); err != nil {
+		return nil, err
+	}
+	var data []byte
+	switch strings.ToLower(f.Encoding) {
+	case "", "text", "utf-8", "utf8":
+		data = []byte(f.Content)
+	case "base64":
+		d, err := base64.StdEncoding.DecodeString(f.Content)
+		if err != nil {
+			return nil, fmt.Errorf("%s: content is not valid base64 (%v); encode it with standard base64 and padding", f.Path, err)
+		}
+		data = d
+	default:
+		return nil, fmt.Errorf("%s: encoding %q is not supported; use text or base64", f.Path, f.Encoding)
+	}
+	if len(data) > lim.MaxFileBytes {
+		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d per file", f.Path, len(data), lim.MaxFileBytes)
+	}
+	return data, nil
 }

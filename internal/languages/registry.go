@@ -61,10 +61,21 @@ type Language struct {
 	Version []string `json:"version"`
 	// Env holds extra NAME=value pairs set for every stage.
 	Env []string `json:"env,omitempty"`
+	// Kernel, if set, runs session cells in a long-lived interpreter so that
+	// variables and imports persist from call to call.
+	Kernel *Kernel `json:"kernel,omitempty"`
 	// Limits override the operator's defaults for this language.
 	Limits Limits `json:"limits,omitzero"`
 	// Example is a hello-world program, used in prompts and tests.
 	Example string `json:"example,omitempty"`
+}
+
+// Kernel is a language's session interpreter.
+type Kernel struct {
+	// Name picks the kernel program built into the agent.
+	Name string `json:"name"`
+	// Run starts the interpreter; "{kernel}" stands for the program's path.
+	Run []string `json:"run"`
 }
 
 // Compiled reports whether the language has a compile stage.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 )
 
 // Name is the server's implementation name.
@@ -20,24 +21,33 @@ const Name = "mcp-code-runner"
 const instructions = `Runs code in fresh, isolated containers: each run_code call gets a new
 sandbox with no network, a read-only system, a size-limited writable
 /workspace (the working directory) and /tmp, and limits on time, memory,
-processes and output. Nothing persists between calls. Call list_languages
+processes and output. Nothing persists between calls unless you
+create_session: then files persist, and for Python and JavaScript so do
+variables and imports (pass session_id to run_code). Call list_languages
 for the available languages and versions. For jobs longer than a request
 may last, start_execution returns at once; poll with get_execution. Programs read stdin, args, env
 and input files; results carry exit code, stdout and stderr (truncated
 inline past a limit, with the full text available as a resource).`
 
-// New returns an MCP server backed by eng, with its own executions manager.
-func New(eng *engine.Engine, version string, log *slog.Logger) *mcp.Server {
-	return NewWithExecutions(eng, executions.NewManager(eng), version, log)
+// Deps are what the MCP surface serves from.
+type Deps struct {
+	Engine     *engine.Engine
+	Executions *executions.Manager
+	Sessions   *sessions.Manager
 }
 
-// NewWithExecutions returns an MCP server backed by eng whose long-running
-// executions are kept by execs (the caller shuts it down).
-func NewWithExecutions(eng *engine.Engine, execs *executions.Manager, version string, log *slog.Logger) *mcp.Server {
+// New returns an MCP server backed by eng, with executions and sessions
+// managers of its own (for tests and embedding; serve shuts its own down).
+func New(eng *engine.Engine, version string, log *slog.Logger) *mcp.Server {
+	return NewServer(Deps{Engine: eng, Executions: executions.NewManager(eng), Sessions: sessions.NewManager(eng)}, version, log)
+}
+
+// NewServer returns an MCP server on deps.
+func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handlers{eng: eng, execs: execs, log: log}
+	h := &handlers{eng: deps.Engine, execs: deps.Executions, sessions: deps.Sessions, log: log}
 	s := mcp.NewServer(&mcp.Implementation{
 		Name:    Name,
 		Title:   "Code Runner",
@@ -57,6 +67,7 @@ func NewWithExecutions(eng *engine.Engine, execs *executions.Manager, version st
 	addRunTools(s, h)
 	addLanguageTools(s, h)
 	addExecutionTools(s, h)
+	addSessionTools(s, h)
 	addResources(s, h)
 	addPrompts(s, h)
 	return s
@@ -64,9 +75,10 @@ func NewWithExecutions(eng *engine.Engine, execs *executions.Manager, version st
 
 // handlers carry the dependencies every handler uses.
 type handlers struct {
-	eng   *engine.Engine
-	execs *executions.Manager
-	log   *slog.Logger
+	eng      *engine.Engine
+	execs    *executions.Manager
+	sessions *sessions.Manager
+	log      *slog.Logger
 }
 
 func boolPtr(b bool) *bool { return &b }

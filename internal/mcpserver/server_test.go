@@ -65,7 +65,7 @@ func TestToolSchemasSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 6 {
+	if len(res.Tools) != 12 {
 		t.Fatalf("got %d tools", len(res.Tools))
 	}
 	for _, tool := range res.Tools {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,6 +61,9 @@ for the end) and stop it with cancel_execution.`,
 }
 
 func (h *handlers) startExecution(ctx context.Context, _ *mcp.CallToolRequest, in engine.Request) (*mcp.CallToolResult, executions.Snapshot, error) {
+	if in.SessionID != "" {
+		return nil, executions.Snapshot{}, fmt.Errorf("start_execution runs in a fresh sandbox and does not take session_id; use run_code with session_id (progress notifications stream its output)")
+	}
 	s, err := h.execs.Start(ctx, in)
 	if err != nil {
 		return nil, s, err

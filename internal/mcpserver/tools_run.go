@@ -56,7 +56,13 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in eng
 		opts.OnChunk = ps.OnChunk
 		defer ps.Close()
 	}
-	res, err := h.eng.Run(ctx, in, opts)
+	var res *engine.Result
+	var err error
+	if in.SessionID != "" {
+		res, err = h.sessions.Run(ctx, in, opts)
+	} else {
+		res, err = h.eng.Run(ctx, in, opts)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -128,6 +128,17 @@ var ErrImageMissing = errors.New("runtime image missing")
 // ErrUnavailable wraps errors about a backend that cannot be reached.
 var ErrUnavailable = errors.New("sandbox backend unavailable")
 
+// Session is a sandbox that takes many jobs, one after another, keeping
+// its workspace and processes between them.
+type Session interface {
+	Sandbox
+	// Call runs one job and leaves the sandbox ready for the next. A caller
+	// that goes away cancels the job, not the sandbox.
+	Call(ctx context.Context, job Job, onChunk func(Chunk)) (*Result, error)
+	// Gone is closed when the sandbox has ended.
+	Gone() <-chan struct{}
+}
+
 // ErrUsed is returned by Exec on a sandbox that already ran a job.
 var ErrUsed = errors.New("sandbox already ran a job; sandboxes are never reused")
 

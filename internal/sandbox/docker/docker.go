@@ -226,17 +226,20 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 
 // dockerSandbox is one started container.
 type dockerSandbox struct {
-	b      *Backend
-	id     string
-	att    client.HijackedResponse
-	frames *io.PipeReader
-	diag   *cappedBuffer
-	dead   chan struct{} // closed when the attached stream ends
-	used   atomic.Bool
-	closed sync.Once
+	b       *Backend
+	id      string
+	att     client.HijackedResponse
+	frames  *io.PipeReader
+	diag    *cappedBuffer
+	dead    chan struct{} // closed when the attached stream ends
+	used    atomic.Bool
+	closed  sync.Once
+	writeMu sync.Mutex // one frame at a time on the attached stdin
 }
 
 func (s *dockerSandbox) ID() string { return s.id }
+
+func (s *dockerSandbox) Gone() <-chan struct{} { return s.dead }
 
 func (s *dockerSandbox) Dead() <-chan struct{} {
 	if s.used.Load() {
@@ -263,6 +266,18 @@ func (s *dockerSandbox) Exec(ctx context.Context, job sandbox.Job, onChunk func(
 	if !s.used.CompareAndSwap(false, true) {
 		return nil, sandbox.ErrUsed
 	}
+	return s.exchange(ctx, job, onChunk, false)
+}
+
+// Call sends one job of a session and reads its answer; the sandbox stays
+// for the next. The caller serializes calls. A caller that goes away
+// cancels the job inside the sandbox; only the deadline kills the sandbox.
+func (s *dockerSandbox) Call(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
+	s.used.Store(true)
+	return s.exchange(ctx, job, onChunk, true)
+}
+
+func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk), session bool) (*sandbox.Result, error) {
 	select {
 	case <-s.dead:
 		return nil, fmt.Errorf("%w: %s", sandbox.ErrDead, strings.TrimSpace(s.diag.String()))
@@ -277,11 +292,15 @@ func (s *dockerSandbox) Exec(ctx context.Context, job sandbox.Job, onChunk func(
 	}
 	b := s.b
 	go func() {
-		// Closing our write side tells the agent's stdin nothing more comes.
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
 		if err := agent.WriteFrame(s.att.Conn, agent.Frame{Kind: agent.KindRequest, Payload: payload}); err != nil {
 			b.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
 		}
-		_ = s.att.CloseWrite()
+		if !session {
+			// Closing our write side tells the agent nothing more comes.
+			_ = s.att.CloseWrite()
+		}
 	}()
 
 	var killed sync.Once
@@ -298,7 +317,15 @@ func (s *dockerSandbox) Exec(ctx context.Context, job sandbox.Job, onChunk func(
 	}
 	deadline := time.AfterFunc(job.Deadline, func() { kill("deadline") })
 	defer deadline.Stop()
-	stopWatch := context.AfterFunc(ctx, func() { kill("caller went away") })
+	stopWatch := context.AfterFunc(ctx, func() {
+		if !session {
+			kill("caller went away")
+			return
+		}
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		_ = agent.WriteFrame(s.att.Conn, agent.Frame{Kind: agent.KindCancel})
+	})
 	defer stopWatch()
 
 	done := b.readFrames(s.frames, job.Request.Stages, res, onChunk)

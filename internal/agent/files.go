@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+)
+
+// readFile sends one workspace file as an Artifact frame. Only regular
+// files are read, through an os.Root and without following a final symlink.
+func readFile(w *frameWriter, req Request) Done {
+	if err := ValidPath(req.Path); err != nil {
+		return Done{Error: err.Error()}
+	}
+	root, err := os.OpenRoot(req.Workdir)
+	if err != nil {
+		return Done{Error: fmt.Sprintf("opening workspace: %v", err)}
+	}
+	defer root.Close()
+	info, err := root.Lstat(req.Path)
+	if err != nil {
+		return Done{Error: fmt.Sprintf("%s: no such file in the workspace", req.Path)}
+	}
+	if !info.Mode().IsRegular() {
+		return Done{Error: fmt.Sprintf("%s is not a regular file (%s); only regular files are read", req.Path, typeOf(info.Mode()))}
+	}
+	limit := req.MaxReadBytes
+	if limit <= 0 {
+		limit = 8 << 20
+	}
+	if info.Size() > limit {
+		return Done{Error: fmt.Sprintf("%s is %d bytes, over the read limit of %d", req.Path, info.Size(), limit)}
+	}
+	data, err := readRegular(root, req.Path, limit)
+	if err != nil {
+		return Done{Error: fmt.Sprintf("%s: %v", req.Path, err)}
+	}
+	_ = w.json(KindArtifact, 0, Artifact{Path: req.Path, Size: int64(len(data)), Data: data, Type: "file"})
+	return Done{}
+}
+
+// listFiles sends an Artifact frame (without content) for every entry under
+// the directory, not following symlinks, at most 10000.
+func listFiles(w *frameWriter, req Request) Done {
+	dir := "."
+	if req.Path != "" && req.Path != "." {
+		if err := ValidPath(req.Path); err != nil {
+			return Done{Error: err.Error()}
+		}
+		dir = req.Path
+	}
+	root, err := os.OpenRoot(req.Workdir)
+	if err != nil {
+		return Done{Error: fmt.Sprintf("opening workspace: %v", err)}
+	}
+	defer root.Close()
+	const limit = 10000
+	n := 0
+	err = fs.WalkDir(root.FS(), dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." || p == dir && d.IsDir() {
+			return nil
+		}
+		if n++; n > limit {
+			return fmt.Errorf("more than %d entries; list a subdirectory", limit)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		a := Artifact{Path: path.Clean(p), Type: typeOf(info.Mode())}
+		if info.Mode().IsRegular() {
+			a.Size = info.Size()
+		}
+		return w.json(KindArtifact, 0, a)
+	})
+	if err != nil {
+		return Done{Error: fmt.Sprintf("listing %s: %v", dir, err)}
+	}
+	return Done{}
+}
+
+func typeOf(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	default:
+		return "other"
+	}
+}

@@ -1,0 +1,319 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+//go:embed kernels/python_kernel.py kernels/javascript_kernel.js
+var kernelFiles embed.FS
+
+// kernelMark ends each cell's output on stdout and on stderr.
+var kernelMark = []byte("\x00\x1eMCR-CELL-END\x1e\x00")
+
+// kernel is a session's long-lived interpreter.
+type kernel struct {
+	cmd     *exec.Cmd
+	ctl     *os.File // the kernel's fd 3: cells go in
+	results chan kernelResult
+	out     *kstream
+	err     *kstream
+	exited  chan struct{}
+}
+
+type kernelResult struct {
+	OK       bool    `json:"ok"`
+	Value    *string `json:"value"`
+	ExitCode int     `json:"exit_code"`
+}
+
+// kstream reads one of the kernel's output pipes for its whole life,
+// forwarding data to the current cell's sink and signalling each marker.
+type kstream struct {
+	r      *os.File
+	mu     sync.Mutex
+	sink   func([]byte)
+	marks  chan struct{}
+	closed chan struct{}
+}
+
+func newKstream(r *os.File) *kstream {
+	s := &kstream{r: r, marks: make(chan struct{}, 16), closed: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *kstream) setSink(f func([]byte)) {
+	s.mu.Lock()
+	s.sink = f
+	s.mu.Unlock()
+}
+
+func (s *kstream) emit(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sink != nil {
+		s.sink(p)
+	}
+}
+
+func (s *kstream) loop() {
+	defer close(s.closed)
+	buf := make([]byte, chunkBytes)
+	var pending []byte
+	for {
+		n, err := s.r.Read(buf)
+		pending = append(pending, buf[:n]...)
+		for {
+			i := bytes.Index(pending, kernelMark)
+			if i < 0 {
+				break
+			}
+			s.emit(pending[:i])
+			pending = pending[i+len(kernelMark):]
+			select {
+			case s.marks <- struct{}{}:
+			default:
+			}
+		}
+		// Hold back a tail that may be the start of a marker.
+		keep := 0
+		for k := min(len(pending), len(kernelMark)-1); k > 0; k-- {
+			if bytes.HasPrefix(kernelMark, pending[len(pending)-k:]) {
+				keep = k
+				break
+			}
+		}
+		s.emit(pending[:len(pending)-keep])
+		pending = append([]byte(nil), pending[len(pending)-keep:]...)
+		if err != nil {
+			s.emit(pending)
+			return
+		}
+	}
+}
+
+// startKernel launches the interpreter with the kernel program.
+func startKernel(call *KernelCall, workdir string) (*kernel, error) {
+	src, err := kernelFiles.ReadFile("kernels/" + call.Name + "_kernel." + map[string]string{"python": "py", "javascript": "js"}[call.Name])
+	if err != nil {
+		return nil, fmt.Errorf("no kernel named %q", call.Name)
+	}
+	f, err := os.CreateTemp("", ".mcr-kernel-*")
+	if err != nil {
+		return nil, fmt.Errorf("writing the kernel: %w", err)
+	}
+	if _, err := f.Write(src); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("writing the kernel: %w", err)
+	}
+	f.Close()
+	argv := make([]string, len(call.Argv))
+	for i, a := range call.Argv {
+		argv[i] = strings.ReplaceAll(a, "{kernel}", f.Name())
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("kernel %q has no command", call.Name)
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	resR, resW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = workdir
+	cmd.Env = append(baseEnv(), call.Env...)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.ExtraFiles = []*os.File{ctlR, resW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	ctlR.Close()
+	resW.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		ctlW.Close()
+		resR.Close()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	k := &kernel{cmd: cmd, ctl: ctlW, results: make(chan kernelResult, 1), out: newKstream(outR), err: newKstream(errR), exited: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(resR)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var r kernelResult
+			if json.Unmarshal(sc.Bytes(), &r) == nil {
+				k.results <- r
+			}
+		}
+		resR.Close()
+	}()
+	go func() {
+		_ = cmd.Wait()
+		close(k.exited)
+	}()
+	return k, nil
+}
+
+func (k *kernel) kill() {
+	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+	k.ctl.Close()
+	select {
+	case <-k.exited:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+func (a *server) closeKernels() {
+	for name, k := range a.kernels {
+		k.kill()
+		delete(a.kernels, name)
+	}
+}
+
+// runKernel runs one cell in the session's interpreter of that language,
+// starting it first when there is none (or the last one died).
+func (a *server) runKernel(req Request, cancel <-chan struct{}) error {
+	call := req.Kernel
+	if call == nil {
+		return a.w.json(KindDone, 0, Done{Error: "kernel request without a kernel call"})
+	}
+	res := StageResult{Name: "run"}
+	if err := writeFiles(req.Workdir, req.Files); err != nil {
+		return a.w.json(KindDone, 0, Done{Error: err.Error()})
+	}
+	k := a.kernels[call.Name]
+	if k != nil {
+		select {
+		case <-k.exited:
+			k = nil
+		default:
+		}
+	}
+	if k == nil {
+		var err error
+		if k, err = startKernel(call, req.Workdir); err != nil {
+			res.Error, res.ExitCode = err.Error(), 127
+			_ = a.w.json(KindStage, 0, res)
+			return a.w.json(KindDone, 0, Done{})
+		}
+		a.kernels[call.Name] = k
+		res.KernelRestarted = true
+	}
+	var before map[string]fileState
+	if req.Artifacts != nil {
+		before, _ = scan(req.Workdir, req.Artifacts.MaxScan)
+	}
+	limit := req.OutputLimit
+	var mu sync.Mutex
+	sink := func(kind byte, total, dropped *int64) func([]byte) {
+		return func(p []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			keep := int64(len(p))
+			if room := limit - (*total - *dropped); keep > room {
+				keep = max(room, 0)
+			}
+			if keep > 0 {
+				_ = a.w.write(Frame{Kind: kind, Stage: 0, Payload: append([]byte(nil), p[:keep]...)})
+			}
+			*total += int64(len(p))
+			*dropped += int64(len(p)) - keep
+		}
+	}
+	k.out.setSink(sink(KindStdout, &res.StdoutBytes, &res.StdoutDropped))
+	k.err.setSink(sink(KindStderr, &res.StderrBytes, &res.StderrDropped))
+	defer k.out.setSink(nil)
+	defer k.err.setSink(nil)
+
+	oomBefore := oomKills()
+	start := time.Now()
+	line, _ := json.Marshal(map[string]string{"code": call.Code})
+	_, werr := k.ctl.Write(append(line, '\n'))
+	timer := time.NewTimer(time.Duration(call.TimeoutMs) * time.Millisecond)
+	defer timer.Stop()
+	lost := false
+	if werr != nil {
+		lost = true
+		res.Error, res.ExitCode = "the interpreter ended; the next call starts a fresh one", 1
+	} else {
+		select {
+		case r := <-k.results:
+			res.ExitCode = r.ExitCode
+			if r.Value != nil {
+				res.Value = *r.Value
+			}
+			// The markers were written before the answer; wait for the
+			// readers to reach them so no output of this cell is left behind.
+			for _, s := range []*kstream{k.out, k.err} {
+				select {
+				case <-s.marks:
+				case <-s.closed:
+				case <-time.After(2 * time.Second):
+				}
+			}
+		case <-timer.C:
+			res.TimedOut, res.Signal, res.ExitCode, lost = true, "SIGKILL", 137, true
+		case <-cancel:
+			res.Cancelled, res.Signal, res.ExitCode, lost = true, "SIGKILL", 137, true
+		case <-k.exited:
+			lost = true
+			if ps := k.cmd.ProcessState; ps != nil {
+				if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					res.Signal = unix.SignalName(ws.Signal())
+					res.ExitCode = 128 + int(ws.Signal())
+				} else {
+					res.ExitCode = ps.ExitCode()
+				}
+			}
+		}
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	if lost {
+		k.kill()
+		delete(a.kernels, call.Name)
+		for _, s := range []*kstream{k.out, k.err} {
+			select {
+			case <-s.closed:
+			case <-time.After(drainGrace):
+			}
+		}
+	}
+	if after := oomKills(); after > oomBefore && !res.TimedOut {
+		res.OOMKilled = true
+	}
+	if err := a.w.json(KindStage, 0, res); err != nil {
+		return err
+	}
+	if req.Artifacts != nil {
+		collect(a.w, req.Workdir, before, *req.Artifacts)
+	}
+	return a.w.json(KindDone, 0, Done{})
+}

@@ -1,0 +1,75 @@
+# The Python kernel of a mcp-code-runner session: a long-lived interpreter
+# whose globals persist from cell to cell, like a notebook. The agent sends
+# one JSON line per cell on fd 3; the kernel runs it, prints a marker on
+# stdout and stderr once their output is flushed, then answers one JSON line
+# on fd 4: ok, the repr of the last expression (if any) and an exit code.
+import ast
+import json
+import os
+import sys
+import traceback
+
+MARK = "\x00\x1eMCR-CELL-END\x1e\x00"
+ctl = os.fdopen(3, "r", encoding="utf-8")
+out = os.fdopen(4, "w", encoding="utf-8")
+cell_globals = {"__name__": "__main__", "__builtins__": __builtins__}
+figure_count = 0
+
+
+def save_figures():
+    """Save figures left open (or shown) by the cell as PNG files."""
+    global figure_count
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    for num in plt.get_fignums():
+        figure_count += 1
+        try:
+            plt.figure(num).savefig("/workspace/figure-%d.png" % figure_count, format="png")
+        except Exception:
+            traceback.print_exc()
+    plt.close("all")
+
+
+def run(code):
+    tree = ast.parse(code, "<cell>", "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, "<cell>", "exec"), cell_globals)
+    if last is not None:
+        value = eval(compile(last, "<cell>", "eval"), cell_globals)
+        if value is not None:
+            return repr(value)
+    return None
+
+
+for line in ctl:
+    msg = json.loads(line)
+    res = {"ok": True, "value": None, "exit_code": 0}
+    try:
+        res["value"] = run(msg["code"])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+        res.update(ok=code == 0, exit_code=code)
+    except BaseException:
+        etype, evalue, tb = sys.exc_info()
+        # Drop the kernel's own frame from the traceback.
+        traceback.print_exception(etype, evalue, tb.tb_next if tb else None)
+        res.update(ok=False, exit_code=1)
+    try:
+        save_figures()
+    except BaseException:
+        traceback.print_exc()
+    if res["value"] is not None and len(res["value"]) > 65536:
+        res["value"] = res["value"][:65536] + "... [truncated]"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stdout.write(MARK)
+    sys.stderr.write(MARK)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    out.write(json.dumps(res) + "\n")
+    out.flush()

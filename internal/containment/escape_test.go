@@ -1,0 +1,381 @@
+package containment_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+)
+
+// probeLib is sourced by the bash probes: "try NAME CMD..." reports ok when
+// the command fails and BREACH when it succeeds; "noread NAME FILE" reports
+// BREACH when FILE yields any byte.
+const probeLib = `try() {
+  local name=$1; shift
+  local out
+  if out=$("$@" 2>&1); then echo "BREACH $name: $(echo "$out" | head -c 200 | tr '\n' ' ')"
+  else echo "ok $name: $(echo "$out" | head -1 | head -c 200)"; fi
+}
+noread() {
+  local n
+  n=$(head -c 64 "$2" 2>/dev/null | wc -c)
+  if [ "$n" -gt 0 ]; then echo "BREACH $1: read $n bytes of $2"; else echo "ok $1: nothing readable in $2"; fi
+}
+`
+
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// TestHostFilesAreNotVisible reads what would identify the host: the
+// sandbox has its own hostname and /etc, the host's shadow file is not
+// there (and the image's own is unreadable to the sandbox user).
+func TestHostFilesAreNotVisible(t *testing.T) {
+	h := newHarness(t, "bash")
+	code := `echo "hostname $(hostname)"
+echo "etc-hostname $(cat /etc/hostname)"
+echo "uid $(id -u)"
+cat /etc/shadow >/dev/null 2>&1 && echo "shadow readable" || echo "shadow unreadable"
+grep -c '^sandbox:x:10001:' /etc/passwd | sed 's/^/sandbox-user /'
+echo "pid1 $(tr '\0' ' ' < /proc/1/cmdline)"
+echo "processes $(ls -d /proc/[0-9]* | wc -l)"`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+	got := map[string]string{}
+	for _, l := range lines(r.Stdout) {
+		k, v, _ := strings.Cut(l, " ")
+		got[k] = v
+	}
+	hostName, _ := os.Hostname()
+	hostEtc, _ := os.ReadFile("/etc/hostname")
+	if got["hostname"] == "" || got["hostname"] == hostName {
+		t.Errorf("sandbox hostname %q; want its own, not the host's %q", got["hostname"], hostName)
+	}
+	if got["etc-hostname"] == "" || got["etc-hostname"] == strings.TrimSpace(string(hostEtc)) {
+		t.Errorf("sandbox /etc/hostname %q is the host's", got["etc-hostname"])
+	}
+	if got["uid"] != "10001" {
+		t.Errorf("uid %q, want 10001", got["uid"])
+	}
+	if got["shadow"] != "unreadable" {
+		t.Errorf("/etc/shadow is readable in the sandbox")
+	}
+	if got["sandbox-user"] != "1" {
+		t.Errorf("/etc/passwd is not the image's (no sandbox user): %q", got["sandbox-user"])
+	}
+	if hostPasswd, err := os.ReadFile("/etc/passwd"); err == nil && strings.Contains(string(hostPasswd), "sandbox:x:10001:") {
+		t.Logf("note: the host also has a sandbox user; the /etc/passwd check proves less here")
+	}
+	if !strings.HasPrefix(got["pid1"], "/sbin/docker-init") {
+		t.Errorf("pid 1 is %q; want the sandbox's own init (own PID namespace)", got["pid1"])
+	}
+}
+
+// TestNoDockerSocket looks for the Docker socket and any other socket file
+// or Docker setting in the sandbox.
+func TestNoDockerSocket(t *testing.T) {
+	h := newHarness(t, "bash")
+	code := probeLib + `try docker.sock ls -l /var/run/docker.sock
+try run-docker.sock ls -l /run/docker.sock
+try containerd.sock ls -l /run/containerd/containerd.sock
+socks=$(find / -xdev -type s 2>/dev/null; find /tmp /workspace /run /var/run -type s 2>/dev/null)
+if [ -n "$socks" ]; then echo "BREACH socket-files: $socks"; else echo "ok socket-files: none"; fi
+if env | grep -qi docker; then echo "BREACH docker-env: $(env | grep -i docker)"; else echo "ok docker-env: none"; fi
+mounts=$(grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | awk '{print $2}' | sort | tr '\n' ' ')
+case "$mounts" in
+  "/etc/hostname /opt/mcp-code-runner/agent /usr/sbin/docker-init ") echo "ok host-mounts: only $mounts";;
+  *) echo "BREACH host-mounts: $mounts";;
+esac`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+	probeReport(t, r, "docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts")
+}
+
+// TestServerEnvironmentIsNotVisible puts a secret in the server's own
+// environment; the sandbox sees none of it, in env or in any process's
+// /proc/PID/environ. A variable the request passes is visible (the probe
+// works).
+func TestServerEnvironmentIsNotVisible(t *testing.T) {
+	secret := "s3cr3t-" + randomHex(t, 12)
+	t.Setenv("CONTAINMENT_TEST_SECRET", secret)
+	h := newHarness(t, "bash")
+	code := `env
+for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\0' '\n' < $f 2>/dev/null; done
+echo END`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10, Env: map[string]string{"VISIBLE_FROM_REQUEST": "yes"}}, 30*time.Second)
+	if !strings.Contains(r.Stdout, "VISIBLE_FROM_REQUEST=yes") || !strings.Contains(r.Stdout, "MCR_SANDBOX=1") {
+		t.Fatalf("the probe did not read the environments: %q", r.Stdout)
+	}
+	if !strings.HasSuffix(r.Stdout, "END\n") {
+		t.Fatalf("probe incomplete: %q", tail(r.Stdout, 500))
+	}
+	if strings.Contains(r.Stdout, secret) || strings.Contains(r.Stdout, "CONTAINMENT_TEST_SECRET") {
+		t.Errorf("the server's secret is visible in the sandbox")
+	}
+}
+
+// TestProcAndSys probes the kernel interfaces a container must not use.
+func TestProcAndSys(t *testing.T) {
+	h := newHarness(t, "bash")
+	code := probeLib + `noread kcore /proc/kcore
+noread kmsg /proc/kmsg
+noread keys /proc/keys
+noread timer_list /proc/timer_list
+noread dev-mem /dev/mem
+noread sysrq-read /proc/sysrq-trigger
+try sysrq-write bash -c 'echo h > /proc/sysrq-trigger'
+try proc-sys-write bash -c 'echo 1 > /proc/sys/kernel/ns_last_pid'
+try proc-sys-vm bash -c 'echo 3 > /proc/sys/vm/drop_caches'
+try sys-write touch /sys/kernel/x
+try sys-kernel bash -c 'echo never > /sys/kernel/mm/transparent_hugepage/enabled'
+try cgroup-write bash -c 'echo max > /sys/fs/cgroup/pids/pids.max'
+try cgroup-mem-write bash -c 'echo -1 > /sys/fs/cgroup/memory/memory.limit_in_bytes'
+try dmesg dmesg
+try core-pattern bash -c 'echo "|/tmp/x" > /proc/sys/kernel/core_pattern'
+try mknod mknod /tmp/sda b 8 0
+if grep -q -v '^0000000000000000 ' /proc/kallsyms; then echo "BREACH kallsyms: kernel addresses visible"; else echo "ok kallsyms: addresses hidden"; fi
+if [ -n "$(ls -A /sys/firmware 2>/dev/null)" ]; then echo "BREACH sys-firmware: $(ls /sys/firmware)"; else echo "ok sys-firmware: empty"; fi`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+	probeReport(t, r, "kcore", "kmsg", "keys", "timer_list", "dev-mem", "sysrq-read", "sysrq-write", "proc-sys-write",
+		"proc-sys-vm", "sys-write", "sys-kernel", "cgroup-write", "cgroup-mem-write", "dmesg", "core-pattern", "mknod",
+		"kallsyms", "sys-firmware")
+}
+
+// TestPrivilegedOperations tries what needs privileges the sandbox does not
+// have: each attempt fails with EPERM (capabilities dropped, seccomp,
+// no-new-privileges). Setuid binaries do not elevate.
+func TestPrivilegedOperations(t *testing.T) {
+	t.Run("syscalls", func(t *testing.T) {
+		h := newHarness(t, "python")
+		code := `import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+class TS(ctypes.Structure):
+    _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+def report(name, r, e):
+    if r < 0:
+        print("ok" if e == errno.EPERM else "FAIL", name + ":", errno.errorcode.get(e, e))
+    else:
+        print("BREACH", name + ":", "succeeded")
+def sc(name, nr, *args):
+    r = libc.syscall(nr, *args)
+    report(name, r, ctypes.get_errno())
+fd = os.open('/dev/null', os.O_RDONLY)
+# x86_64 syscall numbers
+sc("finit_module", 313, fd, b"", 0)
+sc("init_module", 175, None, 0, b"")
+sc("delete_module", 176, b"ext4", 0)
+sc("clock_settime", 227, 0, ctypes.byref(TS(0, 0)))
+sc("settimeofday", 164, ctypes.byref(TS(0, 0)), None)
+sc("adjtimex", 159, ctypes.byref((ctypes.c_char * 256)()))
+sc("mount", 165, b"none", b"/tmp", b"tmpfs", 0, None)
+sc("umount2", 166, b"/tmp", 0)
+sc("unshare-user", 272, 0x10000000)
+sc("unshare-mount", 272, 0x00020000)
+sc("unshare-net", 272, 0x40000000)
+sc("setns", 308, os.open('/proc/1/ns/mnt', os.O_RDONLY), 0)
+sc("chroot", 161, b"/tmp")
+sc("pivot_root", 155, b"/tmp", b"/tmp")
+sc("setuid-0", 105, 0)
+sc("setgid-0", 106, 0)
+sc("setgroups", 116, 0, None)
+sc("reboot", 169, 0xfee1dead, 672274793, 0x4321fedc, None)
+sc("kexec_load", 246, 0, 0, None, 0)
+sc("bpf", 321, 0, None, 0)
+sc("perf_event_open", 298, ctypes.byref((ctypes.c_char * 128)()), 0, -1, -1, 0)
+sc("syslog", 103, 3, None, 0)
+sc("swapon", 167, b"/tmp/x", 0)
+sc("acct", 163, b"/tmp/x")
+sc("iopl", 172, 3)
+sc("ioperm", 173, 0, 1024, 1)
+sc("sethostname", 170, b"evil", 4)
+sc("open_by_handle_at", 304, 3, ctypes.byref((ctypes.c_char * 128)()), 0)
+for name, args in (("raw-socket", (socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)),
+                   ("raw-socket6", (socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)),
+                   ("packet-socket", (socket.AF_PACKET, socket.SOCK_RAW, 0))):
+    try:
+        socket.socket(*args).close()
+        report(name, 0, 0)
+    except OSError as e:
+        report(name, -1, e.errno)
+# ptrace stays usable on one's own children (debuggers work), never more.
+pid = os.fork()
+if pid == 0:
+    import time; time.sleep(5); os._exit(0)
+r = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH own child
+print("info ptrace-own-child:", "allowed" if r == 0 else errno.errorcode.get(ctypes.get_errno()))
+os.kill(pid, 9)`
+		r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+		for _, l := range lines(r.Stdout) {
+			if strings.HasPrefix(l, "FAIL") {
+				t.Errorf("failed, but not with EPERM: %s", l)
+			}
+		}
+		probeReport(t, r, "finit_module", "init_module", "delete_module", "clock_settime", "settimeofday", "adjtimex",
+			"mount", "umount2", "unshare-user", "unshare-mount", "unshare-net", "setns", "chroot", "pivot_root",
+			"setuid-0", "setgid-0", "setgroups", "reboot", "kexec_load", "bpf", "perf_event_open", "syslog", "swapon",
+			"acct", "iopl", "ioperm", "sethostname", "open_by_handle_at", "raw-socket", "raw-socket6", "packet-socket")
+	})
+	t.Run("commands", func(t *testing.T) {
+		h := newHarness(t, "bash")
+		code := probeLib + `try date-s date -s '2001-01-01 00:00:00'
+try mount-cmd mount -t tmpfs none /tmp
+try unshare-cmd unshare -r true
+try unshare-ns unshare -m -n true
+try nsenter nsenter -t 1 -m true
+try chroot-cmd chroot / true
+try setpriv setpriv --reuid=0 true
+try insmod bash -c 'command -v insmod >/dev/null || exit 1; insmod /tmp/x.ko'
+try su bash -c 'echo | su -c true root'
+try setuid-mount bash -c 'mount --bind /tmp /workspace'
+try capsh bash -c 'grep -q "^CapEff:[[:space:]]*0*$" /proc/self/status && exit 1 || exit 0'
+try nnp bash -c 'grep -q "^NoNewPrivs:[[:space:]]*1$" /proc/self/status && exit 1 || exit 0'
+try seccomp bash -c 'grep -q "^Seccomp:[[:space:]]*2$" /proc/self/status && exit 1 || exit 0'`
+		r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+		probeReport(t, r, "date-s", "mount-cmd", "unshare-cmd", "unshare-ns", "nsenter", "chroot-cmd", "setpriv", "insmod",
+			"su", "setuid-mount", "capsh", "nnp", "seccomp")
+	})
+}
+
+// TestNetworkEgress checks that the only interface is loopback and there is
+// no route out. No packet is sent anywhere but the sandbox's own loopback.
+func TestNetworkEgress(t *testing.T) {
+	h := newHarness(t, "python")
+	code := `import errno, os, socket, time
+print("interfaces", " ".join(sorted(os.listdir('/sys/class/net'))))
+route = open('/proc/net/route').read().strip().splitlines()
+print("ipv4-routes", len(route) - 1)
+v6 = [l.split()[-1] for l in open('/proc/net/ipv6_route').read().splitlines()]
+print("ipv6-route-devices", " ".join(sorted(set(v6))))
+print("dev", " ".join(sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:])))
+for host in ("127.0.0.1", "::1"):
+    fam = socket.AF_INET6 if ':' in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(5)
+    t = time.monotonic()
+    try:
+        s.connect((host, 9))
+        print("connect", host, "connected")
+    except OSError as e:
+        print("connect", host, errno.errorcode.get(e.errno, e.errno), "%.3f" % (time.monotonic() - t))
+    s.close()`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+	want := map[string]string{
+		"interfaces":         "lo",
+		"ipv4-routes":        "0",
+		"ipv6-route-devices": "lo",
+		"dev":                "lo",
+	}
+	got := map[string]string{}
+	for _, l := range lines(r.Stdout) {
+		k, v, _ := strings.Cut(l, " ")
+		if k == "connect" {
+			f := strings.Fields(v)
+			secs, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			if len(f) != 3 || f[1] != "ECONNREFUSED" || secs > 0.1 {
+				t.Errorf("connect to a closed loopback port should be refused at once: %s", l)
+			}
+			continue
+		}
+		got[k] = v
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: got %q, want %q", k, got[k], v)
+		}
+	}
+	if strings.Count(r.Stdout, "connect ") != 2 {
+		t.Errorf("connect probes missing: %q %q", r.Stdout, r.Stderr)
+	}
+}
+
+// TestLinks follows a symlink to /etc/passwd (the image's, not the host's),
+// tries hard links across file systems, and tries to write the agent binary
+// (the host's own executable, mounted read-only).
+func TestLinks(t *testing.T) {
+	h := newHarness(t, "bash")
+	code := probeLib + `cd /workspace
+ln -s /etc/passwd pw
+ln -s ../../../../../../etc/shadow sh
+if grep -q '^sandbox:x:10001:' pw; then echo "ok symlink-passwd: the image's own /etc/passwd"; else echo "BREACH symlink-passwd: $(head -c 100 pw)"; fi
+noread symlink-shadow sh
+try hardlink-etc ln /etc/passwd hl
+try hardlink-tmp bash -c 'echo x > /tmp/f && ln /tmp/f /workspace/f2'
+try hardlink-agent ln /opt/mcp-code-runner/agent /workspace/agent
+try agent-write bash -c 'echo x >> /opt/mcp-code-runner/agent'
+try agent-chmod chmod 777 /opt/mcp-code-runner/agent
+try agent-via-symlink bash -c 'ln -s /opt/mcp-code-runner/agent a && echo x >> a'
+try agent-replace bash -c 'cp /bin/true /opt/mcp-code-runner/agent'
+try init-write bash -c 'echo x >> /usr/sbin/docker-init'
+try proc-root-write bash -c 'echo x > /proc/1/root/etc/x'
+try hostname-write bash -c 'echo evil > /etc/hostname'`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+	probeReport(t, r, "symlink-passwd", "symlink-shadow", "hardlink-etc", "hardlink-tmp", "hardlink-agent", "agent-write",
+		"agent-chmod", "agent-via-symlink", "agent-replace", "init-write", "proc-root-write", "hostname-write")
+	if !strings.Contains(r.Stdout, "Invalid cross-device link") {
+		t.Errorf("hard links across file systems should fail with EXDEV: %q", r.Stdout)
+	}
+}
+
+// TestBackgroundProcessesDie starts processes meant to outlive the run
+// (setsid, nohup, double fork, one ignoring SIGTERM and SIGHUP), each named
+// with a marker. They are seen on the host while the run is in flight; the
+// run returns as soon as its main process ends; afterwards none is left on
+// the host, and the next run (from the warm pool) sees only its own
+// processes.
+func TestBackgroundProcessesDie(t *testing.T) {
+	h := newPooledHarness(t, "bash", func(c *config.Config) {
+		c.Pool.Size = 0
+		c.Pool.Sizes = []string{"bash=1"}
+	})
+	marker := "mcrbg" + randomHex(t, 6)
+	code := `setsid bash -c 'exec -a "$MARK-setsid" sleep 300' &
+nohup bash -c 'exec -a "$MARK-nohup" sleep 300' >/dev/null 2>&1 &
+( bash -c 'exec -a "$MARK-double" sleep 300' & )
+setsid bash -c 'trap "" TERM HUP INT; exec -a "$MARK-trap" sleep 300' </dev/null >/dev/null 2>&1 &
+( setsid bash -c 'exec -a "$MARK-daemon" sleep 300' </dev/null >/dev/null 2>&1 & ) &
+sleep 0.5
+echo spawned
+sleep 0.5
+echo done`
+	var seen []string
+	r := h.runWith(engine.Request{Code: code, TimeoutSeconds: 20, Env: map[string]string{"MARK": marker}}, 10*time.Second,
+		engine.RunOptions{OnChunk: onLine("spawned", func() { seen = hostProcesses(t, marker) })})
+	if r.Status != engine.StatusOK || r.Stdout != "spawned\ndone\n" {
+		t.Errorf("got status %s stdout %q stderr %q", r.Status, r.Stdout, r.Stderr)
+	}
+	t.Logf("on the host during the run: %d marked processes", len(seen))
+	if len(seen) != 5 {
+		t.Errorf("want the 5 marked processes visible on the host during the run (the probe works), saw %q", seen)
+	}
+	var left []string
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if left = hostProcesses(t, marker); len(left) == 0 {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("processes outlived the run on the host: %q", left)
+	}
+	next := h.run(engine.Request{Code: `for p in /proc/[0-9]*; do read -r -d '' c < $p/cmdline; echo "${p#/proc/} $c"; done`, TimeoutSeconds: 10}, 30*time.Second)
+	var others []string
+	for _, l := range lines(next.Stdout) {
+		_, cmd, _ := strings.Cut(l, " ")
+		switch cmd {
+		case "/sbin/docker-init", "/opt/mcp-code-runner/agent", "bash":
+		default:
+			others = append(others, l)
+		}
+	}
+	if strings.Contains(next.Stdout, marker) || len(others) > 0 {
+		t.Errorf("the next run sees processes besides init, agent and itself: %q", others)
+	}
+}

@@ -1,0 +1,464 @@
+package containment_test
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+)
+
+// pidsLine matches the cgroup counters a fork bomb prints:
+// "pids CURRENT MAX REFUSED".
+var pidsLine = regexp.MustCompile(`pids (\d+) (\d+) (\d+)`)
+
+func checkPidsLine(t *testing.T, stdout string, limit int) {
+	t.Helper()
+	m := pidsLine.FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no pids counters in stdout %q", stdout)
+	}
+	cur, _ := strconv.Atoi(m[1])
+	maxPids, _ := strconv.Atoi(m[2])
+	refused, _ := strconv.Atoi(m[3])
+	t.Logf("pids cgroup during the bomb: current %d, max %d, forks refused %d", cur, maxPids, refused)
+	if maxPids != limit {
+		t.Errorf("pids.max is %d, want the configured %d", maxPids, limit)
+	}
+	if cur > limit {
+		t.Errorf("%d processes, over the limit of %d", cur, limit)
+	}
+	if cur < limit/2 || refused == 0 {
+		t.Errorf("the bomb should have run into the limit (current %d, refused %d)", cur, refused)
+	}
+}
+
+// TestForkBombBash runs the classic bash fork bomb. The main shell then
+// spins on builtins only (it cannot fork any more) and reads the pids cgroup:
+// the bomb fills the pids limit and no more; the run ends at its timeout.
+func TestForkBombBash(t *testing.T) {
+	h := newHarness(t, "bash")
+	code := `:(){ :|:& };:
+end=$((SECONDS+2))
+while [ $SECONDS -lt $end ]; do true; done
+for d in /sys/fs/cgroup/pids /sys/fs/cgroup; do
+  if [ -r $d/pids.current ]; then
+    read -r cur < $d/pids.current; read -r max < $d/pids.max
+    refused=0
+    while read -r k v; do [ "$k" = max ] && refused=$v; done < $d/pids.events
+    echo "pids $cur $max $refused"
+    break
+  fi
+done
+while true; do true; done`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 4}, 30*time.Second)
+	if !r.TimedOut || r.Status != engine.StatusTimeout || r.Signal != "SIGKILL" {
+		t.Errorf("want the run to end at its timeout, killed: got status %s signal %s", r.Status, r.Signal)
+	}
+	if !strings.Contains(r.Stderr, "Resource temporarily unavailable") {
+		t.Errorf("stderr should show refused forks: %q", r.Stderr)
+	}
+	checkPidsLine(t, r.Stdout, h.cfg.Limits.PidsLimit)
+}
+
+// TestForkBombPython forks without end, retrying when fork fails; the
+// parent checks that its own fork is refused and reads the pids cgroup.
+func TestForkBombPython(t *testing.T) {
+	h := newHarness(t, "python")
+	code := `import os, time
+if os.fork() == 0:
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            time.sleep(0.005)
+time.sleep(1.5)
+try:
+    os.fork()
+    print("fork: allowed")
+except OSError as e:
+    print("fork: refused:", e.strerror)
+d = '/sys/fs/cgroup/pids/' if os.path.exists('/sys/fs/cgroup/pids/pids.max') else '/sys/fs/cgroup/'
+rd = lambda f: open(d + f).read().strip()
+refused = [l.split()[1] for l in rd('pids.events').splitlines() if l.startswith('max ')][0]
+print("pids", rd('pids.current'), rd('pids.max'), refused, flush=True)
+time.sleep(60)`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 3}, 30*time.Second)
+	if !r.TimedOut || r.Status != engine.StatusTimeout || r.Signal != "SIGKILL" {
+		t.Errorf("want the run to end at its timeout, killed: got status %s signal %s", r.Status, r.Signal)
+	}
+	if !strings.Contains(r.Stdout, "fork: refused: Resource temporarily unavailable") {
+		t.Errorf("the parent's fork should be refused (EAGAIN): stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+	checkPidsLine(t, r.Stdout, h.cfg.Limits.PidsLimit)
+}
+
+// TestMemoryBomb grows memory until the limit; the cgroup OOM killer ends
+// the program and the result says so.
+func TestMemoryBomb(t *testing.T) {
+	bombs := map[string]string{
+		"python":     "b = bytearray()\nwhile True:\n    b += bytearray(8 << 20)",
+		"javascript": "const a = [];\nwhile (true) a.push(Buffer.alloc(8 << 20, 1));",
+	}
+	for _, lang := range []string{"python", "javascript"} {
+		t.Run(lang, func(t *testing.T) {
+			h := newHarness(t, lang)
+			r := h.run(engine.Request{Code: bombs[lang], TimeoutSeconds: 10}, 30*time.Second)
+			if !r.OOMKilled || r.Status != engine.StatusOOM || r.Signal != "SIGKILL" || r.ExitCode != 137 {
+				t.Errorf("want oom_killed with SIGKILL (137), got status %s signal %s exit %d oom %v", r.Status, r.Signal, r.ExitCode, r.OOMKilled)
+			}
+			if r.TimedOut || r.DurationMs > 8000 {
+				t.Errorf("the memory limit should stop the bomb long before its timeout (took %d ms)", r.DurationMs)
+			}
+		})
+	}
+}
+
+// TestFillTmpfs fills /tmp and /workspace with files just under the fsize
+// limit until the tmpfs mounts are full. Writes fail inside with ENOSPC,
+// the root file system is read-only, and the host's disk does not move:
+// the data lives in memory charged to the sandbox.
+func TestFillTmpfs(t *testing.T) {
+	h := newHarness(t, "bash")
+	dockerRoot := "/var/lib/docker"
+	if _, err := os.Stat(dockerRoot); err != nil {
+		dockerRoot = "/"
+	}
+	before := freeBytes(t, dockerRoot)
+	var during int64
+	code := `for d in /tmp /workspace; do
+  i=0
+  while [ $i -lt 10 ]; do
+    if err=$(dd if=/dev/zero of=$d/fill$i bs=1M count=30 2>&1); then i=$((i+1)); continue; fi
+    case "$err" in
+      *"No space left on device"*) echo "$d: No space left on device";;
+      *) echo "$d: dd failed: $err";;
+    esac
+    break
+  done
+  echo "$d full after $i files"
+done
+df -k /tmp /workspace | tail -n +2 | while read -r fs size used avail pct mnt; do echo "df $mnt $pct"; done
+touch /root-write 2>&1 | grep -o 'Read-only file system'
+echo x 2>&1 >/usr/local/x | grep -o 'Read-only file system'
+read -r usage < /sys/fs/cgroup/memory/memory.usage_in_bytes 2>/dev/null && echo "cgroup memory $((usage >> 20)) MiB"
+echo FULL
+sleep 1`
+	r := h.runWith(engine.Request{Code: code, TimeoutSeconds: 20}, 40*time.Second, engine.RunOptions{
+		OnChunk: onLine("FULL", func() { during = freeBytes(t, dockerRoot) }),
+	})
+	t.Logf("stdout:\n%s", r.Stdout)
+	if r.Status != engine.StatusOK {
+		t.Errorf("status %s (stderr %q); the program should see ENOSPC and carry on", r.Status, r.Stderr)
+	}
+	for _, want := range []string{"/tmp full after", "/workspace full after", "df /tmp 100%", "df /workspace 100%"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if n := strings.Count(r.Stdout, "No space left on device"); n != 2 {
+		t.Errorf("want ENOSPC once per mount, saw it %d times", n)
+	}
+	if n := strings.Count(r.Stdout, "Read-only file system"); n != 2 {
+		t.Errorf("writes to the root file system should fail read-only (saw %d of 2)", n)
+	}
+	if during == 0 {
+		t.Fatal("never saw the FULL marker")
+	}
+	drop := before - during
+	t.Logf("host free space under %s: %d MiB before, %d MiB with both mounts full (change %+d MiB)", dockerRoot, before>>20, during>>20, -drop>>20)
+	if drop > 100<<20 {
+		t.Errorf("the host lost %d MiB of disk while the sandbox held 128 MiB in tmpfs", drop>>20)
+	}
+}
+
+// TestFileSizeLimit writes a file over the fsize ulimit (32 MiB): dd dies
+// of SIGXFSZ; Python, which ignores SIGXFSZ, gets EFBIG.
+func TestFileSizeLimit(t *testing.T) {
+	t.Run("bash dd", func(t *testing.T) {
+		h := newHarness(t, "bash")
+		r := h.run(engine.Request{Code: "exec dd if=/dev/zero of=/workspace/big bs=1M count=40", TimeoutSeconds: 10}, 30*time.Second)
+		if r.Signal != "SIGXFSZ" || r.ExitCode != 128+25 || r.Status != engine.StatusError {
+			t.Errorf("want dd killed by SIGXFSZ (exit 153), got status %s signal %q exit %d", r.Status, r.Signal, r.ExitCode)
+		}
+	})
+	t.Run("python", func(t *testing.T) {
+		h := newHarness(t, "python")
+		code := `import os
+f = open('/workspace/big', 'wb')
+try:
+    for i in range(40):
+        f.write(b'\0' * (1 << 20)); f.flush()
+    print("wrote 40 MiB")
+except OSError as e:
+    print("errno", e.errno, e.strerror, "size", os.path.getsize('/workspace/big'))`
+		r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+		want := "errno 27 File too large size " + strconv.Itoa(h.cfg.Limits.FileSizeMB<<20)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("want %q, got stdout %q stderr %q", want, r.Stdout, r.Stderr)
+		}
+	})
+}
+
+// TestStdoutFlood prints as fast as it can for 5 s: gigabytes. The server's
+// heap stays bounded, the inline output is capped, the full output is kept
+// up to max_output_bytes, and stdout_bytes counts everything.
+func TestStdoutFlood(t *testing.T) {
+	floods := []struct {
+		name, lang, code string
+		stderr           bool
+	}{
+		{"bash yes", "bash", "exec yes", false},
+		{"python both streams", "python", `import os, sys
+b = b'x' * 65536
+while True:
+    os.write(1, b)
+    os.write(2, b)`, true},
+	}
+	for _, f := range floods {
+		t.Run(f.name, func(t *testing.T) {
+			h := newHarness(t, f.lang)
+			w := watchHeap()
+			r := h.run(engine.Request{Code: f.code, TimeoutSeconds: 5}, 30*time.Second)
+			w.check(t, heapBudget)
+			if !r.TimedOut || r.Status != engine.StatusTimeout {
+				t.Errorf("want the flood to end at its timeout, got status %s", r.Status)
+			}
+			if !r.StdoutTruncated || r.StdoutBytes < 100<<20 {
+				t.Errorf("want stdout truncated after 100+ MiB, got truncated=%v bytes=%d", r.StdoutTruncated, r.StdoutBytes)
+			}
+			if f.stderr && (!r.StderrTruncated || r.StderrBytes < 100<<20) {
+				t.Errorf("want stderr truncated after 100+ MiB, got truncated=%v bytes=%d", r.StderrTruncated, r.StderrBytes)
+			}
+			full, ok := h.e.Outputs().Get(r.StdoutURI)
+			if !ok || len(full) != h.cfg.Limits.MaxOutputBytes {
+				t.Errorf("kept stdout: %d bytes (found %v), want max_output_bytes = %d", len(full), ok, h.cfg.Limits.MaxOutputBytes)
+			}
+			t.Logf("flood wrote %d MiB of stdout and %d MiB of stderr in %d ms", r.StdoutBytes>>20, r.StderrBytes>>20, r.DurationMs)
+		})
+	}
+}
+
+// TestBusyLoop spins until its timeout; it gets at most its CPU quota.
+func TestBusyLoop(t *testing.T) {
+	h := newHarness(t, "python")
+	start := time.Now()
+	r := h.run(engine.Request{Code: "while True:\n    pass", TimeoutSeconds: 2}, 20*time.Second)
+	if !r.TimedOut || r.Status != engine.StatusTimeout || r.Signal != "SIGKILL" {
+		t.Errorf("want timeout with SIGKILL, got status %s signal %s", r.Status, r.Signal)
+	}
+	if r.DurationMs < 1900 || r.DurationMs > 4000 {
+		t.Errorf("duration %d ms, want about 2000", r.DurationMs)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("call took %s for a 2 s timeout", took)
+	}
+}
+
+// TestCPUQuota runs four busy processes for 2 s and reads the cgroup's CPU
+// usage: the sandbox gets at most its quota (1 core by default).
+func TestCPUQuota(t *testing.T) {
+	h := newHarness(t, "python")
+	code := `import os, time
+def usage():
+    for p in ('/sys/fs/cgroup/cpuacct/cpuacct.usage', '/sys/fs/cgroup/cpu.stat'):
+        if os.path.exists(p):
+            s = open(p).read()
+            return int(s) if p.endswith('usage') else int(s.split()[1]) * 1000
+u0, t0 = usage(), time.monotonic()
+kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+u1, t1 = usage(), time.monotonic()
+print("cores used %.2f" % ((u1 - u0) / 1e9 / (t1 - t0)))`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
+	var used float64
+	if _, err := fmtSscanf(r.Stdout, "cores used %f", &used); err != nil {
+		t.Fatalf("no usage in stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+	t.Logf("four busy processes used %.2f cores (quota %.1f)", used, h.cfg.Limits.CPUs)
+	if used > h.cfg.Limits.CPUs*1.2 {
+		t.Errorf("used %.2f cores, over the quota of %.1f", used, h.cfg.Limits.CPUs)
+	}
+}
+
+// TestSleepPastTimeout sleeps far past its timeout; the run ends at the
+// timeout, not when the sleep would.
+func TestSleepPastTimeout(t *testing.T) {
+	h := newHarness(t, "bash")
+	r := h.run(engine.Request{Code: "echo going to sleep; sleep 300", TimeoutSeconds: 1}, 10*time.Second)
+	if !r.TimedOut || r.Status != engine.StatusTimeout || r.Stdout != "going to sleep\n" {
+		t.Errorf("want timeout with the output so far, got status %s stdout %q", r.Status, r.Stdout)
+	}
+	if r.DurationMs < 900 || r.DurationMs > 3000 {
+		t.Errorf("duration %d ms, want about 1000", r.DurationMs)
+	}
+}
+
+// TestTinyFiles creates files in /workspace without end. Files of one byte
+// each take a tmpfs page: the mount is full after about 16 thousand
+// (ENOSPC). Empty files take no pages but inodes and dentries, kernel memory
+// charged to the sandbox's memory limit: the limit stops them.
+func TestTinyFiles(t *testing.T) {
+	t.Run("one byte each", func(t *testing.T) {
+		h := newHarness(t, "python")
+		code := `import os, errno
+os.chdir('/workspace')
+n = 0
+try:
+    while n < 1000000:
+        with open('f%d' % n, 'wb') as f:
+            f.write(b'x')
+        n += 1
+    print("created", n)
+except OSError as e:
+    print("stopped at", n, errno.errorcode[e.errno])`
+		r := h.run(engine.Request{Code: code, TimeoutSeconds: 20}, 40*time.Second)
+		var n int
+		if _, err := fmtSscanf(r.Stdout, "stopped at %d ENOSPC", &n); err != nil {
+			t.Fatalf("want the workspace to fill up (ENOSPC), got stdout %q stderr %q", r.Stdout, r.Stderr)
+		}
+		pages := h.cfg.Limits.WorkspaceMB << 20 / os.Getpagesize()
+		if n > pages {
+			t.Errorf("%d one-byte files fit in a %d MiB workspace (%d pages)", n, h.cfg.Limits.WorkspaceMB, pages)
+		}
+		if r.Status != engine.StatusOK {
+			t.Errorf("status %s", r.Status)
+		}
+	})
+	t.Run("a million empty", func(t *testing.T) {
+		h := newHarness(t, "python")
+		code := `import os, errno, time
+os.chdir('/workspace')
+n = 0
+def mem():
+    try:
+        return int(open('/sys/fs/cgroup/memory/memory.usage_in_bytes').read()) >> 20
+    except OSError:
+        return -1
+try:
+    for d in range(1000):
+        os.mkdir('d%d' % d)
+        for i in range(1000):
+            os.close(os.open('d%d/%d' % (d, i), os.O_CREAT | os.O_WRONLY, 0o644))
+            n += 1
+        if d % 25 == 0:
+            print("files", n, "cgroup memory MiB", mem(), flush=True)
+    print("created", n)
+except OSError as e:
+    print("stopped at", n, errno.errorcode[e.errno])`
+		r := h.run(engine.Request{Code: code, TimeoutSeconds: 20}, 60*time.Second)
+		ls := lines(r.Stdout)
+		if len(ls) > 0 {
+			t.Logf("last progress line: %s", ls[len(ls)-1])
+		}
+		switch {
+		case r.Status == engine.StatusOOM:
+			// The inodes count against the memory limit (kernel memory
+			// accounting): the sandbox runs out of memory, clearly reported.
+		case r.Status == engine.StatusOK && strings.Contains(r.Stdout, "stopped at"):
+			// The tmpfs ran out of inodes or space first.
+		case r.Status == engine.StatusTimeout:
+			// Slow host; the timeout ended it.
+		default:
+			t.Errorf("unexpected end: status %s stdout tail %q stderr %q", r.Status, tail(r.Stdout, 300), tail(r.Stderr, 300))
+		}
+	})
+}
+
+// TestZombies leaves zombies until fork fails (zombies hold pids), and makes
+// hundreds of orphans that only init can reap. Init reaps them: 600 orphans
+// fit in a pids limit of 128.
+func TestZombies(t *testing.T) {
+	h := newHarness(t, "python")
+	code := `import os, time
+def zombies():
+    return sum(1 for p in os.listdir('/proc') if p.isdigit() and open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0] == 'Z')
+ok = 0
+for i in range(600):
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    ok += 1
+time.sleep(0.3)
+print("orphans", ok, "zombies left", zombies(), flush=True)
+z = 0
+try:
+    while z < 1000:
+        if os.fork() == 0:
+            os._exit(0)
+        z += 1
+except OSError as e:
+    print("forked", z, "children never reaped, then:", e.strerror)
+time.sleep(0.3)
+print("zombies", zombies())`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 20}, 40*time.Second)
+	if r.Status != engine.StatusOK {
+		t.Errorf("status %s, stderr %q", r.Status, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, "orphans 600 zombies left 0") {
+		t.Errorf("init should reap every orphan: stdout %q", r.Stdout)
+	}
+	var z, zl int
+	if _, err := fmtSscanf(r.Stdout, "forked %d children never reaped", &z); err != nil || z < 50 || z > h.cfg.Limits.PidsLimit {
+		t.Errorf("zombies should fill the pids limit (got %d, err %v): stdout %q", z, err, r.Stdout)
+	}
+	if _, err := fmtSscanf(r.Stdout, "zombies %d", &zl); err != nil || zl != z {
+		t.Errorf("want %d zombies counted, got %d (%v)", z, zl, err)
+	}
+}
+
+// TestFrozenAgent stops the agent (SIGSTOP) so that it can enforce nothing;
+// the engine's hard deadline (timeout + grace) kills the container from
+// outside.
+func TestFrozenAgent(t *testing.T) {
+	h := newHarness(t, "bash")
+	code := `for p in /proc/[0-9]*; do
+  pid=${p#/proc/}
+  [ "$pid" = 1 ] && continue
+  read -r -d '' cmd < $p/cmdline
+  case "$cmd" in */agent) kill -STOP "$pid" && echo "stopped agent $pid" >&2;; esac
+done
+sleep 300`
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 1}, 40*time.Second)
+	if !r.TimedOut || r.Status != engine.StatusTimeout || r.Signal != "SIGKILL" {
+		t.Errorf("want the deadline to kill the sandbox, got status %s signal %s", r.Status, r.Signal)
+	}
+	if r.TotalMs < 1000 {
+		t.Errorf("total %d ms: the agent was not frozen", r.TotalMs)
+	}
+}
+
+// TestKillEverything kills every process it may signal, the agent included
+// (kill -9 -1). The run still ends at once with a clear result.
+func TestKillEverything(t *testing.T) {
+	h := newHarness(t, "bash")
+	r := h.run(engine.Request{Code: "echo before\nkill -9 -1\necho after", TimeoutSeconds: 10}, 15*time.Second)
+	if r.Status != engine.StatusKilled && r.Status != engine.StatusError {
+		t.Errorf("status %s; want killed (agent gone) or error (program killed)", r.Status)
+	}
+	if strings.Contains(r.Stdout, "after") {
+		t.Errorf("the program survived kill -9 -1: stdout %q", r.Stdout)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

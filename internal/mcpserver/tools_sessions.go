@@ -1,0 +1,172 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
+)
+
+// CreateSessionInput is create_session's input.
+type CreateSessionInput struct {
+	Language           string `json:"language" jsonschema:"the session's language (name or alias)"`
+	IdleTimeoutSeconds int    `json:"idle_timeout_seconds,omitempty" jsonschema:"close the session after this long unused; default and maximum are the operator's"`
+}
+
+// SessionRef names a session.
+type SessionRef struct {
+	SessionID string `json:"session_id" jsonschema:"the id create_session returned"`
+}
+
+// SessionList is list_sessions' result.
+type SessionList struct {
+	Sessions []sessions.Info `json:"sessions" jsonschema:"live sessions, newest first"`
+}
+
+// WriteFileInput is write_file's input.
+type WriteFileInput struct {
+	SessionID string `json:"session_id" jsonschema:"the session"`
+	Path      string `json:"path" jsonschema:"path relative to the workspace; parent directories are created"`
+	Content   string `json:"content" jsonschema:"the content: text, or base64 when encoding is base64"`
+	Encoding  string `json:"encoding,omitempty" jsonschema:"text (default) or base64"`
+}
+
+// WriteFileOutput is write_file's result.
+type WriteFileOutput struct {
+	Path   string `json:"path" jsonschema:"the file written"`
+	Size   int    `json:"size" jsonschema:"bytes written"`
+	SHA256 string `json:"sha256" jsonschema:"hex SHA-256 of the content"`
+}
+
+// ReadFileInput is read_file's input.
+type ReadFileInput struct {
+	SessionID string `json:"session_id" jsonschema:"the session"`
+	Path      string `json:"path" jsonschema:"path relative to the workspace"`
+}
+
+// ListFilesInput is list_files' input.
+type ListFilesInput struct {
+	SessionID string `json:"session_id" jsonschema:"the session"`
+	Path      string `json:"path,omitempty" jsonschema:"directory to list, relative to the workspace (default: all of it)"`
+}
+
+// FileList is list_files' result.
+type FileList struct {
+	Files []sessions.File `json:"files" jsonschema:"entries under the directory, recursively; symlinks are listed, not followed"`
+}
+
+func addSessionTools(s *mcp.Server, h *handlers) {
+	closed := boolPtr(false)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:  "create_session",
+		Title: "Create a session",
+		Description: `Start a session: a long-lived sandbox of one language, as isolated as any
+run. Pass its session_id to run_code: files written in one call are there in
+the next, and in Python and JavaScript variables, functions and imports
+persist too, like a notebook (the value of a last bare expression comes back
+as value). Close it with close_session; it also closes itself when idle.`,
+		Annotations: &mcp.ToolAnnotations{Title: "Create a session", DestructiveHint: closed, OpenWorldHint: closed},
+	}, h.createSession)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "close_session",
+		Title:       "Close a session",
+		Description: "Close a session: its sandbox, files and interpreter state are destroyed.",
+		Annotations: &mcp.ToolAnnotations{Title: "Close a session", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: closed},
+	}, h.closeSession)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "list_sessions",
+		Title:       "List sessions",
+		Description: "List the live sessions with their language, age, last use and expiry.",
+		Annotations: &mcp.ToolAnnotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: closed},
+	}, h.listSessions)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "write_file",
+		Title:       "Write a file into a session",
+		Description: "Write a file (text or base64 for binary) into a session's workspace, creating parent directories.",
+		Annotations: &mcp.ToolAnnotations{Title: "Write a file", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: closed},
+	}, h.writeFile)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "read_file",
+		Title:       "Read a file from a session",
+		Description: "Read a file from a session's workspace: text comes back as text, anything else as base64. Images also come back as an image block.",
+		Annotations: &mcp.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: closed},
+	}, h.readFile)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "list_files",
+		Title:       "List a session's files",
+		Description: "List the files and directories in a session's workspace (or a directory in it), with types and sizes.",
+		Annotations: &mcp.ToolAnnotations{Title: "List files", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: closed},
+	}, h.listFiles)
+}
+
+func (h *handlers) createSession(ctx context.Context, _ *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, sessions.Info, error) {
+	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds)
+	if err != nil {
+		return nil, info, err
+	}
+	return withSummary(resultContent(info), "session "+info.SessionID+" ("+info.Language+") is ready; pass session_id to run_code"), info, nil
+}
+
+func (h *handlers) closeSession(_ context.Context, _ *mcp.CallToolRequest, in SessionRef) (*mcp.CallToolResult, sessions.Info, error) {
+	info, err := h.sessions.Close(in.SessionID)
+	if err != nil {
+		return nil, info, err
+	}
+	return withSummary(resultContent(info), "session "+info.SessionID+" closed"), info, nil
+}
+
+func (h *handlers) listSessions(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, SessionList, error) {
+	out := SessionList{Sessions: h.sessions.List()}
+	return resultContent(out), out, nil
+}
+
+func (h *handlers) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteFileInput) (*mcp.CallToolResult, WriteFileOutput, error) {
+	f := engine.InputFile{Path: in.Path, Content: in.Content, Encoding: in.Encoding}
+	if err := h.sessions.WriteFiles(ctx, in.SessionID, []engine.InputFile{f}); err != nil {
+		return nil, WriteFileOutput{}, err
+	}
+	data, _ := engine.DecodeFile(f, h.eng.Config().Limits)
+	sum := sha256.Sum256(data)
+	out := WriteFileOutput{Path: in.Path, Size: len(data), SHA256: hex.EncodeToString(sum[:])}
+	return resultContent(out), out, nil
+}
+
+func (h *handlers) readFile(ctx context.Context, _ *mcp.CallToolRequest, in ReadFileInput) (*mcp.CallToolResult, sessions.File, error) {
+	a, err := h.sessions.ReadFile(ctx, in.SessionID, in.Path)
+	if err != nil {
+		return nil, sessions.File{}, err
+	}
+	sum := sha256.Sum256(a.Data)
+	out := sessions.File{Path: a.Path, Type: "file", Size: a.Size, SHA256: hex.EncodeToString(sum[:])}
+	mt := engine.MIMEType(a.Path, a.Data)
+	if utf8.Valid(a.Data) && !engine.IsImage(mt) || mt == "image/svg+xml" && utf8.Valid(a.Data) {
+		out.Encoding, out.Content = "text", string(a.Data)
+	} else {
+		out.Encoding, out.Content = "base64", base64.StdEncoding.EncodeToString(a.Data)
+	}
+	res := resultContent(out)
+	if engine.IsImage(mt) && len(a.Data) <= h.eng.Config().Artifacts.InlineImageBytes {
+		res.Content = append(res.Content, &mcp.ImageContent{Data: a.Data, MIMEType: mt})
+	}
+	return res, out, nil
+}
+
+func (h *handlers) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesInput) (*mcp.CallToolResult, FileList, error) {
+	files, err := h.sessions.ListFiles(ctx, in.SessionID, in.Path)
+	if err != nil {
+		return nil, FileList{}, err
+	}
+	out := FileList{Files: files}
+	return resultContent(out), out, nil
+}
+
+func withSummary(res *mcp.CallToolResult, summary string) *mcp.CallToolResult {
+	res.Content = append([]mcp.Content{&mcp.TextContent{Text: summary}}, res.Content...)
+	return res
+}

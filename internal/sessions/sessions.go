@@ -1,0 +1,342 @@
+// Package sessions keeps stateful sessions: each a long-lived sandbox,
+// hardened like every other, whose workspace persists from call to call
+// and, for languages with a kernel (Python, JavaScript), whose interpreter
+// keeps its variables and imports. Sessions share nothing with each other
+// or with one-shot runs. Idle sessions and old ones are closed; a cap
+// bounds how many live at once.
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// Info describes a session.
+type Info struct {
+	SessionID          string    `json:"session_id" jsonschema:"the session's id; pass it to run_code and the file tools"`
+	Language           string    `json:"language" jsonschema:"the session's language"`
+	Stateful           bool      `json:"stateful" jsonschema:"whether variables and imports persist between calls (Python, JavaScript); files always do"`
+	CreatedAt          time.Time `json:"created_at" jsonschema:"when the session started"`
+	LastUsedAt         time.Time `json:"last_used_at" jsonschema:"when it was last used"`
+	IdleTimeoutSeconds int       `json:"idle_timeout_seconds" jsonschema:"the session closes after this long unused"`
+	ExpiresAt          time.Time `json:"expires_at" jsonschema:"when it closes if unused until then (or its maximum life ends)"`
+	Calls              int       `json:"calls" jsonschema:"runs so far"`
+}
+
+// File is an entry of list_files, or the answer of read_file.
+type File struct {
+	Path     string `json:"path" jsonschema:"path relative to the workspace"`
+	Type     string `json:"type" jsonschema:"file, dir, symlink or other"`
+	Size     int64  `json:"size" jsonschema:"size in bytes (files)"`
+	Encoding string `json:"encoding,omitempty" jsonschema:"text or base64 (read_file)"`
+	Content  string `json:"content,omitempty" jsonschema:"the content (read_file)"`
+	SHA256   string `json:"sha256,omitempty" jsonschema:"hex SHA-256 of the content (read_file)"`
+}
+
+type session struct {
+	id       string
+	lang     languages.Language
+	sb       sandbox.Session
+	created  time.Time
+	idle     time.Duration
+	callMu   sync.Mutex // one call at a time
+	mu       sync.Mutex
+	lastUsed time.Time
+	calls    int
+	closed   bool
+}
+
+// Manager keeps the sessions of one server.
+type Manager struct {
+	eng  *engine.Engine
+	cfg  config.Sessions
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	creating int
+}
+
+// NewManager returns a manager and starts its reaper.
+func NewManager(eng *engine.Engine) *Manager {
+	m := &Manager{eng: eng, cfg: eng.Config().Sessions, stop: make(chan struct{}), sessions: map[string]*session{}}
+	m.wg.Add(1)
+	go m.reap()
+	return m
+}
+
+func invalid(format string, args ...any) error {
+	return &engine.Error{Code: engine.CodeInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+// Create starts a session of language; idleSeconds 0 means the default.
+func (m *Manager) Create(ctx context.Context, language string, idleSeconds int) (Info, error) {
+	reg := m.eng.Registry()
+	lang, ok := reg.Lookup(language)
+	if !ok {
+		return Info{}, invalid("unknown language %q; available: %s", language, strings.Join(reg.Names(), ", "))
+	}
+	switch {
+	case idleSeconds < 0:
+		return Info{}, invalid("idle_timeout_seconds must be positive")
+	case idleSeconds == 0:
+		idleSeconds = m.cfg.IdleTimeoutSeconds
+	case idleSeconds > m.cfg.MaxIdleTimeoutSeconds:
+		return Info{}, invalid("idle_timeout_seconds %d is above the maximum of %d", idleSeconds, m.cfg.MaxIdleTimeoutSeconds)
+	}
+	m.mu.Lock()
+	if n := len(m.sessions) + m.creating; n >= m.cfg.MaxSessions {
+		m.mu.Unlock()
+		return Info{}, &engine.Error{Code: engine.CodeBusy, Message: fmt.Sprintf(
+			"the server already has %d live sessions, its limit; close one with close_session (list_sessions shows them) or use run_code without a session", n)}
+	}
+	m.creating++
+	m.mu.Unlock()
+	sb, err := m.eng.NewSession(ctx, lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.creating--
+	if err != nil {
+		return Info{}, err
+	}
+	now := time.Now()
+	s := &session{id: newID(), lang: lang, sb: sb, created: now, lastUsed: now, idle: time.Duration(idleSeconds) * time.Second}
+	m.sessions[s.id] = s
+	return m.info(s), nil
+}
+
+// get finds a live session.
+func (m *Manager) get(id string) (*session, error) {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	m.mu.Unlock()
+	if !ok {
+		return nil, invalid("unknown session %q: it never existed, was closed, or expired after being idle; create_session starts a new one", id)
+	}
+	select {
+	case <-s.sb.Gone():
+		m.drop(s)
+		return nil, invalid("session %q ended (its sandbox stopped: out of memory, or killed at a deadline); create_session starts a new one", id)
+	default:
+	}
+	return s, nil
+}
+
+func (s *session) touch() {
+	s.mu.Lock()
+	s.lastUsed = time.Now()
+	s.calls++
+	s.mu.Unlock()
+}
+
+// Run runs req in the session; req.Language must be the session's (or
+// empty).
+func (m *Manager) Run(ctx context.Context, req engine.Request, opts engine.RunOptions) (*engine.Result, error) {
+	s, err := m.get(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if req.Language != "" {
+		if l, ok := m.eng.Registry().Lookup(req.Language); !ok || l.Name != s.lang.Name {
+			return nil, invalid("session %s runs %s, not %q; create a session for that language or leave language empty", s.id, s.lang.Name, req.Language)
+		}
+	}
+	req.Language = s.lang.Name
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	defer s.touch()
+	return m.eng.RunInSession(ctx, s.sb, req, opts)
+}
+
+// call sends a file operation to the session's agent.
+func (m *Manager) call(ctx context.Context, id string, req agent.Request) (*sandbox.Result, *session, error) {
+	s, err := m.get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	defer s.touch()
+	req.Workdir, req.Session = "/workspace", true
+	res, err := s.sb.Call(ctx, sandbox.Job{Request: req, Deadline: time.Minute, RunID: "files-" + id}, nil)
+	if err != nil {
+		return nil, s, err
+	}
+	if res.AgentError != "" {
+		return res, s, invalid("%s (the session stays usable)", res.AgentError)
+	}
+	if res.Incomplete {
+		return res, s, &engine.Error{Code: engine.CodeInternal, Message: "the session's sandbox did not answer; it may have ended"}
+	}
+	return res, s, nil
+}
+
+// WriteFiles writes files into the session's workspace.
+func (m *Manager) WriteFiles(ctx context.Context, id string, files []engine.InputFile) error {
+	lim := m.eng.Config().Limits
+	if len(files) == 0 {
+		return invalid("no files given")
+	}
+	var out []agent.File
+	for i, f := range files {
+		data, err := engine.DecodeFile(f, lim)
+		if err != nil {
+			return invalid("files[%d]: %v", i, err)
+		}
+		out = append(out, agent.File{Path: f.Path, Data: data})
+	}
+	_, _, err := m.call(ctx, id, agent.Request{Op: agent.OpWriteFile, Files: out})
+	return err
+}
+
+// ReadFile returns one file of the session's workspace.
+func (m *Manager) ReadFile(ctx context.Context, id, path string) (agent.Artifact, error) {
+	if err := agent.ValidPath(path); err != nil {
+		return agent.Artifact{}, invalid("%v", err)
+	}
+	res, _, err := m.call(ctx, id, agent.Request{Op: agent.OpReadFile, Path: path, MaxReadBytes: int64(m.eng.Config().Artifacts.MaxFileBytes)})
+	if err != nil {
+		return agent.Artifact{}, err
+	}
+	if len(res.Artifacts) != 1 {
+		return agent.Artifact{}, invalid("%s could not be read", path)
+	}
+	return res.Artifacts[0], nil
+}
+
+// ListFiles lists the session's workspace (or a directory in it).
+func (m *Manager) ListFiles(ctx context.Context, id, dir string) ([]File, error) {
+	if dir != "" && dir != "." {
+		if err := agent.ValidPath(dir); err != nil {
+			return nil, invalid("%v", err)
+		}
+	}
+	res, _, err := m.call(ctx, id, agent.Request{Op: agent.OpListFiles, Path: dir})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]File, 0, len(res.Artifacts))
+	for _, a := range res.Artifacts {
+		out = append(out, File{Path: a.Path, Type: a.Type, Size: a.Size})
+	}
+	return out, nil
+}
+
+// Close ends a session and removes its sandbox.
+func (m *Manager) Close(id string) (Info, error) {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	m.mu.Unlock()
+	if !ok {
+		return Info{}, invalid("unknown session %q: it never existed, was already closed, or expired", id)
+	}
+	info := m.info(s)
+	m.drop(s)
+	return info, nil
+}
+
+func (m *Manager) drop(s *session) {
+	m.mu.Lock()
+	delete(m.sessions, s.id)
+	m.mu.Unlock()
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if !already {
+		s.sb.Close()
+	}
+}
+
+// List returns the live sessions, newest first.
+func (m *Manager) List() []Info {
+	m.mu.Lock()
+	var out []Info
+	for _, s := range m.sessions {
+		out = append(out, m.info(s))
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	if out == nil {
+		out = []Info{}
+	}
+	return out
+}
+
+func (m *Manager) info(s *session) Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	expires := s.lastUsed.Add(s.idle)
+	if end := s.created.Add(time.Duration(m.cfg.MaxLifeSeconds) * time.Second); end.Before(expires) {
+		expires = end
+	}
+	return Info{SessionID: s.id, Language: s.lang.Name, Stateful: s.lang.Kernel != nil, CreatedAt: s.created,
+		LastUsedAt: s.lastUsed, IdleTimeoutSeconds: int(s.idle.Seconds()), ExpiresAt: expires, Calls: s.calls}
+}
+
+// reap closes sessions past their idle timeout or maximum life.
+func (m *Manager) reap() {
+	defer m.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		var expired []*session
+		m.mu.Lock()
+		for _, s := range m.sessions {
+			if !s.callMu.TryLock() {
+				continue // busy: a call in flight is not idleness
+			}
+			s.callMu.Unlock()
+			if now.After(m.info(s).ExpiresAt) {
+				expired = append(expired, s)
+			}
+		}
+		m.mu.Unlock()
+		for _, s := range expired {
+			m.drop(s)
+		}
+	}
+}
+
+// Shutdown closes every session.
+func (m *Manager) Shutdown() {
+	close(m.stop)
+	m.wg.Wait()
+	m.mu.Lock()
+	all := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); m.drop(s) }()
+	}
+	wg.Wait()
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "sess-" + hex.EncodeToString(b[:])
+}
