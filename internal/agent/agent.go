@@ -404,14 +404,23 @@ func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64,
 	return res
 }
 
+// baseEnv is the environment of every stage: the image's own variables
+// (the agent inherits them; MCR_* ones are the sandbox's and dropped), then
+// fixed defaults; the stage's variables come after and win.
 func baseEnv() []string {
-	return []string{
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MCR_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=/tmp",
 		"TMPDIR=/tmp",
 		"LANG=C.UTF-8",
 		"LC_ALL=C.UTF-8",
-	}
+	)
 }
 
 // oomKills reads the container's cgroup count of OOM kills (cgroup v2

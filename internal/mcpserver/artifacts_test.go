@@ -99,3 +99,49 @@ echo changed >> given.txt`,
 		t.Error("image data leaked into structuredContent")
 	}
 }
+
+// TestPlotComesBackAsPNG: plt.show() in a one-shot run, and a figure left
+// open in a session cell, each come back as a PNG image block that decodes.
+func TestPlotComesBackAsPNG(t *testing.T) {
+	eng, b := testutil.Engine(t, nil)
+	testutil.RequireImage(t, b, languages.Builtin(), "python")
+	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
+	cs := connect(t, eng)
+	ctx := context.Background()
+	pngBlocks := func(res *mcp.CallToolResult) int {
+		n := 0
+		for _, c := range res.Content {
+			if img, ok := c.(*mcp.ImageContent); ok {
+				cfg, err := png.DecodeConfig(bytes.NewReader(img.Data))
+				if err != nil || cfg.Width < 100 {
+					t.Errorf("image block is not a real plot: %v %+v", err, cfg)
+				}
+				n++
+			}
+		}
+		return n
+	}
+	plot := "import numpy as np, pandas as pd\nimport matplotlib.pyplot as plt\nx = np.linspace(0, 6, 50)\ndf = pd.DataFrame({'x': x, 'y': np.sin(x)})\nplt.plot(df.x, df.y)\n"
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "code": plot + "plt.show()"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if n := pngBlocks(res); n != 1 {
+		t.Errorf("one-shot plt.show(): %d image blocks", n)
+	}
+	sess, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_session", Arguments: map[string]any{"language": "python"}})
+	if err != nil || sess.IsError {
+		t.Fatalf("%v %+v", err, sess)
+	}
+	id := sess.StructuredContent.(map[string]any)["session_id"].(string)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "session_id": id, "code": plot}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if n := pngBlocks(res); n != 1 {
+		t.Errorf("session figure left open: %d image blocks", n)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "close_session", Arguments: map[string]any{"session_id": id}}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -13,19 +13,23 @@ MARK = "\x00\x1eMCR-CELL-END\x1e\x00"
 ctl = os.fdopen(3, "r", encoding="utf-8")
 out = os.fdopen(4, "w", encoding="utf-8")
 cell_globals = {"__name__": "__main__", "__builtins__": __builtins__}
-figure_count = 0
+
+
+def figure_path():
+    n = 1
+    while os.path.exists("/workspace/figure-%d.png" % n):
+        n += 1
+    return "/workspace/figure-%d.png" % n
 
 
 def save_figures():
-    """Save figures left open (or shown) by the cell as PNG files."""
-    global figure_count
+    """Save figures the cell left open as PNG files, as a notebook shows them."""
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return
     for num in plt.get_fignums():
-        figure_count += 1
         try:
-            plt.figure(num).savefig("/workspace/figure-%d.png" % figure_count, format="png")
+            plt.figure(num).savefig(figure_path(), format="png")
         except Exception:
             traceback.print_exc()
     plt.close("all")

@@ -1,0 +1,99 @@
+package containment_test
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+)
+
+// TestOverload fires 200 runs at once at an engine with 8 run slots and a
+// 5 s queue timeout. Each call gets a result or a busy error, none hangs, the
+// server's heap stays bounded and nothing is left behind; then the engine
+// serves normally.
+func TestOverload(t *testing.T) {
+	const calls = 200
+	limits := func(c *config.Config) {
+		c.MaxConcurrentRuns = 8
+		c.QueueTimeoutSeconds = 5
+	}
+	for _, pooled := range []bool{false, true} {
+		name := "cold"
+		if pooled {
+			name = "warm pool"
+		}
+		t.Run(name, func(t *testing.T) {
+			var h *harness
+			if pooled {
+				h = newPooledHarness(t, "bash", limits, func(c *config.Config) {
+					c.Pool.Size = 0
+					c.Pool.Sizes = []string{"bash=2"}
+				})
+			} else {
+				h = newHarness(t, "bash", limits)
+			}
+			// A call's worst case: 5 s for a slot, 5 s for a warm sandbox, the
+			// run, and container start and removal on a loaded daemon.
+			const bound = 60 * time.Second
+			w := watchHeap()
+			var (
+				mu        sync.Mutex
+				ok, busy  int
+				other     []string
+				durations []time.Duration
+			)
+			var wg sync.WaitGroup
+			start := time.Now()
+			for i := 0; i < calls; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), 3*bound)
+					defer cancel()
+					t0 := time.Now()
+					r, err := h.e.Run(ctx, engine.Request{Language: "bash", Code: "sleep 0.2; echo ok", TimeoutSeconds: 10}, engine.RunOptions{})
+					d := time.Since(t0)
+					mu.Lock()
+					defer mu.Unlock()
+					durations = append(durations, d)
+					switch {
+					case err != nil && engine.CodeOf(err) == engine.CodeBusy:
+						busy++
+					case err != nil:
+						other = append(other, engine.CodeOf(err)+": "+err.Error())
+					case r.Status == engine.StatusOK && r.Stdout == "ok\n":
+						ok++
+					default:
+						other = append(other, "result "+r.Status+": "+outcome(r, d))
+					}
+				}()
+			}
+			wg.Wait()
+			wall := time.Since(start)
+			w.check(t, heapBudget)
+			sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+			slowest := durations[len(durations)-1]
+			t.Logf("OUTCOME %d calls in %s: %d ok, %d busy, %d other; median call %s, slowest %s",
+				calls, wall.Round(time.Millisecond), ok, busy, len(other), durations[len(durations)/2].Round(time.Millisecond), slowest.Round(time.Millisecond))
+			for _, o := range other {
+				t.Errorf("neither a result nor busy: %s", o)
+			}
+			if ok+busy+len(other) != calls {
+				t.Errorf("%d calls answered of %d", ok+busy+len(other), calls)
+			}
+			if ok < 8 {
+				t.Errorf("only %d runs succeeded; at least the first 8 slots should have run", ok)
+			}
+			if slowest > bound {
+				t.Errorf("a call took %s, over the bound of %s", slowest, bound)
+			}
+			if n := len(h.e.Inflight()); n != 0 {
+				t.Errorf("%d runs still in flight after every call returned", n)
+			}
+		})
+	}
+}
