@@ -6,7 +6,7 @@ ADDR     ?= 127.0.0.1:8080
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build docker images run serve-stdio test test-go test-e2e test-conformance lint clean
+.PHONY: all build docker images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean
 
 all: build
 
@@ -50,9 +50,20 @@ test-e2e: build
 test-conformance: build
 	MCR_BINARY=$(CURDIR)/$(BIN) bash scripts/conformance.sh
 
+# Fuzz each target for FUZZTIME (seed corpora live in testdata/fuzz).
+FUZZTIME ?= 30s
+fuzz:
+	go test -run XXX -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./internal/engine
+	go test -run XXX -fuzz FuzzReadFrame -fuzztime $(FUZZTIME) ./internal/agent
+	go test -run XXX -fuzz FuzzValidPath -fuzztime $(FUZZTIME) ./internal/agent
+
 lint:
 	gofmt -l . | (! grep .) || (echo "run gofmt -w on the files above"; exit 1)
 	go vet ./...
+
+# Cold vs warm vs bare-process latency, churn ceiling, sustained load, memory.
+bench: images
+	$(BIN) bench --log-level error
 
 clean:
 	rm -rf bin
