@@ -6,7 +6,7 @@ ADDR     ?= 127.0.0.1:8080
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build docker images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean
+.PHONY: all build docker gvisor images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean
 
 all: build
 
@@ -18,6 +18,10 @@ build:
 # Install (if missing) and start the Docker daemon.
 docker:
 	@bash scripts/ensure-docker.sh
+
+# Install gVisor (runsc) and register it with Docker, for --runtime runsc.
+gvisor: docker
+	@bash scripts/ensure-gvisor.sh
 
 # Build the runtime images that are missing or out of date.
 images: build docker
