@@ -38,12 +38,15 @@ serve-stdio: build
 
 # Every test: Go unit and Docker tests, then real MCP clients end to end.
 test: images
-	$(MAKE) test-go
-	$(MAKE) test-e2e
-	$(MAKE) test-conformance
-	@echo "checking that no sandbox container was left behind"
-	@left=$$(docker ps -aq --filter label=io.mcp-code-runner.managed=true); \
-	if [ -n "$$left" ]; then echo "left-behind containers: $$left"; docker ps -a --filter label=io.mcp-code-runner.managed=true; exit 1; fi
+	@rc=0; \
+	$(MAKE) test-go || rc=1; \
+	$(MAKE) test-e2e || rc=1; \
+	$(MAKE) test-conformance || rc=1; \
+	echo "checking that no sandbox container was left behind"; \
+	left=$$(docker ps -aq --filter label=io.mcp-code-runner.managed=true); \
+	if [ -n "$$left" ]; then echo "left-behind containers:"; docker ps -a --filter label=io.mcp-code-runner.managed=true; rc=1; fi; \
+	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the parts above)"; fi; \
+	exit $$rc
 
 test-go: build
 	MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 20m ./...

@@ -24,6 +24,7 @@ func newAgentCmd(*globalOptions) *cobra.Command {
 				return fmt.Errorf("the agent runs only inside a sandbox that mcp-code-runner created")
 			}
 			agent.KillStragglers = os.Getuid() != 0
+			agent.BecomeInit()
 			if err := agent.Serve(os.Stdin, os.Stdout); err != nil {
 				fmt.Fprintln(os.Stderr, "agent:", err)
 				os.Exit(2)

@@ -19,7 +19,8 @@ import (
 
 func init() { subcommands = append(subcommands, newServeCmd) }
 
-// shutdownGrace bounds how long runs in flight get to end at shutdown.
+// shutdownGrace bounds the cleanup after the grace period of runs in flight:
+// killed sandboxes, the pool and the sessions removed.
 const shutdownGrace = 30 * time.Second
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -58,6 +59,19 @@ every request must then carry "Authorization: Bearer <token>".`,
 			sess := sessions.NewManager(st.engine)
 			server := mcpserver.NewServer(mcpserver.Deps{Engine: st.engine, Executions: execs, Sessions: sess}, version, st.log)
 
+			// Runs in flight get the grace period after a shutdown signal,
+			// then they are killed (their results say so).
+			grace := time.Duration(st.cfg.ShutdownGraceSeconds) * time.Second
+			stopAfterGrace := context.AfterFunc(ctx, func() {
+				st.log.Info("shutting down", "runs_in_flight", len(st.engine.Inflight()), "grace", grace)
+				time.AfterFunc(grace, func() {
+					if n := st.engine.CancelAll(); n > 0 {
+						st.log.Info("killed runs still in flight at the end of the grace period", "count", n)
+					}
+				})
+			})
+			defer stopAfterGrace()
+
 			var serveErr error
 			if httpAddr == "" {
 				st.log.Info("serving MCP on stdio")
@@ -67,8 +81,11 @@ every request must then carry "Authorization: Bearer <token>".`,
 			}
 			// Stop: runs in flight see their contexts end, their sandboxes are
 			// killed and removed; wait for that, bounded.
-			wctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			wctx, cancel := context.WithTimeout(context.Background(), grace+shutdownGrace)
 			defer cancel()
+			if err := st.engine.Wait(wctx); err != nil {
+				st.engine.CancelAll()
+			}
 			execs.Shutdown(wctx)
 			sess.Shutdown()
 			if err := st.engine.Wait(wctx); err != nil {
@@ -146,7 +163,7 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token s
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(st.cfg.ShutdownGraceSeconds)*time.Second+shutdownGrace)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil

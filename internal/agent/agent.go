@@ -311,7 +311,7 @@ func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64,
 
 	oomBefore := oomKills()
 	start := time.Now()
-	err = cmd.Start()
+	err = startTracked(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -357,6 +357,7 @@ func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64,
 		}
 	}()
 	waitErr := cmd.Wait()
+	untrack(cmd)
 	close(exited)
 	timer.Stop()
 	res.DurationMs = time.Since(start).Milliseconds()

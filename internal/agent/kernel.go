@@ -151,7 +151,7 @@ func startKernel(call *KernelCall, workdir string) (*kernel, error) {
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{ctlR, resW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	err = startTracked(cmd)
 	ctlR.Close()
 	resW.Close()
 	outW.Close()
@@ -177,6 +177,7 @@ func startKernel(call *KernelCall, workdir string) (*kernel, error) {
 	}()
 	go func() {
 		_ = cmd.Wait()
+		untrack(cmd)
 		close(k.exited)
 	}()
 	return k, nil

@@ -66,7 +66,10 @@ var ErrBadFrame = errors.New("malformed frame")
 
 // ReadFrame reads one frame from r. It returns io.EOF only at a clean frame
 // boundary; a stream cut inside a frame gives io.ErrUnexpectedEOF.
-func ReadFrame(r io.Reader) (Frame, error) {
+func ReadFrame(r io.Reader) (Frame, error) { return ReadFrameLimit(r, MaxFrameBytes) }
+
+// ReadFrameLimit is ReadFrame with a smaller bound on the payload.
+func ReadFrameLimit(r io.Reader, limit int) (Frame, error) {
 	var h [headerLen]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return Frame{}, err
@@ -77,8 +80,8 @@ func ReadFrame(r io.Reader) (Frame, error) {
 		return Frame{}, fmt.Errorf("%w: unknown kind 0x%02x", ErrBadFrame, h[0])
 	}
 	n := binary.BigEndian.Uint32(h[2:6])
-	if n > MaxFrameBytes {
-		return Frame{}, fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrBadFrame, n, MaxFrameBytes)
+	if n > uint32(min(limit, MaxFrameBytes)) {
+		return Frame{}, fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrBadFrame, n, min(limit, MaxFrameBytes))
 	}
 	f := Frame{Kind: h[0], Stage: h[1], Payload: make([]byte, n)}
 	if _, err := io.ReadFull(r, f.Payload); err != nil {

@@ -83,6 +83,9 @@ type Config struct {
 	OutputStoreMB int `json:"output_store_mb"`
 	// SweepIntervalSeconds is how often left-behind containers are removed.
 	SweepIntervalSeconds int `json:"sweep_interval_seconds"`
+	// ShutdownGraceSeconds is how long runs in flight may go on after a
+	// shutdown signal before they are killed.
+	ShutdownGraceSeconds int `json:"shutdown_grace_seconds"`
 	// HTTP holds the Streamable HTTP listener's settings.
 	HTTP HTTP `json:"http"`
 	// Pool holds the warm pool's settings.
@@ -224,6 +227,7 @@ func Default() Config {
 		OutputRetentionSeconds: 3600,
 		OutputStoreMB:          64,
 		SweepIntervalSeconds:   60,
+		ShutdownGraceSeconds:   10,
 		HTTP: HTTP{
 			MaxBodyBytes:  16 << 20,
 			RatePerMinute: 600,
@@ -374,6 +378,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrentRuns <= 0 {
 		errs = append(errs, errors.New("max_concurrent_runs must be positive"))
+	}
+	if c.ShutdownGraceSeconds < 0 {
+		errs = append(errs, errors.New("shutdown_grace_seconds must not be negative"))
 	}
 	if c.QueueTimeoutSeconds < 0 || c.OutputRetentionSeconds <= 0 || c.OutputStoreMB <= 0 || c.SweepIntervalSeconds <= 0 {
 		errs = append(errs, errors.New("queue_timeout_seconds, output_retention_seconds, output_store_mb and sweep_interval_seconds must be positive"))

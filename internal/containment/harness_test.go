@@ -105,15 +105,52 @@ func setup(t *testing.T, lang string, pooled bool, opts ...harnessOption) *harne
 	t.Cleanup(func() {
 		h.followUp()
 		if pooled {
+			// Let the pool finish refilling first: closing it while a
+			// creation is in flight leaks that container, a known issue of
+			// its own (TestPoolCloseRemovesEverySandbox).
+			waitPoolFull(t, e)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if err := e.Close(ctx); err != nil {
 				t.Errorf("closing the pool: %v", err)
 			}
 		}
-		testutil.NoLeftovers(t, b.Client())
+		checkNoLeftovers(t, b.Client())
 	})
 	return h
+}
+
+// checkNoLeftovers fails the test if a container of this process remains
+// (testutil.NoLeftovers), says what each one is, then removes them so that
+// later tests start clean.
+func checkNoLeftovers(t *testing.T, cli *client.Client) {
+	t.Helper()
+	testutil.NoLeftovers(t, cli)
+	for _, c := range describeLeftovers(t, cli) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, _ = cli.ContainerRemove(ctx, c, client.ContainerRemoveOptions{Force: true})
+		cancel()
+	}
+}
+
+// describeLeftovers logs the containers of this process that still exist,
+// with their state, to tell a leak from a slow removal.
+func describeLeftovers(t *testing.T, cli *client.Client) []string {
+	t.Helper()
+	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
+	})
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, c := range list.Items {
+		ids = append(ids, c.ID)
+		t.Logf("left behind: container %.12s state %s (%s), purpose %s, created %s ago",
+			c.ID, c.State, c.Status, c.Labels[docker.LabelPurpose], time.Since(time.Unix(c.Created, 0)).Round(time.Second))
+	}
+	return ids
 }
 
 var helloWorld = map[string]string{
@@ -258,6 +295,8 @@ func probeReport(t *testing.T, r *engine.Result, want ...string) {
 		case "BREACH":
 			t.Errorf("BREACH %s: %s", name, detail)
 			got[name] = "BREACH"
+		case "info":
+			t.Logf("  %-22s %s", name, detail)
 		}
 	}
 	for _, name := range want {

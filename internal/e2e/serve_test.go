@@ -180,3 +180,68 @@ func TestRefusesOpenListener(t *testing.T) {
 		t.Fatalf("serve on 0.0.0.0 without a token: err %v, output %s", err, out)
 	}
 }
+
+// TestShutdownKillsRunsAfterGrace: a run longer than the grace period is
+// killed at its end; the client gets a result saying so, and the server
+// exits promptly with nothing left.
+func TestShutdownKillsRunsAfterGrace(t *testing.T) {
+	cli := testutil.RequireDocker(t)
+	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "bash")
+	bin := testutil.AgentBinary(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(bin, "serve", "--http", addr, "--pool-size", "1", "--shutdown-grace-seconds", "2")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := "http://" + addr + "/mcp"
+	waitFor(t, "listening", 20*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	type outcome struct {
+		text string
+		err  error
+	}
+	got := make(chan outcome, 1)
+	go func() {
+		c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			got <- outcome{err: err}
+			return
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "echo started; sleep 50", "timeout_seconds": 60}})
+		if err != nil {
+			got <- outcome{err: err}
+			return
+		}
+		got <- outcome{text: res.Content[0].(*mcp.TextContent).Text}
+	}()
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not exit within 30 s of SIGTERM with a 2 s grace")
+	}
+	t.Logf("server exited %s after SIGTERM", time.Since(start))
+	select {
+	case o := <-got:
+		if o.err == nil && !strings.Contains(o.text, "killed") {
+			t.Errorf("the long run's result: %q; want it killed", o.text)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the client never got an answer")
+	}
+	if left := containersOf(t, cli, cmd.Process.Pid); len(left) > 0 {
+		t.Fatalf("containers left: %v", left)
+	}
+}

@@ -42,6 +42,7 @@ type Engine struct {
 	inflight sync.WaitGroup
 	runsMu   sync.Mutex
 	runs     map[string]RunInfo
+	cancels  map[string]context.CancelFunc
 
 	versionsMu sync.Mutex
 	versions   map[string]string // language -> runtime version
@@ -62,6 +63,7 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		log:       log,
 		versions:  map[string]string{},
 		runs:      map[string]RunInfo{},
+		cancels:   map[string]context.CancelFunc{},
 	}
 }
 
@@ -152,12 +154,16 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	}
 
 	runID := newRunID()
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
 	e.runsMu.Lock()
 	e.runs[runID] = RunInfo{RunID: runID, Language: lang.Name, Started: start}
+	e.cancels[runID] = cancelRun
 	e.runsMu.Unlock()
 	defer func() {
 		e.runsMu.Lock()
 		delete(e.runs, runID)
+		delete(e.cancels, runID)
 		e.runsMu.Unlock()
 	}()
 	compileTimeout := lim.CompileTimeoutSeconds
@@ -262,6 +268,17 @@ func (e *Engine) Inflight() []RunInfo {
 		out = append(out, r)
 	}
 	return out
+}
+
+// CancelAll cancels every run in flight: each sandbox is killed (a session's
+// call is stopped) and each result says the run was killed.
+func (e *Engine) CancelAll() int {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	for _, cancel := range e.cancels {
+		cancel()
+	}
+	return len(e.cancels)
 }
 
 // Wait blocks until every run in flight has returned (its sandbox removed),

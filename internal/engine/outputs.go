@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"sync"
@@ -42,9 +43,9 @@ func NewOutputStore(maxBytes int, ttl time.Duration) *OutputStore {
 
 // Put keeps data under uri.
 func (s *OutputStore) Put(uri string, data []byte) {
-	if len(data) > s.maxBytes {
-		data = data[:s.maxBytes]
-	}
+	// A copy, cut to the store's size: keeping a slice would pin whatever
+	// larger buffer it came from for the whole retention.
+	data = bytes.Clone(data[:min(len(data), s.maxBytes)])
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.items[uri]; ok {

@@ -1,10 +1,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -67,6 +70,7 @@ func HTTPHandler(s *mcp.Server, opts HTTPOptions) http.Handler {
 		MaxRequestBodyBytes:          opts.MaxBodyBytes,
 		PropagateRequestCancellation: true,
 	})
+	h = linkRequestContext(h, max(opts.MaxBodyBytes, 1<<20))
 	h = bodyCap(h, opts.MaxBodyBytes)
 	if opts.RatePerMinute > 0 {
 		h = newRateLimiter(opts.RatePerMinute).wrap(h)
@@ -229,6 +233,95 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// requestIDHeader carries, from the HTTP layer to tool handlers, the key of
+// the HTTP request's context in httpContexts. It is always set by the
+// server; a client's own value is dropped.
+const requestIDHeader = "Mcr-Request-Id"
+
+var (
+	httpContexts  sync.Map // request id -> context.Context of the HTTP request
+	httpRequestID atomic.Uint64
+)
+
+// inflightCalls maps a client's tools/call (principal and JSON-RPC id) to
+// the cancel function of its HTTP request, for notifications/cancelled.
+var inflightCalls sync.Map
+
+// callCancel boxes a cancel function so that map entries compare by identity.
+type callCancel struct{ cancel context.CancelFunc }
+
+// linkRequestContext lets a tool handler see its HTTP request's context,
+// and lets a notifications/cancelled stop the call it names. The SDK ties
+// handlers to the request only in the 2026 era, and in stateless mode a
+// 2025-era notifications/cancelled arrives on another request, in another
+// session. With this, closing the request or sending notifications/cancelled
+// stops the run in both eras. A cancellation is matched to calls of the same
+// client: the same address and the same Authorization header.
+func linkRequestContext(next http.Handler, maxBody int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		id := strconv.FormatUint(httpRequestID.Add(1), 36)
+		r.Header.Del(requestIDHeader)
+		r.Header.Set(requestIDHeader, id)
+		httpContexts.Store(id, ctx)
+		defer httpContexts.Delete(id)
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+			r.Body.Close()
+			if err != nil {
+				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				Method string          `json:"method"`
+				ID     json.RawMessage `json:"id"`
+				Params struct {
+					RequestID json.RawMessage `json:"requestId"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &msg) == nil {
+				principal := clientAddr(r) + "|" + r.Header.Get("Authorization") + "|"
+				switch {
+				case msg.Method == "tools/call" && len(msg.ID) > 0:
+					key, entry := principal+string(msg.ID), &callCancel{cancel}
+					inflightCalls.Store(key, entry)
+					defer inflightCalls.CompareAndDelete(key, entry)
+				case msg.Method == "notifications/cancelled" && len(msg.Params.RequestID) > 0:
+					if c, ok := inflightCalls.Load(principal + string(msg.Params.RequestID)); ok {
+						c.(*callCancel).cancel()
+					}
+				}
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// withHTTPRequest returns ctx, cancelled also when the HTTP request that
+// carried req ends; stop releases it.
+func withHTTPRequest(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ctx, func() {}
+	}
+	v, ok := httpContexts.Load(req.Extra.Header.Get(requestIDHeader))
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(v.(context.Context), cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 func bodyCap(next http.Handler, limit int64) http.Handler {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,7 +36,7 @@ func (h *handlers) promptLanguage(name string) (string, error) {
 	}
 	l, ok := h.eng.Registry().Lookup(name)
 	if !ok {
-		return "", fmt.Errorf("unknown language %q; available: %s", name, strings.Join(h.eng.Registry().Names(), ", "))
+		return "", invalidParams("unknown language %q; available: %s", name, strings.Join(h.eng.Registry().Names(), ", "))
 	}
 	return l.Name, nil
 }
@@ -43,7 +44,7 @@ func (h *handlers) promptLanguage(name string) (string, error) {
 func (h *handlers) solveWithCode(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	task := strings.TrimSpace(req.Params.Arguments["task"])
 	if task == "" {
-		return nil, fmt.Errorf("the task argument is required: say what the program should do")
+		return nil, invalidParams("the task argument is required: say what the program should do")
 	}
 	lang, err := h.promptLanguage(req.Params.Arguments["language"])
 	if err != nil {
@@ -67,7 +68,7 @@ Work like this:
 func (h *handlers) testCode(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	code := req.Params.Arguments["code"]
 	if strings.TrimSpace(code) == "" {
-		return nil, fmt.Errorf("the code argument is required: paste the code to test")
+		return nil, invalidParams("the code argument is required: paste the code to test")
 	}
 	lang, err := h.promptLanguage(req.Params.Arguments["language"])
 	if err != nil {
@@ -84,4 +85,9 @@ Write a test program that includes this code unchanged and exercises it: normal 
 		Description: "Test " + lang + " code",
 		Messages:    []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}},
 	}, nil
+}
+
+// invalidParams is the JSON-RPC error for bad prompt arguments (-32602).
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }

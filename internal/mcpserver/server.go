@@ -6,7 +6,9 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -94,4 +96,19 @@ type minLevel struct {
 
 func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= m.level && m.Handler.Enabled(ctx, l)
+}
+
+// addTool registers a typed tool whose handler cannot crash the server: a
+// panic becomes a tool error (and a log line with the stack).
+func addTool[In, Out any](s *mcp.Server, h *handlers, t *mcp.Tool, fn mcp.ToolHandlerFor[In, Out]) {
+	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				h.log.Error("tool handler panicked", "tool", t.Name, "panic", r, "stack", string(debug.Stack()))
+				var zero Out
+				res, out, err = nil, zero, fmt.Errorf("internal error in %s (%v); the server keeps running: please report it", t.Name, r)
+			}
+		}()
+		return fn(ctx, req, in)
+	})
 }

@@ -30,7 +30,7 @@ type ExecutionList struct {
 }
 
 func addExecutionTools(s *mcp.Server, h *handlers) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:  "start_execution",
 		Title: "Start a long-running execution",
 		Description: `Start a program like run_code, but return at once with an execution_id instead
@@ -40,19 +40,19 @@ get_execution (output so far, status, and the result when done; it can wait
 for the end) and stop it with cancel_execution.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Start a long-running execution", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 	}, h.startExecution)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:        "get_execution",
 		Title:       "Get an execution's status and output",
 		Description: "Status, output so far and, once ended, the full result of an execution started with start_execution. wait_seconds makes it wait for the end (long poll); stdout_offset/stderr_offset return only output not yet seen.",
 		Annotations: &mcp.ToolAnnotations{Title: "Get an execution", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, h.getExecution)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:        "cancel_execution",
 		Title:       "Cancel an execution",
 		Description: "Stop a running execution: its sandbox is killed and removed; the output so far is kept and returned.",
 		Annotations: &mcp.ToolAnnotations{Title: "Cancel an execution", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 	}, h.cancelExecution)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:        "list_executions",
 		Title:       "List executions",
 		Description: "List the executions running or recently ended, newest first, with status and output sizes.",

@@ -39,7 +39,7 @@ func ListLanguagesTool() *mcp.Tool {
 }
 
 func addLanguageTools(s *mcp.Server, h *handlers) {
-	mcp.AddTool(s, ListLanguagesTool(), h.listLanguages)
+	addTool(s, h, ListLanguagesTool(), h.listLanguages)
 }
 
 func (h *handlers) languages(ctx context.Context) LanguagesOutput {

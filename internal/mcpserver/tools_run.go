@@ -47,10 +47,12 @@ the inline limit is truncated with the full text at stdout_uri/stderr_uri.`,
 }
 
 func addRunTools(s *mcp.Server, h *handlers) {
-	mcp.AddTool(s, RunCodeTool(h.eng.Config().Limits), h.runCode)
+	addTool(s, h, RunCodeTool(h.eng.Config().Limits), h.runCode)
 }
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in engine.Request) (*mcp.CallToolResult, *engine.Result, error) {
+	ctx, stop := withHTTPRequest(ctx, req)
+	defer stop()
 	opts := engine.RunOptions{}
 	if ps := newProgressStreamer(ctx, req, h.stageNames(in.Language)); ps != nil {
 		opts.OnChunk = ps.OnChunk

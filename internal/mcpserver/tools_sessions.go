@@ -63,7 +63,7 @@ type FileList struct {
 
 func addSessionTools(s *mcp.Server, h *handlers) {
 	closed := boolPtr(false)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:  "create_session",
 		Title: "Create a session",
 		Description: `Start a session: a long-lived sandbox of one language, as isolated as any
@@ -73,31 +73,31 @@ persist too, like a notebook (the value of a last bare expression comes back
 as value). Close it with close_session; it also closes itself when idle.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Create a session", DestructiveHint: closed, OpenWorldHint: closed},
 	}, h.createSession)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:        "close_session",
 		Title:       "Close a session",
 		Description: "Close a session: its sandbox, files and interpreter state are destroyed.",
 		Annotations: &mcp.ToolAnnotations{Title: "Close a session", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: closed},
 	}, h.closeSession)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:        "list_sessions",
 		Title:       "List sessions",
 		Description: "List the live sessions with their language, age, last use and expiry.",
 		Annotations: &mcp.ToolAnnotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: closed},
 	}, h.listSessions)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:        "write_file",
 		Title:       "Write a file into a session",
 		Description: "Write a file (text or base64 for binary) into a session's workspace, creating parent directories.",
 		Annotations: &mcp.ToolAnnotations{Title: "Write a file", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: closed},
 	}, h.writeFile)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:        "read_file",
 		Title:       "Read a file from a session",
 		Description: "Read a file from a session's workspace: text comes back as text, anything else as base64. Images also come back as an image block.",
 		Annotations: &mcp.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: closed},
 	}, h.readFile)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, h, &mcp.Tool{
 		Name:        "list_files",
 		Title:       "List a session's files",
 		Description: "List the files and directories in a session's workspace (or a directory in it), with types and sizes.",

@@ -157,13 +157,15 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		NetworkDisabled: true,
 		Labels:          labels,
 	}
-	init := true
+	// No separate init: the agent is PID 1 (it reaps orphans, and nothing
+	// else then holds the container's output stream; see agent.BecomeInit).
+	noInit := false
 	host := &container.HostConfig{
 		NetworkMode:    "none",
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
 		ReadonlyRootfs: true,
-		Init:           &init,
+		Init:           &noInit,
 		IpcMode:        "private",
 		LogConfig:      container.LogConfig{Type: "none"},
 		Runtime:        b.opts.Runtime,
@@ -197,11 +199,19 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 // waits on the attached stdin for the one job.
 func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
 	cfg, hostCfg := b.ContainerConfig(t)
-	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostCfg})
+	// The create call is not cancelled with ctx: a cancellation while the
+	// daemon creates the container would lose its ID and leave it behind.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	created, err := b.cli.ContainerCreate(cctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostCfg})
+	cancel()
 	if err != nil {
 		return nil, b.classify(err, t.Image, "creating sandbox container")
 	}
 	sb := &dockerSandbox{b: b, id: created.ID, dead: make(chan struct{})}
+	if err := ctx.Err(); err != nil {
+		sb.Close()
+		return nil, fmt.Errorf("creating sandbox container: %w", err)
+	}
 	// Attach before start, or the first output could be missed.
 	att, err := b.cli.ContainerAttach(ctx, sb.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
@@ -328,7 +338,7 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 	})
 	defer stopWatch()
 
-	done := b.readFrames(s.frames, job.Request.Stages, res, onChunk)
+	done := b.readFrames(s.frames, job.Request, res, onChunk)
 	killed.Do(func() {}) // settle res.Killed
 	res.Diagnostics = s.diag.String()
 	if !done {
@@ -346,9 +356,33 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 	return res, nil
 }
 
+// hostFrameLimit bounds one frame read from a sandbox: the largest
+// legitimate one is an artifact of artifacts.max_file_bytes in JSON.
+const hostFrameLimit = 24 << 20
+
+// maxListEntries bounds the file entries of one answer (list_files).
+const maxListEntries = 10001
+
 // readFrames consumes the agent's frames into res; it reports whether the
-// Done frame arrived.
-func (b *Backend) readFrames(r io.Reader, stages []agent.Stage, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
+// Done frame arrived. Whatever the sandbox sends, what is kept is bounded:
+// the agent enforces the output limit, but a hostile program could write
+// frames of its own, so the server enforces it again (per stage and stream),
+// and bounds stages, file entries and their content.
+func (b *Backend) readFrames(r io.Reader, req agent.Request, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
+	stages := req.Stages
+	maxStages := max(len(stages), 1)
+	outLimit := req.OutputLimit
+	if outLimit <= 0 {
+		outLimit = 1 << 20
+	}
+	dataLimit := int64(64 << 20)
+	if req.Artifacts != nil {
+		dataLimit = req.Artifacts.MaxTotalBytes
+	}
+	if req.MaxReadBytes > 0 {
+		dataLimit = req.MaxReadBytes
+	}
+	var dataKept int64
 	// A stage's entry exists from its first frame, named after the request,
 	// so output of a stage that never reported (killed) is kept.
 	stage := func(i uint8) *sandbox.StageOutput {
@@ -361,33 +395,60 @@ func (b *Backend) readFrames(r io.Reader, stages []agent.Stage, res *sandbox.Res
 		}
 		return &res.Stages[i]
 	}
+	keep := func(buf *[]byte, p []byte) []byte {
+		room := outLimit - int64(len(*buf))
+		if room <= 0 {
+			return nil
+		}
+		if int64(len(p)) > room {
+			p = p[:room]
+		}
+		*buf = append(*buf, p...)
+		return p
+	}
 	for {
-		f, err := agent.ReadFrame(r)
+		f, err := agent.ReadFrameLimit(r, hostFrameLimit)
 		if err != nil {
 			return false
+		}
+		if int(f.Stage) >= maxStages {
+			return false // not a frame the agent would send
 		}
 		switch f.Kind {
 		case agent.KindStdout, agent.KindStderr:
 			st := stage(f.Stage)
 			stream := sandbox.Stdout
+			var kept []byte
 			if f.Kind == agent.KindStdout {
-				st.Stdout = append(st.Stdout, f.Payload...)
+				kept = keep(&st.Stdout, f.Payload)
 			} else {
-				st.Stderr = append(st.Stderr, f.Payload...)
+				kept = keep(&st.Stderr, f.Payload)
 				stream = sandbox.Stderr
 			}
-			if onChunk != nil {
-				onChunk(sandbox.Chunk{Stage: int(f.Stage), Stream: stream, Data: f.Payload})
+			if onChunk != nil && len(kept) > 0 {
+				onChunk(sandbox.Chunk{Stage: int(f.Stage), Stream: stream, Data: kept})
 			}
 		case agent.KindStage:
 			st := stage(f.Stage)
+			out, errOut := st.Stdout, st.Stderr
 			if err := json.Unmarshal(f.Payload, &st.StageResult); err != nil {
 				return false
 			}
+			st.Stdout, st.Stderr = out, errOut
 		case agent.KindArtifact:
+			if len(res.Artifacts) >= maxListEntries {
+				continue
+			}
 			var a agent.Artifact
 			if err := json.Unmarshal(f.Payload, &a); err != nil {
 				return false
+			}
+			if n := int64(len(a.Data)); n > 0 {
+				if dataKept+n > dataLimit {
+					a.Data, a.Skipped = nil, "over the size limit of the files returned"
+				} else {
+					dataKept += n
+				}
 			}
 			res.Artifacts = append(res.Artifacts, a)
 		case agent.KindDone:
@@ -397,6 +458,8 @@ func (b *Backend) readFrames(r io.Reader, stages []agent.Stage, res *sandbox.Res
 			}
 			res.AgentError = d.Error
 			return true
+		default:
+			return false
 		}
 	}
 }

@@ -37,7 +37,7 @@ func TestContainerConfigIsHardened(t *testing.T) {
 		{"memory = memory+swap", host.Memory == 256<<20 && host.MemorySwap == host.Memory},
 		{"cpu quota", host.NanoCPUs == 1_500_000_000},
 		{"ulimits", len(host.Ulimits) == 3 && host.Ulimits[0].Hard == 512 && host.Ulimits[1].Hard == 8<<20 && host.Ulimits[2].Hard == 0},
-		{"init", host.Init != nil && *host.Init},
+		{"agent is the init", host.Init != nil && !*host.Init && cfg.Cmd[0] == docker.AgentPath},
 		{"log driver none", host.LogConfig.Type == "none"},
 		{"not privileged", !host.Privileged},
 		{"agent mounted read-only", len(host.Mounts) == 1 && host.Mounts[0].ReadOnly && host.Mounts[0].Target == docker.AgentPath},

@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The agent runs as the sandbox's first process (PID 1), in place of a
+// separate init, so that no process it does not control holds the
+// container's output stream, and it makes itself non-dumpable: the program,
+// though it runs as the same user, can then neither open the agent's file
+// descriptors (/proc/1/fd) nor its memory, nor trace it, and so cannot forge
+// frames. As PID 1 it also reaps the orphans the program leaves behind.
+
+var (
+	// startMu is held while a process is started and registered, so the
+	// reaper never takes the exit status that exec.Cmd.Wait expects.
+	startMu sync.Mutex
+	tracked = map[int]bool{}
+)
+
+// startTracked starts cmd and registers it as a child the agent waits for
+// itself. Its processes are also made the first the OOM killer picks.
+func startTracked(cmd *exec.Cmd) error {
+	startMu.Lock()
+	defer startMu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	tracked[cmd.Process.Pid] = true
+	// Best effort: the program's processes go before the agent when memory
+	// runs out (children inherit the value).
+	_ = os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/oom_score_adj", []byte("1000"), 0)
+	return nil
+}
+
+// untrack forgets a child once exec.Cmd.Wait has reaped it.
+func untrack(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	startMu.Lock()
+	delete(tracked, cmd.Process.Pid)
+	startMu.Unlock()
+}
+
+// BecomeInit prepares the agent to be the sandbox's PID 1: not dumpable,
+// deaf to the termination signals a program could send it, reaping orphans,
+// and holding spare OS threads so that a fork bomb at the pids limit cannot
+// stop it from creating the few it needs.
+func BecomeInit() {
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	prewarmThreads(8)
+	if os.Getpid() == 1 {
+		go reapOrphans()
+	}
+}
+
+// prewarmThreads makes the runtime create n OS threads now, by blocking n
+// goroutines in system calls at once; the threads stay for later use.
+func prewarmThreads(n int) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b [1]byte
+			_, _ = syscall.Read(int(r.Fd()), b[:])
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	_, _ = w.Write(make([]byte, n))
+	wg.Wait()
+	r.Close()
+	w.Close()
+}
+
+// reapOrphans waits for the zombies the agent inherits as PID 1, leaving
+// its own tracked children to exec.Cmd.Wait.
+func reapOrphans() {
+	sig := make(chan os.Signal, 16)
+	signal.Notify(sig, syscall.SIGCHLD)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-sig:
+		case <-tick.C:
+		}
+		reapOnce()
+	}
+}
+
+func reapOnce() {
+	startMu.Lock()
+	defer startMu.Unlock()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == 1 || tracked[pid] {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+4 > len(s) {
+			continue
+		}
+		fields := strings.Fields(s[i+1:])
+		if len(fields) < 2 || fields[0] != "Z" || fields[1] != "1" {
+			continue
+		}
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	}
+}
