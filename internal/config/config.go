@@ -252,8 +252,11 @@ func Default() Config {
 			MaxIdleTimeoutSeconds: 3600,
 			MaxLifeSeconds:        4 * 3600,
 		},
+		// Warm sandboxes for the languages assistants use most; the others
+		// take the cold path unless the operator sizes their pools.
 		Pool: Pool{
-			Size:              2,
+			Size:              0,
+			Sizes:             []string{"python=2", "javascript=2", "bash=2", "typescript=1"},
 			MaxWaiters:        64,
 			MaxIdleSeconds:    1800,
 			CreateConcurrency: 2,
