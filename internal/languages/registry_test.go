@@ -20,8 +20,18 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 	imgs := r.Images()
-	if len(imgs) != 3 || imgs[0].Name != "base" {
-		t.Errorf("build order %v: base must come first", imgs)
+	if len(imgs) != 10 || imgs[0].Name != "base" {
+		t.Errorf("build order %v: want 10 images, base first", imgs)
+	}
+	built := map[string]bool{"root": true}
+	for _, img := range imgs {
+		if !built[img.From] {
+			t.Errorf("build order %v: %s comes before its parent %s", imgs, img.Name, img.From)
+		}
+		built[img.Name] = true
+	}
+	if n := len(r.Languages()); n < 30 {
+		t.Errorf("%d languages; issue #4 asks for at least 30", n)
 	}
 }
 
