@@ -90,8 +90,13 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	fmt.Fprintln(w, "| language | path | p50 | p95 | p99 | runs/s | errors |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, lang := range o.Languages {
-		if _, ok := reg.Lookup(lang); !ok {
+		l, ok := reg.Lookup(lang)
+		if !ok {
 			return fmt.Errorf("unknown language %q", lang)
+		}
+		lang = l.Name
+		if _, ok := hello[lang]; !ok {
+			hello[lang] = l.Example // every registry entry carries a hello world
 		}
 		waitIdle(warm, lang, o.PoolSize, time.Minute)
 		rows := []*Sample{
