@@ -58,7 +58,11 @@ func untrack(cmd *exec.Cmd) {
 // stop it from creating the few it needs.
 func BecomeInit() {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+		// Fault signals sent with kill(2) would otherwise crash the Go
+		// runtime; real faults still panic. (Queued ones, with a forged
+		// siginfo, still reach the runtime: a residual risk, see SECURITY.md.)
+		syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSTKFLT, syscall.SIGSYS)
 	prewarmThreads(8)
 	if os.Getpid() == 1 {
 		go reapOrphans()

@@ -1,13 +1,18 @@
 package containment_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
@@ -40,7 +45,8 @@ func randomHex(t *testing.T, n int) string {
 
 // TestHostFilesAreNotVisible reads what would identify the host: the
 // sandbox has its own hostname and /etc, the host's shadow file is not
-// there (and the image's own is unreadable to the sandbox user).
+// there (and the image's own is unreadable to the sandbox user), and PID 1
+// is the sandbox's own first process, the agent (own PID namespace).
 func TestHostFilesAreNotVisible(t *testing.T) {
 	h := newHarness(t, "bash")
 	code := `echo "hostname $(hostname)"
@@ -49,6 +55,7 @@ echo "uid $(id -u)"
 cat /etc/shadow >/dev/null 2>&1 && echo "shadow readable" || echo "shadow unreadable"
 grep -c '^sandbox:x:10001:' /etc/passwd | sed 's/^/sandbox-user /'
 echo "pid1 $(tr '\0' ' ' < /proc/1/cmdline)"
+echo "pid1-comm $(cat /proc/1/comm)"
 echo "processes $(ls -d /proc/[0-9]* | wc -l)"`
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
 	got := map[string]string{}
@@ -76,8 +83,9 @@ echo "processes $(ls -d /proc/[0-9]* | wc -l)"`
 	if hostPasswd, err := os.ReadFile("/etc/passwd"); err == nil && strings.Contains(string(hostPasswd), "sandbox:x:10001:") {
 		t.Logf("note: the host also has a sandbox user; the /etc/passwd check proves less here")
 	}
-	if !strings.HasPrefix(got["pid1"], "/sbin/docker-init") {
-		t.Errorf("pid 1 is %q; want the sandbox's own init (own PID namespace)", got["pid1"])
+	// No separate init: the agent is the container's first process.
+	if !strings.HasPrefix(got["pid1"], "/opt/mcp-code-runner/agent ") || got["pid1-comm"] != "agent" {
+		t.Errorf("pid 1 is %q (comm %q); want the sandbox's own first process, the agent (own PID namespace)", got["pid1"], got["pid1-comm"])
 	}
 }
 
@@ -91,35 +99,94 @@ try containerd.sock ls -l /run/containerd/containerd.sock
 socks=$(find / -xdev -type s 2>/dev/null; find /tmp /workspace /run /var/run -type s 2>/dev/null)
 if [ -n "$socks" ]; then echo "BREACH socket-files: $socks"; else echo "ok socket-files: none"; fi
 if env | grep -qi docker; then echo "BREACH docker-env: $(env | grep -i docker)"; else echo "ok docker-env: none"; fi
-mounts=$(grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | awk '{print $2}' | sort | tr '\n' ' ')
+hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts; }
+mounts=$(hostmounts | awk '{print $2}' | sort | tr '\n' ' ')
 case "$mounts" in
-  "/etc/hostname /opt/mcp-code-runner/agent /usr/sbin/docker-init ") echo "ok host-mounts: only $mounts";;
+  "/etc/hostname /opt/mcp-code-runner/agent ") echo "ok host-mounts: only $mounts";;
   *) echo "BREACH host-mounts: $mounts";;
-esac`
+esac
+rw=$(hostmounts | awk '$4 !~ /^ro(,|$)/ {print $2}' | tr '\n' ' ')
+if [ -n "$rw" ]; then echo "BREACH host-mounts-ro: writable: $rw"; else echo "ok host-mounts-ro: all read-only"; fi`
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
-	probeReport(t, r, "docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts")
+	probeReport(t, r, "docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts", "host-mounts-ro")
 }
 
 // TestServerEnvironmentIsNotVisible puts a secret in the server's own
 // environment; the sandbox sees none of it, in env or in any process's
-// /proc/PID/environ. A variable the request passes is visible (the probe
-// works).
+// /proc/PID/environ it can read. A variable the request passes is visible
+// (the probe works). The agent's environment (the container's, with
+// MCR_SANDBOX=1) is not readable from inside, the agent being not dumpable;
+// it is checked from the host instead, with the container's configuration.
 func TestServerEnvironmentIsNotVisible(t *testing.T) {
 	secret := "s3cr3t-" + randomHex(t, 12)
 	t.Setenv("CONTAINMENT_TEST_SECRET", secret)
 	h := newHarness(t, "bash")
 	code := `env
-for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\0' '\n' < $f 2>/dev/null; done
-echo END`
-	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10, Env: map[string]string{"VISIBLE_FROM_REQUEST": "yes"}}, 30*time.Second)
-	if !strings.Contains(r.Stdout, "VISIBLE_FROM_REQUEST=yes") || !strings.Contains(r.Stdout, "MCR_SANDBOX=1") {
-		t.Fatalf("the probe did not read the environments: %q", r.Stdout)
+for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
+  if [ -r "$f" ] && tr '\0' '\n' < "$f" 2>/dev/null; then :; else echo "unreadable $f"; fi
+done
+echo END
+sleep 0.5`
+	var (
+		hostView  string
+		hostErr   error
+		agentPid1 bool
+	)
+	r := h.runWith(engine.Request{Code: code, TimeoutSeconds: 10, Env: map[string]string{"VISIBLE_FROM_REQUEST": "yes"}}, 30*time.Second,
+		engine.RunOptions{OnChunk: onLine("END", func() {
+			// What the sandbox was given, seen from the host: the
+			// container's configuration and its first process's
+			// environment.
+			id, pid, err := sandboxOnHost(h.b.Client())
+			if err != nil {
+				hostErr = err
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			ins, err := h.b.Client().ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+			if err != nil {
+				hostErr = err
+				return
+			}
+			b, _ := json.Marshal(ins.Container)
+			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			if err != nil && os.Geteuid() == 0 {
+				hostErr = err
+			}
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			agentPid1 = strings.HasPrefix(string(cmdline), "/opt/mcp-code-runner/agent\x00")
+			hostView = string(b) + "\n" + strings.ReplaceAll(string(environ), "\x00", "\n")
+		})})
+	if strings.Count(r.Stdout, "VISIBLE_FROM_REQUEST=yes") < 2 {
+		t.Fatalf("the probe did not read the environments (env and the program's own /proc/PID/environ): %q", r.Stdout)
 	}
-	if !strings.HasSuffix(r.Stdout, "END\n") {
+	if !strings.Contains(r.Stdout, "END\n") {
 		t.Fatalf("probe incomplete: %q", tail(r.Stdout, 500))
 	}
 	if strings.Contains(r.Stdout, secret) || strings.Contains(r.Stdout, "CONTAINMENT_TEST_SECRET") {
 		t.Errorf("the server's secret is visible in the sandbox")
+	}
+	if !strings.Contains(r.Stdout, "unreadable /proc/1/environ") {
+		t.Errorf("the agent's (PID 1's) environment is readable from the sandbox; it should not be (not dumpable)")
+	}
+	for _, l := range lines(r.Stdout) {
+		if strings.HasPrefix(l, "unreadable ") {
+			t.Logf("  %s", l)
+		}
+	}
+	skipIfNoHostView(t, hostErr)
+	if hostView == "" {
+		t.Fatal("never saw the END marker")
+	}
+	if !agentPid1 {
+		t.Errorf("the container's first process is not the agent")
+	}
+	if os.Geteuid() == 0 && !strings.Contains(hostView, "MCR_SANDBOX=1\n") {
+		t.Errorf("the host's view of the agent's environment lacks MCR_SANDBOX=1 (the probe does not work)")
+	}
+	if strings.Contains(hostView, secret) || strings.Contains(hostView, "CONTAINMENT_TEST_SECRET") {
+		t.Errorf("the server's secret is in the sandbox's configuration or the agent's environment")
 	}
 }
 
@@ -183,7 +250,14 @@ sc("umount2", 166, b"/tmp", 0)
 sc("unshare-user", 272, 0x10000000)
 sc("unshare-mount", 272, 0x00020000)
 sc("unshare-net", 272, 0x40000000)
-sc("setns", 308, os.open('/proc/1/ns/mnt', os.O_RDONLY), 0)
+# PID 1 (the agent) is not dumpable: its namespace files cannot even be
+# opened. setns is tried with the program's own mount namespace instead.
+try:
+    os.close(os.open('/proc/1/ns/mnt', os.O_RDONLY))
+    print("BREACH pid1-ns: /proc/1/ns/mnt opened")
+except OSError as e:
+    print("ok pid1-ns:", errno.errorcode.get(e.errno, e.errno))
+sc("setns", 308, os.open('/proc/self/ns/mnt', os.O_RDONLY), 0)
 sc("chroot", 161, b"/tmp")
 sc("pivot_root", 155, b"/tmp", b"/tmp")
 sc("setuid-0", 105, 0)
@@ -222,7 +296,7 @@ os.kill(pid, 9)`
 			}
 		}
 		probeReport(t, r, "finit_module", "init_module", "delete_module", "clock_settime", "settimeofday", "adjtimex",
-			"mount", "umount2", "unshare-user", "unshare-mount", "unshare-net", "setns", "chroot", "pivot_root",
+			"mount", "umount2", "unshare-user", "unshare-mount", "unshare-net", "pid1-ns", "setns", "chroot", "pivot_root",
 			"setuid-0", "setgid-0", "setgroups", "reboot", "kexec_load", "bpf", "perf_event_open", "syslog", "swapon",
 			"acct", "iopl", "ioperm", "sethostname", "open_by_handle_at", "raw-socket", "raw-socket6", "packet-socket")
 	})
@@ -309,7 +383,8 @@ for host in ("127.0.0.1", "::1"):
 
 // TestLinks follows a symlink to /etc/passwd (the image's, not the host's),
 // tries hard links across file systems, and tries to write the agent binary
-// (the host's own executable, mounted read-only).
+// (the host's own executable, mounted read-only), also through PID 1's
+// /proc entries (the agent's, not dumpable).
 func TestLinks(t *testing.T) {
 	h := newHarness(t, "bash")
 	code := probeLib + `cd /workspace
@@ -324,12 +399,12 @@ try agent-write bash -c 'echo x >> /opt/mcp-code-runner/agent'
 try agent-chmod chmod 777 /opt/mcp-code-runner/agent
 try agent-via-symlink bash -c 'ln -s /opt/mcp-code-runner/agent a && echo x >> a'
 try agent-replace bash -c 'cp /bin/true /opt/mcp-code-runner/agent'
-try init-write bash -c 'echo x >> /usr/sbin/docker-init'
+try init-exe-write bash -c 'echo x >> /proc/1/exe'
 try proc-root-write bash -c 'echo x > /proc/1/root/etc/x'
 try hostname-write bash -c 'echo evil > /etc/hostname'`
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
 	probeReport(t, r, "symlink-passwd", "symlink-shadow", "hardlink-etc", "hardlink-tmp", "hardlink-agent", "agent-write",
-		"agent-chmod", "agent-via-symlink", "agent-replace", "init-write", "proc-root-write", "hostname-write")
+		"agent-chmod", "agent-via-symlink", "agent-replace", "init-exe-write", "proc-root-write", "hostname-write")
 	if !strings.Contains(r.Stdout, "Invalid cross-device link") {
 		t.Errorf("hard links across file systems should fail with EXDEV: %q", r.Stdout)
 	}
@@ -380,12 +455,12 @@ echo done`
 	for _, l := range lines(next.Stdout) {
 		_, cmd, _ := strings.Cut(l, " ")
 		switch cmd {
-		case "/sbin/docker-init", "/opt/mcp-code-runner/agent", "bash":
+		case "/opt/mcp-code-runner/agent", "bash": // PID 1, the agent, and the run itself
 		default:
 			others = append(others, l)
 		}
 	}
 	if strings.Contains(next.Stdout, marker) || len(others) > 0 {
-		t.Errorf("the next run sees processes besides init, agent and itself: %q", others)
+		t.Errorf("the next run sees processes besides the agent and itself: %q", others)
 	}
 }

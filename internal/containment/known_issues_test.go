@@ -2,50 +2,150 @@ package containment_test
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
-// Known issues: each test below states what must hold and is skipped with
-// "known issue: ..." until the product is fixed; MCR_CONTAINMENT_KNOWN_ISSUES=1
-// runs them. docs/SECURITY.md describes each issue, the evidence and a fix.
-//
-// Issues 1 and 2 share a cause: the agent and docker-init run with the same
-// uid as the untrusted program and are dumpable, so the program can open
-// their stdout (the container's attached stdout, which the server reads)
-// through /proc/PID/fd/1, or ptrace them, and speak the agent's frame
-// protocol to the server directly.
+// Regression tests for four weaknesses the battery found and that are now
+// fixed (docs/SECURITY.md tells each story). Issues 1 and 2 shared a cause:
+// the agent and a separate init ran as the program's uid and were dumpable,
+// so the program could open the container's stdout through /proc/PID/fd/1,
+// or ptrace them, and speak the agent's frame protocol to the server. The
+// agent is now PID 1 and not dumpable, and the server bounds what it keeps
+// of any frame stream whatever the sandbox sends. A fifth weakness, fault
+// signals that still crash the agent, is open: its test,
+// TestAgentSurvivesSignals (resources_test.go), fails until it is fixed.
 
-// TestForgedFramesCannotExhaustServerMemory writes agent frames straight to
-// the container's stdout, bypassing the agent's output cap: 320 MiB of
-// "stdout" in 32 MiB frames. The server must keep at most max_output_bytes
-// of it (its heap stays within budget), and the run must still end clearly.
+// TestForgedFramesCannotExhaustServerMemory attacks the server through the
+// container's attached stdout, the stream the agent's frames travel on.
+//
+// From the program: the container's stdout is the agent's, reachable only
+// through /proc/1/fd/1; opening it must fail. Should it succeed, the program
+// writes 320 MiB of "stdout" in 16 MiB frames, bypassing the agent's output
+// cap, and the server's own bound must still hold.
+//
+// From a subverted agent: the test writes the same 320 MiB of frames to the
+// container's stdout from the host (as root, through the agent's
+// /proc/PID/fd/1), as a compromised agent could. The server must keep at
+// most max_output_bytes of it, its heap must stay within budget, and the run
+// must still end clearly.
 func TestForgedFramesCannotExhaustServerMemory(t *testing.T) {
-	skipKnownIssue(t, "the server buffers every stdout/stderr frame the sandbox sends, without a cap "+
-		"(docker.Backend.readFrames appends without limit); a program that writes frames to /proc/1/fd/1 "+
-		"bypasses the agent's max_output_bytes and grows the server's heap without bound")
-	h := newHarness(t, "python")
-	code := `import os, struct, time
-fd = os.open('/proc/1/fd/1', os.O_WRONLY)
-chunk = b'A' * (32 << 20)
-frame = b'O' + bytes([0]) + struct.pack('>I', len(chunk)) + chunk
-for i in range(10):
-    os.write(fd, frame)
-print("sent 320 MiB of forged frames", flush=True)
+	const frames, frameSize = 20, 16 << 20 // under the server's 24 MiB frame limit
+	t.Run("from the program", func(t *testing.T) {
+		h := newHarness(t, "python")
+		code := `import errno, os, struct, time
+try:
+    fd = os.open('/proc/1/fd/1', os.O_WRONLY)
+except OSError as e:
+    print("ok container-stdout:", errno.errorcode.get(e.errno, e.errno), flush=True)
+else:
+    chunk = b'A' * (16 << 20)
+    frame = b'O' + bytes([0]) + struct.pack('>I', len(chunk)) + chunk
+    for i in range(20):
+        os.write(fd, frame)
+    print("BREACH container-stdout: wrote 320 MiB of forged frames", flush=True)
 time.sleep(1)`
-	w := watchHeap()
-	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 60*time.Second)
-	w.check(t, heapBudget)
+		w := watchHeap()
+		r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 60*time.Second)
+		w.check(t, heapBudget)
+		probeReport(t, r, "container-stdout")
+		checkKeptOutput(t, h, r, w)
+	})
+	t.Run("from a subverted agent", func(t *testing.T) {
+		requireHostAccess(t)
+		h := newHarness(t, "bash")
+		// The program announces itself, then waits, quiet, so that nothing
+		// the agent sends interleaves with the forged frames, until the test
+		// has written them and drops a file in its workspace.
+		code := `echo READY
+while [ ! -e /workspace/.go ]; do sleep 0.05; done
+echo DONE`
+		injected := make(chan error, 1)
+		var wrote int64
+		inject := func() {
+			_, pid, err := sandboxOnHost(h.b.Client())
+			if err != nil {
+				injected <- err
+				return
+			}
+			defer func() {
+				// Let the program finish, whatever happened.
+				_ = os.WriteFile(fmt.Sprintf("/proc/%d/root/workspace/.go", pid), nil, 0o644)
+			}()
+			f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/1", pid), os.O_WRONLY, 0)
+			if err != nil {
+				injected <- fmt.Errorf("opening the container's stdout from the host: %w", err)
+				return
+			}
+			defer f.Close()
+			// Written in 1 MiB pieces from one buffer, so that the test's
+			// own allocations stay out of the server's heap budget.
+			piece := make([]byte, 1<<20)
+			for i := range piece {
+				piece[i] = 'A'
+			}
+			var hdr [6]byte
+			hdr[0] = agent.KindStdout
+			binary.BigEndian.PutUint32(hdr[2:], frameSize)
+			for i := 0; i < frames; i++ {
+				if _, err := f.Write(hdr[:]); err != nil {
+					injected <- err
+					return
+				}
+				for n := 0; n < frameSize; n += len(piece) {
+					if _, err := f.Write(piece); err != nil {
+						injected <- err
+						return
+					}
+					atomic.AddInt64(&wrote, int64(len(piece)))
+				}
+			}
+			injected <- nil
+		}
+		w := watchHeap()
+		start := time.Now()
+		r := h.runWith(engine.Request{Code: code, TimeoutSeconds: 30}, 60*time.Second,
+			engine.RunOptions{OnChunk: onLine("READY", func() { go inject() })})
+		w.check(t, heapBudget)
+		var err error
+		select {
+		case err = <-injected:
+		default:
+			t.Fatalf("the run ended before the forged frames were written")
+		}
+		skipIfNoHostView(t, err)
+		t.Logf("forged %d MiB of stdout frames into the stream from the host in %s", atomic.LoadInt64(&wrote)>>20, time.Since(start).Round(time.Millisecond))
+		if r.Status != engine.StatusOK || !strings.HasPrefix(r.Stdout, "READY\nAAAA") {
+			t.Errorf("want the run to end normally with the forged output kept up to the limit, got status %s stdout %q", r.Status, tail(r.Stdout, 100))
+		}
+		full, ok := h.e.Outputs().Get(r.StdoutURI)
+		if !ok || len(full) != h.cfg.Limits.MaxOutputBytes {
+			t.Errorf("kept stdout: %d bytes (found %v); want exactly max_output_bytes (%d): the forged frames reached the server and were cut there",
+				len(full), ok, h.cfg.Limits.MaxOutputBytes)
+		}
+		checkKeptOutput(t, h, r, w)
+	})
+}
+
+// checkKeptOutput checks that the server kept at most max_output_bytes of
+// the run's stdout, and that its heap is back within budget after a GC
+// (the output store keeps results for an hour).
+func checkKeptOutput(t *testing.T, h *harness, r *engine.Result, w *heapWatch) {
+	t.Helper()
 	if full, ok := h.e.Outputs().Get(r.StdoutURI); ok && len(full) > h.cfg.Limits.MaxOutputBytes {
 		t.Errorf("the server kept %d bytes of stdout, over max_output_bytes (%d)", len(full), h.cfg.Limits.MaxOutputBytes)
 	}
-	// What stays after the run, in the output store (kept for an hour).
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -55,19 +155,23 @@ time.sleep(1)`
 	}
 }
 
-// TestAgentIsOutOfReach checks that the program cannot reach the processes
-// that report its result: it must not be able to open the container's
-// stdout through /proc/1/fd/1 or the agent's /proc/PID/fd/1, read the
-// agent's memory, or ptrace the agent or init.
+// TestAgentIsOutOfReach checks that the program cannot reach the process
+// that reports its result, the agent (PID 1 since it replaced docker-init;
+// the probe finds it by its command line wherever it runs): it must not be
+// able to open the container's stdio through /proc/1/fd or the agent's
+// /proc/PID/fd, read the agent's memory or environment, make the agent the
+// OOM killer's first choice, or ptrace the agent or PID 1.
 func TestAgentIsOutOfReach(t *testing.T) {
-	skipKnownIssue(t, "the agent and docker-init run as the sandbox user (uid 10001) and are dumpable: "+
-		"the program can ptrace them and write to /proc/1/fd/1, forging its own result "+
-		"(status, exit code, timings, flags) and ending the run early")
 	h := newHarness(t, "python")
 	code := `import ctypes, errno, os
 libc = ctypes.CDLL(None, use_errno=True)
-agent = [p for p in os.listdir('/proc') if p.isdigit() and p != '1'
-         and open('/proc/%s/cmdline' % p, 'rb').read().startswith(b'/opt/mcp-code-runner/agent')][0]
+def cmdline(p):
+    try:
+        return open('/proc/%s/cmdline' % p, 'rb').read()
+    except OSError:
+        return b''
+agent = [p for p in os.listdir('/proc') if p.isdigit()
+         and cmdline(p).startswith(b'/opt/mcp-code-runner/agent')][0]
 def attempt(name, f):
     try:
         f()
@@ -81,13 +185,27 @@ def ptrace(pid):
         if libc.ptrace(0x4206, int(pid), None, None) != 0:
             raise OSError(ctypes.get_errno(), "ptrace")
     return f
+def write(path, data):
+    def f():
+        with open(path, 'w') as fh:
+            fh.write(data)
+    return f
+print("info agent-pid:", agent)
+attempt("init-stdin", lambda: os.close(os.open('/proc/1/fd/0', os.O_RDONLY)))
 attempt("init-stdout", lambda: os.close(os.open('/proc/1/fd/1', os.O_WRONLY)))
+attempt("init-stderr", lambda: os.close(os.open('/proc/1/fd/2', os.O_WRONLY)))
 attempt("agent-stdout", lambda: os.close(os.open('/proc/%s/fd/1' % agent, os.O_WRONLY)))
 attempt("agent-mem", lambda: open('/proc/%s/mem' % agent, 'rb').close())
+attempt("agent-environ", lambda: open('/proc/%s/environ' % agent, 'rb').read())
+attempt("agent-oom-adj", write('/proc/%s/oom_score_adj' % agent, '1000'))
 attempt("ptrace-agent", ptrace(agent))
 attempt("ptrace-init", ptrace(1))`
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
-	probeReport(t, r, "init-stdout", "agent-stdout", "agent-mem", "ptrace-agent", "ptrace-init")
+	probeReport(t, r, "init-stdin", "init-stdout", "init-stderr", "agent-stdout", "agent-mem", "agent-environ", "agent-oom-adj",
+		"ptrace-agent", "ptrace-init")
+	if !strings.Contains(r.Stdout, "info agent-pid: 1\n") {
+		t.Errorf("the agent is not PID 1: %q", r.Stdout)
+	}
 	if strings.Contains(r.Stdout, "BREACH") {
 		t.Logf("stdout:\n%s", r.Stdout)
 	}
@@ -97,9 +215,6 @@ attempt("ptrace-init", ptrace(1))`
 // agent must survive the exhausted pids limit and report the stage (timeout,
 // SIGKILL, timings), not die with the sandbox.
 func TestForkBombLeavesAgentWorking(t *testing.T) {
-	skipKnownIssue(t, "a fork bomb that fills the pids limit crashes the agent (Go runtime: \"failed to create new "+
-		"OS thread ... fatal error: newosproc\"): the agent's threads count against the same pids limit, so the "+
-		"result says killed / \"the sandbox ended unexpectedly\" instead of timeout, without exit status or timings")
 	h := newHarness(t, "bash")
 	for i := 0; i < 3; i++ {
 		r := h.run(engine.Request{Code: bashForkBomb, TimeoutSeconds: 4}, 30*time.Second)
@@ -113,9 +228,6 @@ func TestForkBombLeavesAgentWorking(t *testing.T) {
 // refilling (a sandbox creation in flight, as after any run): no container
 // may be left behind.
 func TestPoolCloseRemovesEverySandbox(t *testing.T) {
-	skipKnownIssue(t, "closing the warm pool while a sandbox is being created leaves that container behind "+
-		"(state created): the pool cancels its context, ContainerCreate returns the cancellation although the "+
-		"daemon created the container, and its ID is never learned; it stays until its expiry label passes (~32 min)")
 	cfg := config.Default()
 	cfg.Pool.Size = 0
 	cfg.Pool.Sizes = []string{"bash=2"}
