@@ -463,7 +463,16 @@ func (e *Engine) shape(runID string, lang languages.Language, sres *sandbox.Resu
 	case run == nil || sres.Incomplete:
 		// The sandbox ended before the agent reported: the run overran its
 		// deadline, the caller left, or memory ran out for the whole sandbox.
+		// What the run printed until then is kept and counted.
 		out.ExitCode, out.Signal = 137, "SIGKILL"
+		if run != nil && run.ExitCode == 0 && run.DurationMs == 0 {
+			out.StdoutBytes = max(out.StdoutBytes, int64(len(run.Stdout)))
+			out.StderrBytes = max(out.StderrBytes, int64(len(run.Stderr)))
+			out.DurationMs = sres.Elapsed.Milliseconds()
+			if out.Compile != nil {
+				out.DurationMs = max(0, out.DurationMs-out.Compile.DurationMs)
+			}
+		}
 		switch {
 		case sres.OOMKilled:
 			out.Status, out.OOMKilled = StatusOOM, true

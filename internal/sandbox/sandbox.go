@@ -102,6 +102,8 @@ type Result struct {
 	Diagnostics string
 	// Artifacts are the files the run created or changed, when asked for.
 	Artifacts []agent.Artifact
+	// Elapsed is the time from sending the job to its end.
+	Elapsed time.Duration
 }
 
 // Backend makes sandboxes.

@@ -338,7 +338,9 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 	})
 	defer stopWatch()
 
+	sent := time.Now()
 	done := b.readFrames(s.frames, job.Request, res, onChunk)
+	res.Elapsed = time.Since(sent)
 	killed.Do(func() {}) // settle res.Killed
 	res.Diagnostics = s.diag.String()
 	if !done {
