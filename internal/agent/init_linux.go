@@ -63,7 +63,7 @@ func BecomeInit() {
 		// runtime; real faults still panic. (Queued ones, with a forged
 		// siginfo, still reach the runtime: a residual risk, see SECURITY.md.)
 		syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSTKFLT, syscall.SIGSYS)
-	prewarmThreads(8)
+	prewarmThreads(16)
 	if os.Getpid() == 1 {
 		go reapOrphans()
 	}

@@ -483,6 +483,9 @@ func (e *Engine) shape(runID string, lang languages.Language, sres *sandbox.Resu
 		case sres.Killed:
 			out.Status, out.TimedOut = StatusTimeout, true
 			out.ExitReason = "the sandbox overran its deadline and was killed"
+		case strings.Contains(sres.Diagnostics, "failed to create new OS thread") || strings.Contains(sres.Diagnostics, "newosproc"):
+			out.Status = StatusKilled
+			out.ExitReason = "the program used up the process limit (pids_limit) so that the sandbox could not go on; fewer processes or threads"
 		default:
 			out.Status = StatusKilled
 			out.ExitReason = "the sandbox ended unexpectedly"
