@@ -154,7 +154,7 @@ func TestBadInputIsToolError(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{map[string]any{"language": "cobol", "code": "x"}, "available: bash, javascript, python, typescript"},
+		{map[string]any{"language": "cobol", "code": "x"}, "available: " + strings.Join(languages.Builtin().Names(), ", ")},
 		{map[string]any{"language": "python", "code": ""}, "code is empty"},
 		{map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "../x", "content": "y"}}}, "climbs out"},
 		{map[string]any{"language": "python", "code": "x", "timeout_seconds": 3600}, "maximum"},
