@@ -64,7 +64,13 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	cold := engine.New(coldCfg, reg, b, nil)
 
 	warmCfg := cfg
-	warmCfg.Pool.Size, warmCfg.Pool.Sizes = o.PoolSize, nil
+	// Warm pools only for the languages measured.
+	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
+	for _, lang := range append(append([]string(nil), o.Languages...), o.LoadLanguage) {
+		if l, ok := reg.Lookup(lang); ok {
+			warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", l.Name, o.PoolSize))
+		}
+	}
 	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
 	warm := engine.New(warmCfg, reg, b, nil)
 	warm.StartPool()
