@@ -45,6 +45,9 @@ const (
 	SandboxUser   = "10001:10001"
 )
 
+// tmpfsInodes is the most files and directories each tmpfs may hold.
+const tmpfsInodes = 65536
+
 // expiryMargin is added to a run's deadline for its expiry label: a container
 // past it is removed by any server's sweep.
 const expiryMargin = 2 * time.Minute
@@ -170,8 +173,10 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		LogConfig:      container.LogConfig{Type: "none"},
 		Runtime:        b.opts.Runtime,
 		Tmpfs: map[string]string{
-			"/tmp":        fmt.Sprintf("rw,nosuid,nodev,size=%dm,mode=1777", r.TmpMB),
-			WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,exec,size=%dm,uid=10001,gid=10001,mode=0755", r.WorkspaceMB),
+			// nr_inodes bounds the files too: a flood of empty files then gets
+			// ENOSPC instead of spending the memory limit on inodes.
+			"/tmp":        fmt.Sprintf("rw,nosuid,nodev,size=%dm,nr_inodes=%d,mode=1777", r.TmpMB, tmpfsInodes),
+			WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,exec,size=%dm,nr_inodes=%d,uid=10001,gid=10001,mode=0755", r.WorkspaceMB, tmpfsInodes),
 		},
 		ShmSize: 16 << 20,
 		Mounts: []mount.Mount{{
