@@ -109,8 +109,8 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 			bareSample(ctx, lang, o.Runs),
 			engineSample(ctx, cold, lang, "cold sandbox (create, start, run, remove)", o.ColdRuns, nil),
 			engineSample(ctx, warm, lang, "warm sandbox, engine, server quiet", o.Runs, func() { waitQuiet(warm, lang) }),
-			mcpSample(ctx, cs, warm, lang, "warm sandbox, MCP HTTP run_code, server quiet", o.Runs, func() { waitQuiet(warm, lang) }),
-			mcpSample(ctx, cs, warm, lang, "warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }),
+			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, server quiet", o.Runs, func() { waitQuiet(warm, lang) }),
+			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }),
 		}
 		for _, s := range rows {
 			if s == nil {
@@ -219,10 +219,11 @@ func bareSample(ctx context.Context, lang string, runs int) *Sample {
 	return s
 }
 
-// engineSample runs lang's hello world runs times; before, if set, runs
-// untimed before each run (waiting for a warm sandbox, so that latency is
-// measured apart from the refill rate, which the load test measures).
-func engineSample(ctx context.Context, e *engine.Engine, lang, name string, runs int, before func()) *Sample {
+// timedSample times runs calls of call, which reports success; before, if
+// set, runs untimed before each (waiting for a warm sandbox, so that
+// latency is measured apart from the refill rate, which the load test
+// measures).
+func timedSample(name string, runs int, before func(), call func() bool) *Sample {
 	s := &Sample{Name: name}
 	var busy time.Duration
 	for i := 0; i < runs; i++ {
@@ -230,9 +231,9 @@ func engineSample(ctx context.Context, e *engine.Engine, lang, name string, runs
 			before()
 		}
 		t := time.Now()
-		r, err := e.Run(ctx, engine.Request{Language: lang, Code: hello[lang]}, engine.RunOptions{})
+		ok := call()
 		d := time.Since(t)
-		if err != nil || r.Status != engine.StatusOK {
+		if !ok {
 			s.Errs++
 			continue
 		}
@@ -243,23 +244,20 @@ func engineSample(ctx context.Context, e *engine.Engine, lang, name string, runs
 	return s
 }
 
-func mcpSample(ctx context.Context, cs *mcp.ClientSession, e *engine.Engine, lang, name string, runs int, before func()) *Sample {
-	s := &Sample{Name: name}
-	var busy time.Duration
-	for i := 0; i < runs; i++ {
-		before()
-		t := time.Now()
+// engineSample runs lang's hello world through the engine.
+func engineSample(ctx context.Context, e *engine.Engine, lang, name string, runs int, before func()) *Sample {
+	return timedSample(name, runs, before, func() bool {
+		r, err := e.Run(ctx, engine.Request{Language: lang, Code: hello[lang]}, engine.RunOptions{})
+		return err == nil && r.Status == engine.StatusOK
+	})
+}
+
+// mcpSample runs lang's hello world as run_code over the MCP session.
+func mcpSample(ctx context.Context, cs *mcp.ClientSession, lang, name string, runs int, before func()) *Sample {
+	return timedSample(name, runs, before, func() bool {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": lang, "code": hello[lang]}})
-		d := time.Since(t)
-		if err != nil || res.IsError || !okStatus(res) {
-			s.Errs++
-			continue
-		}
-		busy += d
-		s.add(d)
-	}
-	s.Wall = busy
-	return s
+		return err == nil && !res.IsError && okStatus(res)
+	})
 }
 
 func okStatus(res *mcp.CallToolResult) bool {

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 )
@@ -74,9 +73,6 @@ func (s *OutputStore) List() []string {
 	s.evictLocked()
 	return append([]string(nil), s.order...)
 }
-
-// IsOutputURI reports whether uri names a kept output.
-func IsOutputURI(uri string) bool { return strings.HasPrefix(uri, OutputURIPrefix) }
 
 func (s *OutputStore) evictLocked() {
 	cutoff := s.now().Add(-s.ttl)

@@ -85,9 +85,6 @@ type handlers struct {
 
 func boolPtr(b bool) *bool { return &b }
 
-// detach keeps a context's values but not its cancellation, for cleanup.
-func detach(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
-
 // minLevel drops records below level.
 type minLevel struct {
 	slog.Handler
