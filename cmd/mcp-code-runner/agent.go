@@ -25,6 +25,10 @@ func newAgentCmd(*globalOptions) *cobra.Command {
 			}
 			agent.KillStragglers = os.Getuid() != 0
 			agent.BecomeInit()
+			if err := agent.StartPrestart(os.Getenv(agent.PrestartEnv)); err != nil {
+				// The job still runs: the compile command works without it.
+				fmt.Fprintln(os.Stderr, "agent:", err)
+			}
 			if err := agent.Serve(os.Stdin, os.Stdout); err != nil {
 				fmt.Fprintln(os.Stderr, "agent:", err)
 				os.Exit(2)

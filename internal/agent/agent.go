@@ -111,6 +111,7 @@ func (a *server) handle(req Request) error {
 	defer a.end()
 	switch req.Op {
 	case OpRun:
+		waitPrestart()
 		return runRequest(a.w, req, cancel)
 	case OpWriteFile:
 		done := Done{}

@@ -168,3 +168,40 @@ func TestServeRefusesBadPaths(t *testing.T) {
 		t.Errorf("a file escaped the workspace")
 	}
 }
+
+// TestPrestartHoldsTheFirstJob starts a prestart command that takes a while
+// to make what the job needs, and checks that the job waits for it to close
+// its output, and that it gets the stages' environment, not the agent's MCR_
+// variables.
+func TestPrestartHoldsTheFirstJob(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("MCR_SECRET", "agent-only")
+	spec, _ := json.Marshal(Prestart{
+		Argv: []string{"sh", "-c", `sleep 0.3; echo "made ${MCR_SECRET:-none} $LANG_EXTRA" > "$1/marker"; exec >/dev/null; sleep 1`, "prestart", dir},
+		Env:  []string{"LANG_EXTRA=extra"},
+	})
+	if err := StartPrestart(string(spec)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prestarted = nil })
+	stages, stdout, _, done := serve(t, Request{Workdir: dir, OutputLimit: 100, Stages: []Stage{
+		{Name: "compile", Argv: []string{"cat", "marker"}, TimeoutMs: 5000},
+	}})
+	if done.Error != "" || len(stages) != 1 || stages[0].ExitCode != 0 {
+		t.Fatalf("done %+v, stages %+v", done, stages)
+	}
+	if stdout[0] != "made none extra\n" {
+		t.Errorf("the job saw %q, want the prestart's marker without agent variables", stdout[0])
+	}
+}
+
+func TestPrestartRejectsBadSpecs(t *testing.T) {
+	for _, spec := range []string{"[", `{"argv":[]}`, `"sh"`} {
+		if err := StartPrestart(spec); err == nil || !strings.Contains(err.Error(), PrestartEnv) {
+			t.Errorf("StartPrestart(%q) = %v, want an error naming %s", spec, err, PrestartEnv)
+		}
+	}
+	if err := StartPrestart(""); err != nil {
+		t.Errorf("no prestart: %v", err)
+	}
+}

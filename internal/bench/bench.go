@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -105,11 +108,15 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 			hello[lang] = l.Example // every registry entry carries a hello world
 		}
 		waitIdle(warm, lang, o.PoolSize, time.Minute)
+		settle := quietSettle
+		if len(l.Prestart) > 0 {
+			settle = prestartSettle
+		}
 		rows := []*Sample{
 			bareSample(ctx, lang, o.Runs),
 			engineSample(ctx, cold, lang, "cold sandbox (create, start, run, remove)", o.ColdRuns, nil),
-			engineSample(ctx, warm, lang, "warm sandbox, engine, server quiet", o.Runs, func() { waitQuiet(warm, lang) }),
-			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, server quiet", o.Runs, func() { waitQuiet(warm, lang) }),
+			engineSample(ctx, warm, lang, "warm sandbox, engine, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
+			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
 			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }),
 		}
 		for _, s := range rows {
@@ -130,11 +137,13 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	for _, lang := range o.Languages {
 		waitIdle(warm, lang, o.PoolSize, time.Minute)
 	}
-	total, n, err := poolMemory(ctx, b.Client())
+	use, err := poolMemory(ctx, b.Client())
 	if err != nil {
 		fmt.Fprintf(w, "pool memory: %v\n", err)
-	} else if n > 0 {
-		fmt.Fprintf(w, "- %d idle warm containers use %.1f MiB in all, %.2f MiB each (cgroup memory usage less page cache)\n", n, float64(total)/(1<<20), float64(total)/float64(n)/(1<<20))
+	}
+	for _, lang := range slices.Sorted(maps.Keys(use)) {
+		m := use[lang]
+		fmt.Fprintf(w, "- %s: %d idle warm containers use %.1f MiB in all, %.2f MiB each (cgroup memory usage less page cache)\n", lang, m.n, float64(m.bytes)/(1<<20), float64(m.bytes)/float64(m.n)/(1<<20))
 	}
 	fmt.Fprintf(w, "- server process RSS (with the benchmark client in it): %.1f MiB\n", float64(rss())/(1<<20))
 
@@ -165,15 +174,21 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 // shim exit) before a quiet run starts.
 var quietSettle = 100 * time.Millisecond
 
+// prestartSettle is the settle time for a language whose warm sandboxes
+// start a compiler ahead of the job (Kotlin's takes about 2 s at one CPU to
+// load and warm up); a run that finds it still warming up waits for it, which
+// the back-to-back figures show.
+var prestartSettle = 3 * time.Second
+
 // waitQuiet waits until lang's pool is full and no sandbox is being made
 // or removed: a run then measures its own cost, not the background work of
 // the run before (which the load test measures).
-func waitQuiet(e *engine.Engine, lang string) {
+func waitQuiet(e *engine.Engine, lang string, settle time.Duration) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		for _, s := range e.PoolStats() {
 			if s.Language == lang && s.Idle >= s.Size && s.Creating == 0 && s.Removing == 0 {
-				time.Sleep(quietSettle)
+				time.Sleep(settle)
 				return
 			}
 		}
@@ -365,25 +380,29 @@ func oneContainer(ctx context.Context, cli *client.Client, b *docker.Backend, t 
 	}
 }
 
-// poolMemory sums the memory of our idle pooled containers.
-func poolMemory(ctx context.Context, cli *client.Client) (uint64, int, error) {
+// poolMemory sums the memory of our idle pooled containers, per language
+// (the purpose label). A container removed meanwhile is left out.
+func poolMemory(ctx context.Context, cli *client.Client) (map[string]memUse, error) {
 	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+fmt.Sprint(os.Getpid())),
 	})
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	var total uint64
+	out := map[string]memUse{}
 	for _, c := range list.Items {
 		st, err := cli.ContainerStats(ctx, c.ID, client.ContainerStatsOptions{Stream: false})
+		if cerrdefs.IsNotFound(err) {
+			continue
+		}
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		var v container.StatsResponse
 		err = json.NewDecoder(st.Body).Decode(&v)
 		st.Body.Close()
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		used := v.MemoryStats.Usage
 		if cache := v.MemoryStats.Stats["cache"]; cache < used { // cgroup v1
@@ -391,9 +410,18 @@ func poolMemory(ctx context.Context, cli *client.Client) (uint64, int, error) {
 		} else if f := v.MemoryStats.Stats["inactive_file"]; f < used { // cgroup v2
 			used -= f
 		}
-		total += used
+		m := out[c.Labels[docker.LabelPurpose]]
+		m.bytes += used
+		m.n++
+		out[c.Labels[docker.LabelPurpose]] = m
 	}
-	return total, len(list.Items), nil
+	return out, nil
+}
+
+// memUse is the memory of n containers.
+type memUse struct {
+	bytes uint64
+	n     int
 }
 
 func rss() uint64 {

@@ -327,7 +327,13 @@ func (e *Engine) StartPool() {
 	templates := map[string]sandbox.Template{}
 	sizes := map[string]int{}
 	for _, l := range e.reg.Languages() {
-		templates[l.Name] = e.Template(l)
+		t := e.Template(l)
+		if len(l.Prestart) > 0 {
+			// Only warm sandboxes: a cold one gets its job at once, and a
+			// server started beside the compile would only compete with it.
+			t.Prestart = &agent.Prestart{Argv: l.Prestart, Env: l.Env}
+		}
+		templates[l.Name] = t
 		sizes[l.Name] = e.cfg.Pool.SizeFor(l.Name)
 	}
 	e.pool = pool.New(e.backend, templates, pool.Options{

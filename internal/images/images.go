@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +37,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
 
-//go:embed dockerfiles/*.Dockerfile
+//go:embed dockerfiles
 var dockerfiles embed.FS
 
 // Labels of the images this package builds.
@@ -112,27 +114,64 @@ type ImageStatus struct {
 	UpToDate bool
 }
 
+// buildContext is what an image is built from: its Dockerfile and the files
+// its COPY instructions take.
+type buildContext struct {
+	dockerfile []byte
+	// files maps names in the context to contents. A built-in Dockerfile
+	// NAME.Dockerfile gets the embedded files under dockerfiles/NAME/.
+	files map[string][]byte
+}
+
 // Dockerfile returns the content of the Dockerfile an image is built from: an
 // embedded file of that name, or else a file at that path.
 func Dockerfile(img languages.Image) ([]byte, error) {
-	data, err := dockerfiles.ReadFile("dockerfiles/" + img.Dockerfile)
-	if err == nil {
-		return data, nil
-	}
-	data, err = os.ReadFile(img.Dockerfile)
-	if err != nil {
-		return nil, fmt.Errorf("image %s: Dockerfile %q is neither built in nor a readable file: %w", img.Name, img.Dockerfile, err)
-	}
-	return data, nil
+	bc, err := loadContext(img)
+	return bc.dockerfile, err
 }
 
-// dockerfileHash is the value of LabelDockerfileHash for a Dockerfile built
-// on the parent image with the given ID.
-func dockerfileHash(dockerfile []byte, parentID string) string {
+// loadContext reads the build context of img: a built-in Dockerfile with its
+// files, or an operator's Dockerfile alone.
+func loadContext(img languages.Image) (buildContext, error) {
+	data, err := dockerfiles.ReadFile("dockerfiles/" + img.Dockerfile)
+	if err != nil {
+		data, err = os.ReadFile(img.Dockerfile)
+		if err != nil {
+			return buildContext{}, fmt.Errorf("image %s: Dockerfile %q is neither built in nor a readable file: %w", img.Name, img.Dockerfile, err)
+		}
+		return buildContext{dockerfile: data}, nil
+	}
+	bc := buildContext{dockerfile: data, files: map[string][]byte{}}
+	dir := "dockerfiles/" + strings.TrimSuffix(img.Dockerfile, ".Dockerfile")
+	entries, err := dockerfiles.ReadDir(dir)
+	if err != nil {
+		return bc, nil // no files beside this Dockerfile
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		content, err := dockerfiles.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			return buildContext{}, fmt.Errorf("image %s: reading %s: %w", img.Name, e.Name(), err)
+		}
+		bc.files[e.Name()] = content
+	}
+	return bc, nil
+}
+
+// hash is the value of LabelDockerfileHash for bc built on the parent image
+// with the given ID. A context of the Dockerfile alone hashes as before
+// files were added, so existing images stay up to date.
+func (bc buildContext) hash(parentID string) string {
 	h := sha256.New()
-	h.Write(dockerfile)
+	h.Write(bc.dockerfile)
 	h.Write([]byte{0})
 	h.Write([]byte(parentID))
+	for _, name := range slices.Sorted(maps.Keys(bc.files)) {
+		fmt.Fprintf(h, "\x00%s\x00%d\x00", name, len(bc.files[name]))
+		h.Write(bc.files[name])
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -206,11 +245,11 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 			parent, _ := reg.Image(img.From)
 			parentID, parentTag = ids[img.From], parent.Tag
 		}
-		dockerfile, err := Dockerfile(img)
+		bc, err := loadContext(img)
 		if err != nil {
 			return err
 		}
-		hash := dockerfileHash(dockerfile, parentID)
+		hash := bc.hash(parentID)
 		cur, err := cli.ImageInspect(ctx, img.Tag)
 		switch {
 		case err == nil && !forced[img.Name] && cur.Config != nil && cur.Config.Labels[LabelDockerfileHash] == hash:
@@ -221,10 +260,10 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 			return fmt.Errorf("inspecting image %s: %w", img.Tag, err)
 		}
 		args := map[string]string{"BASE": parentTag}
-		if len(opts.ExtraCACerts) > 0 && bytes.Contains(dockerfile, []byte("ARG EXTRA_CA_CERTS")) {
+		if len(opts.ExtraCACerts) > 0 && bytes.Contains(bc.dockerfile, []byte("ARG EXTRA_CA_CERTS")) {
 			args["EXTRA_CA_CERTS"] = string(opts.ExtraCACerts)
 		}
-		id, err := buildImage(ctx, cli, reg, img, dockerfile, args, hash, forced[img.Name], log)
+		id, err := buildImage(ctx, cli, reg, img, bc, args, hash, forced[img.Name], log)
 		if err != nil {
 			return err
 		}
@@ -244,7 +283,7 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 }
 
 // buildImage builds one image, measures its languages' versions and labels it.
-func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, dockerfile []byte, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
+func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, bc buildContext, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
 	start := time.Now()
 	fmt.Fprintf(log, "building %s from %s on %s\n", img.Tag, img.Dockerfile, args["BASE"])
 	langs := languagesOf(reg, img.Name)
@@ -254,7 +293,7 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 	for _, l := range langs {
 		labels[LabelRuntimeVersionPrefix+l.Name] = ""
 	}
-	if _, err := runBuild(ctx, cli, img.Tag, dockerfile, args, labels, noCache, log); err != nil {
+	if _, err := runBuild(ctx, cli, img.Tag, bc, args, labels, noCache, log); err != nil {
 		return "", fmt.Errorf("building image %s: %w", img.Tag, err)
 	}
 	removeBuildStages(ctx, cli, log)
@@ -267,7 +306,7 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 		fmt.Fprintf(log, "%s: %s\n", l.Name, v)
 		labels[LabelRuntimeVersionPrefix+l.Name] = v
 	}
-	id, err := runBuild(ctx, cli, img.Tag, []byte("FROM "+img.Tag+"\n"), nil, labels, false, io.Discard)
+	id, err := runBuild(ctx, cli, img.Tag, buildContext{dockerfile: []byte("FROM " + img.Tag + "\n")}, nil, labels, false, io.Discard)
 	if err != nil {
 		return "", fmt.Errorf("labeling image %s: %w", img.Tag, err)
 	}
@@ -301,18 +340,26 @@ func languagesOf(reg *languages.Registry, image string) []languages.Language {
 	return out
 }
 
-// runBuild builds a context holding only dockerfile with the legacy builder
-// and host networking (without the build cache if noCache), tags the result,
-// streams the output to log and returns the image ID.
-func runBuild(ctx context.Context, cli *client.Client, tag string, dockerfile []byte, args, labels map[string]string, noCache bool, log io.Writer) (string, error) {
+// runBuild builds bc with the legacy builder and host networking (without
+// the build cache if noCache), tags the result, streams the output to log and
+// returns the image ID.
+func runBuild(ctx context.Context, cli *client.Client, tag string, bc buildContext, args, labels map[string]string, noCache bool, log io.Writer) (string, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), ModTime: time.Unix(0, 0)}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return "", fmt.Errorf("writing the build context: %w", err)
-	}
-	if _, err := tw.Write(dockerfile); err != nil {
-		return "", fmt.Errorf("writing the build context: %w", err)
+	files := map[string][]byte{"Dockerfile": bc.dockerfile}
+	maps.Copy(files, bc.files)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		mode := int64(0o644)
+		if bytes.HasPrefix(files[name], []byte("#!")) {
+			mode = 0o755
+		}
+		hdr := &tar.Header{Name: name, Mode: mode, Size: int64(len(files[name])), ModTime: time.Unix(0, 0)}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return "", fmt.Errorf("writing the build context: %w", err)
+		}
+		if _, err := tw.Write(files[name]); err != nil {
+			return "", fmt.Errorf("writing the build context: %w", err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return "", fmt.Errorf("writing the build context: %w", err)
@@ -465,8 +512,8 @@ func Status(ctx context.Context, cli *client.Client, reg *languages.Registry) ([
 					st.RuntimeVersions[l.Name] = v
 				}
 			}
-			if dockerfile, err := Dockerfile(img); err == nil && ids[img.From] != "" {
-				st.UpToDate = labels[LabelDockerfileHash] == dockerfileHash(dockerfile, ids[img.From])
+			if bc, err := loadContext(img); err == nil && ids[img.From] != "" {
+				st.UpToDate = labels[LabelDockerfileHash] == bc.hash(ids[img.From])
 			}
 		}
 		ids[img.Name] = st.ID

@@ -61,6 +61,12 @@ type Language struct {
 	Version []string `json:"version"`
 	// Env holds extra NAME=value pairs set for every stage.
 	Env []string `json:"env,omitempty"`
+	// Prestart, if set, is started by a warm sandbox as soon as it exists,
+	// before any job: a compiler server that loads and warms up ahead of the
+	// program (Kotlin's). It gets the stages' environment; whatever is left
+	// of it is killed when the first stage ends. The compile command decides
+	// whether to use it, and must work without it (cold sandboxes have none).
+	Prestart []string `json:"prestart,omitempty"`
 	// Kernel, if set, runs session cells in a long-lived interpreter so that
 	// variables and imports persist from call to call.
 	Kernel *Kernel `json:"kernel,omitempty"`

@@ -20,12 +20,17 @@ import (
 
 // pooledEngine returns an engine whose bash runs come from a warm pool.
 func pooledEngine(t *testing.T, size int) *engine.Engine {
+	return pooledEngineFor(t, "bash", size)
+}
+
+// pooledEngineFor returns an engine with a warm pool of size for lang only.
+func pooledEngineFor(t *testing.T, lang string, size int) *engine.Engine {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Pool.Size = 0
-	cfg.Pool.Sizes = []string{"bash=" + itoa(size)}
+	cfg.Pool.Sizes = []string{lang + "=" + itoa(size)}
 	e, b := testutil.Engine(t, &cfg)
-	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	testutil.RequireImage(t, b, languages.Builtin(), lang)
 	e.StartPool()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -35,7 +40,7 @@ func pooledEngine(t *testing.T, size int) *engine.Engine {
 		}
 		testutil.NoLeftovers(t, b.Client())
 	})
-	waitIdle(t, e, "bash", size)
+	waitIdle(t, e, lang, size)
 	return e
 }
 
@@ -166,5 +171,53 @@ func TestDrainedPoolIsBusy(t *testing.T) {
 	_, err := p.Get(ctx, "bash")
 	if !errors.Is(err, pool.ErrBusy) || !strings.Contains(err.Error(), "retry") {
 		t.Fatalf("got %v, want a busy error", err)
+	}
+}
+
+// TestPrestartedCompilerServesWarmRuns checks Kotlin's warm path: the pool's
+// sandbox starts the compiler before the job (the registry's prestart), the
+// job's compile goes to it, its messages come back in the compile stage, and
+// nothing of it is left when the program runs.
+func TestPrestartedCompilerServesWarmRuns(t *testing.T) {
+	e := pooledEngineFor(t, "kotlin", 1)
+	ctx := context.Background()
+	// A compile stage that ran the compiler itself would hold a JVM of more
+	// than 100 MiB; the script that hands the job to the warm compiler is a
+	// shell and a few small processes.
+	const noJVMKB = 64 << 10
+
+	cases := []struct {
+		name, code, status, stdout, compileErr string
+	}{
+		{"hello", "fun main() {\n    println(\"hello, world\")\n}\n", engine.StatusOK, "hello, world\n", ""},
+		{"type error", "fun main() {\n    val n: Int = \"text\"\n    println(n)\n}\n", engine.StatusCompileError, "", "type mismatch"},
+		{"no compiler left behind", `fun main() {
+    val left = java.io.File("/proc").listFiles()!!.filter { it.name.all(Char::isDigit) }
+        .map { runCatching { java.io.File(it, "cmdline").readText() }.getOrDefault("") }
+        .count { it.contains("KotlincServer") }
+    println("servers: " + left)
+}
+`, engine.StatusOK, "servers: 0\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			waitIdle(t, e, "kotlin", 1)
+			r, err := e.Run(ctx, engine.Request{Language: "kotlin", Code: c.code}, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != c.status || r.Stdout != c.stdout {
+				t.Fatalf("status %s, stdout %q; want %s, %q (compile: %+v)", r.Status, r.Stdout, c.status, c.stdout, r.Compile)
+			}
+			if r.Compile == nil {
+				t.Fatal("no compile stage")
+			}
+			if !strings.Contains(r.Compile.Stderr, c.compileErr) {
+				t.Errorf("compile stderr %q, want it to contain %q", r.Compile.Stderr, c.compileErr)
+			}
+			if r.Compile.MaxMemoryKB > noJVMKB {
+				t.Errorf("the compile stage peaked at %d KiB: it started a JVM instead of using the warm compiler", r.Compile.MaxMemoryKB)
+			}
+		})
 	}
 }

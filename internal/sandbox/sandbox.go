@@ -35,6 +35,9 @@ type Template struct {
 	MaxLife time.Duration
 	// Purpose names what the sandbox is for ("python", "cold") in labels and logs.
 	Purpose string
+	// Prestart, if set, is what the agent starts as soon as the sandbox is
+	// up, before its job (see languages.Language.Prestart).
+	Prestart *agent.Prestart
 }
 
 // Job is the one request a sandbox runs.

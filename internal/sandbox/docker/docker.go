@@ -197,6 +197,12 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			},
 		},
 	}
+	if t.Prestart != nil {
+		spec, err := json.Marshal(t.Prestart)
+		if err == nil {
+			cfg.Env = append(cfg.Env, agent.PrestartEnv+"="+string(spec))
+		}
+	}
 	return cfg, host
 }
 
