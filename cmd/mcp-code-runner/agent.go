@@ -25,8 +25,11 @@ func newAgentCmd(*globalOptions) *cobra.Command {
 			}
 			agent.KillStragglers = os.Getuid() != 0
 			agent.BecomeInit()
+			// Either failing leaves the job to run as in a cold sandbox.
 			if err := agent.StartPrestart(os.Getenv(agent.PrestartEnv)); err != nil {
-				// The job still runs: the compile command works without it.
+				fmt.Fprintln(os.Stderr, "agent:", err)
+			}
+			if err := agent.StartWarm(os.Getenv(agent.WarmEnv)); err != nil {
 				fmt.Fprintln(os.Stderr, "agent:", err)
 			}
 			if err := agent.Serve(os.Stdin, os.Stdout); err != nil {

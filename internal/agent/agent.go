@@ -278,53 +278,73 @@ func pump(fw *frameWriter, kind byte, stage uint8, r io.Reader, limit int64) (to
 	}
 }
 
-func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64, killAll bool, cancel <-chan struct{}) StageResult {
-	res := StageResult{Name: st.Name}
-	if len(st.Argv) == 0 {
-		res.Error, res.ExitCode = "stage has no command", 127
-		return res
-	}
+// stageProc is a stage's running process: its output pipes and, when the
+// stage has input to send, the pipe to write it to.
+type stageProc struct {
+	cmd        *exec.Cmd
+	outR, errR *os.File
+	stdinW     *os.File
+}
+
+// startStage starts st's command in workdir with pipes for its output; its
+// input is st.Stdin, or /dev/null when that is empty.
+func startStage(st Stage, workdir string) (*stageProc, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		res.Error, res.ExitCode = fmt.Sprintf("creating pipe: %v", err), 127
-		return res
+		return nil, fmt.Errorf("creating pipe: %v", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		res.Error, res.ExitCode = fmt.Sprintf("creating pipe: %v", err), 127
-		return res
+		return nil, fmt.Errorf("creating pipe: %v", err)
 	}
 	cmd := exec.Command(st.Argv[0], st.Argv[1:]...)
 	cmd.Dir = workdir
 	cmd.Env = append(baseEnv(), st.Env...)
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stdinW *os.File
+	var stdinR, stdinW *os.File
 	if len(st.Stdin) > 0 {
-		var stdinR *os.File
 		if stdinR, stdinW, err = os.Pipe(); err == nil {
 			cmd.Stdin = stdinR
-			defer stdinR.Close()
 		}
 	}
-
-	oomBefore := oomKills()
-	start := time.Now()
 	err = startTracked(cmd)
 	outW.Close()
 	errW.Close()
+	if stdinR != nil {
+		stdinR.Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
 		if stdinW != nil {
 			stdinW.Close()
 		}
-		res.Error, res.ExitCode = fmt.Sprintf("starting %s: %v", st.Argv[0], err), 127
+		return nil, fmt.Errorf("starting %s: %v", st.Argv[0], err)
+	}
+	return &stageProc{cmd: cmd, outR: outR, errR: errR, stdinW: stdinW}, nil
+}
+
+func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64, killAll bool, cancel <-chan struct{}) StageResult {
+	res := StageResult{Name: st.Name}
+	if len(st.Argv) == 0 {
+		res.Error, res.ExitCode = "stage has no command", 127
 		return res
 	}
-	if stdinW != nil {
+	oomBefore := oomKills()
+	start := time.Now()
+	proc := takeWarm(st, workdir)
+	if proc == nil {
+		var err error
+		if proc, err = startStage(st, workdir); err != nil {
+			res.Error, res.ExitCode = err.Error(), 127
+			return res
+		}
+	}
+	cmd, outR, errR := proc.cmd, proc.outR, proc.errR
+	if stdinW := proc.stdinW; stdinW != nil {
 		go func() {
 			_, _ = stdinW.Write(st.Stdin) // EPIPE when the program ignores stdin
 			stdinW.Close()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,5 +204,86 @@ func TestPrestartRejectsBadSpecs(t *testing.T) {
 	}
 	if err := StartPrestart(""); err != nil {
 		t.Errorf("no prestart: %v", err)
+	}
+}
+
+// TestWarmInterpreterRunsTheScriptAsPython starts the warm Python
+// interpreter and checks that a run stage handed to it behaves as
+// `python3 -u main.py ARGS` would; a stage that does not fit (other
+// environment) gets a python3 of its own.
+func TestWarmInterpreterRunsTheScriptAsPython(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	const script = `import os, sys
+warm = open("/proc/self/cmdline").read().split("\0")[2] == "-c"
+print("warm" if warm else "cold", __name__, os.path.basename(__file__), sys.argv, sys.path[0] == os.getcwd(), os.environ.get("LANG_ENV"), sys.stdin.read())
+def f():
+    raise ValueError("boom")
+f()
+`
+	env := []string{"LANG_ENV=yes"}
+	cases := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"fits", env, "warm __main__ main.py ['main.py', 'a b', 'c'] True yes in\n"},
+		{"other env", []string{"LANG_ENV=yes", "USER_ENV=1"}, "cold __main__ main.py ['main.py', 'a b', 'c'] True yes in\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			spec, _ := json.Marshal(Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Env: env,
+				Replaces: []string{"python3", "-u", "main.py"}})
+			if err := StartWarm(string(spec)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { warm = nil })
+			stages, stdout, stderr, done := serve(t, Request{Workdir: dir, OutputLimit: 4096,
+				Files: []File{{Path: "main.py", Data: []byte(script)}},
+				Stages: []Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py", "a b", "c"}, Env: c.env,
+					Stdin: []byte("in"), TimeoutMs: 10000}}})
+			if done.Error != "" || len(stages) != 1 {
+				t.Fatalf("done %+v, stages %+v", done, stages)
+			}
+			if stdout[0] != c.want {
+				t.Errorf("stdout %q, want %q (stderr %q)", stdout[0], c.want, stderr[0])
+			}
+			if stages[0].ExitCode != 1 {
+				t.Errorf("exit code %d, want 1 (an uncaught exception)", stages[0].ExitCode)
+			}
+			tb := stderr[0]
+			if !strings.HasPrefix(tb, "Traceback (most recent call last):\n  File \""+filepath.Join(dir, "main.py")+"\", line 6, in <module>") ||
+				!strings.HasSuffix(tb, "ValueError: boom\n") || strings.Contains(tb, "_mcr_run") {
+				t.Errorf("traceback is not the script's alone:\n%s", tb)
+			}
+			if warm != nil {
+				t.Error("the warm interpreter is still waiting after the stage")
+			}
+		})
+	}
+}
+
+// TestWarmInterpreterReportsSyntaxErrors checks a script that does not
+// compile: Python's own message, exit code 1.
+func TestWarmInterpreterReportsSyntaxErrors(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	spec, _ := json.Marshal(Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"},
+		Replaces: []string{"python3", "-u", "main.py"}})
+	if err := StartWarm(string(spec)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { warm = nil })
+	stages, _, stderr, _ := serve(t, Request{Workdir: dir, OutputLimit: 4096,
+		Files:  []File{{Path: "main.py", Data: []byte("print('ok'\n")}},
+		Stages: []Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, TimeoutMs: 10000}}})
+	if len(stages) != 1 || stages[0].ExitCode != 1 || !strings.Contains(stderr[0], "SyntaxError") || strings.Contains(stderr[0], "Traceback") {
+		t.Errorf("stages %+v, stderr %q", stages, stderr[0])
 	}
 }

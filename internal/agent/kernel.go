@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-//go:embed kernels/python_kernel.py kernels/javascript_kernel.js
+//go:embed kernels/python_kernel.py kernels/javascript_kernel.js kernels/python_warm.py
 var kernelFiles embed.FS
 
 // kernelMark ends each cell's output on stdout and on stderr.

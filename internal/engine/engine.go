@@ -333,6 +333,9 @@ func (e *Engine) StartPool() {
 			// server started beside the compile would only compete with it.
 			t.Prestart = &agent.Prestart{Argv: l.Prestart, Env: l.Env}
 		}
+		if l.Warm != nil {
+			t.Warm = &agent.Warm{Name: l.Warm.Name, Argv: l.Warm.Run, Env: l.Env, Replaces: l.Run}
+		}
 		templates[l.Name] = t
 		sizes[l.Name] = e.cfg.Pool.SizeFor(l.Name)
 	}

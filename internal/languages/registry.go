@@ -67,6 +67,11 @@ type Language struct {
 	// of it is killed when the first stage ends. The compile command decides
 	// whether to use it, and must work without it (cold sandboxes have none).
 	Prestart []string `json:"prestart,omitempty"`
+	// Warm, if set, is an interpreter that a warm sandbox starts before its
+	// job and hands the run stage to, so the run skips the interpreter's
+	// start. It is used only when the run stage is the plain run command
+	// with the language's own environment (no env from the request).
+	Warm *WarmInterpreter `json:"warm,omitempty"`
 	// Kernel, if set, runs session cells in a long-lived interpreter so that
 	// variables and imports persist from call to call.
 	Kernel *Kernel `json:"kernel,omitempty"`
@@ -81,6 +86,14 @@ type Kernel struct {
 	// Name picks the kernel program built into the agent.
 	Name string `json:"name"`
 	// Run starts the interpreter; "{kernel}" stands for the program's path.
+	Run []string `json:"run"`
+}
+
+// WarmInterpreter is a language's pre-started interpreter.
+type WarmInterpreter struct {
+	// Name picks the program built into the agent that the interpreter runs.
+	Name string `json:"name"`
+	// Run starts the interpreter; "{program}" stands for the program's source.
 	Run []string `json:"run"`
 }
 

@@ -221,3 +221,47 @@ func TestPrestartedCompilerServesWarmRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmPythonBehavesAsPython3 runs Python programs in warm sandboxes,
+// whose agent started the interpreter before the job, and checks what a
+// program sees and what the result says against `python3 -u main.py`. A
+// request with its own environment gets a python3 started for it.
+func TestWarmPythonBehavesAsPython3(t *testing.T) {
+	e := pooledEngineFor(t, "python", 1)
+	const probe = `import os, sys
+warm = open("/proc/self/cmdline").read().split("\0")[2] == "-c"
+print("warm" if warm else "cold", __name__, __file__, sys.argv, sys.path[0], os.environ.get("MINE"), repr(sys.stdin.read()))
+`
+	cases := []struct {
+		name           string
+		req            engine.Request
+		status, stdout string
+		exit           int
+		stderr         string
+	}{
+		{"argv stdin and path", engine.Request{Code: probe, Args: []string{"a b", "c"}, Stdin: "in"}, engine.StatusOK,
+			"warm __main__ /workspace/main.py ['main.py', 'a b', 'c'] /workspace None 'in'\n", 0, ""},
+		{"own environment", engine.Request{Code: probe, Env: map[string]string{"MINE": "1"}}, engine.StatusOK,
+			"cold __main__ /workspace/main.py ['main.py'] /workspace 1 ''\n", 0, ""},
+		{"exit code", engine.Request{Code: "import sys\nprint('out')\nsys.exit(3)"}, engine.StatusError, "out\n", 3, ""},
+		{"exception", engine.Request{Code: "def f():\n    raise KeyError('k')\nf()\n"}, engine.StatusError, "", 1,
+			"Traceback (most recent call last):\n  File \"/workspace/main.py\", line 3, in <module>\n    f()\n"},
+		{"syntax error", engine.Request{Code: "print('x'\n"}, engine.StatusError, "", 1, "  File \"/workspace/main.py\", line 1\n"},
+		{"pickle of a class in __main__", engine.Request{Code: "import pickle\nclass P: pass\nprint(type(pickle.loads(pickle.dumps(P()))).__name__)"},
+			engine.StatusOK, "P\n", 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			waitIdle(t, e, "python", 1)
+			c.req.Language = "python"
+			r, err := e.Run(context.Background(), c.req, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != c.status || r.Stdout != c.stdout || r.ExitCode != c.exit || !strings.HasPrefix(r.Stderr, c.stderr) {
+				t.Errorf("got %s exit %d stdout %q stderr %q; want %s exit %d stdout %q stderr starting %q",
+					r.Status, r.ExitCode, r.Stdout, r.Stderr, c.status, c.exit, c.stdout, c.stderr)
+			}
+		})
+	}
+}

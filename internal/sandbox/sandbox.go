@@ -38,6 +38,9 @@ type Template struct {
 	// Prestart, if set, is what the agent starts as soon as the sandbox is
 	// up, before its job (see languages.Language.Prestart).
 	Prestart *agent.Prestart
+	// Warm, if set, is the interpreter the agent starts for the job's run
+	// stage before the job arrives (see languages.Language.Warm).
+	Warm *agent.Warm
 }
 
 // Job is the one request a sandbox runs.

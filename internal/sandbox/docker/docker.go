@@ -197,13 +197,20 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			},
 		},
 	}
+	// What the agent starts before the job (warm sandboxes only).
 	if t.Prestart != nil {
-		spec, err := json.Marshal(t.Prestart)
-		if err == nil {
-			cfg.Env = append(cfg.Env, agent.PrestartEnv+"="+string(spec))
-		}
+		cfg.Env = append(cfg.Env, jsonEnv(agent.PrestartEnv, t.Prestart))
+	}
+	if t.Warm != nil {
+		cfg.Env = append(cfg.Env, jsonEnv(agent.WarmEnv, t.Warm))
 	}
 	return cfg, host
+}
+
+// jsonEnv is the environment entry name=JSON of v.
+func jsonEnv(name string, v any) string {
+	spec, _ := json.Marshal(v) // plain structs of strings: cannot fail
+	return name + "=" + string(spec)
 }
 
 // Create makes, attaches and starts a container from t; its agent then

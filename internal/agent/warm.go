@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// WarmEnv is the agent's environment variable that carries a Warm as JSON.
+// Like every MCR_ variable it is not passed on to the stages.
+const WarmEnv = "MCR_WARM"
+
+// Warm describes an interpreter that a warm sandbox starts before its job
+// and hands the job's run stage to, so the run does not wait for the
+// interpreter to start. The interpreter runs a program built into the agent
+// that reads the run command on fd 3 and then behaves as that command would
+// have: NUL-terminated fields, the first the index in the command of the
+// script (the last word of Replaces), then the command's words.
+type Warm struct {
+	// Name picks the program built into the agent ("python").
+	Name string `json:"name"`
+	// Argv starts the interpreter; "{program}" is replaced by the program's
+	// source.
+	Argv []string `json:"argv"`
+	// Env is the language's environment. The warm interpreter serves only a
+	// stage whose environment is exactly this: the interpreter read its
+	// environment when it started.
+	Env []string `json:"env,omitempty"`
+	// Replaces is the run command the interpreter stands for
+	// (["python3", "main.py"]); a stage's command must start with it.
+	Replaces []string `json:"replaces"`
+}
+
+// warmPrograms are the programs a Warm may name.
+var warmPrograms = map[string]string{"python": "kernels/python_warm.py"}
+
+// warmProc is the started warm interpreter, waiting for its job.
+type warmProc struct {
+	spec    Warm
+	dir     string
+	cmd     *exec.Cmd
+	stdin   *os.File // write end of its standard input
+	control *os.File // write end of fd 3
+	outR    *os.File
+	errR    *os.File
+}
+
+// warm is the interpreter started at boot, until a stage takes it; nil if
+// none.
+var warm *warmProc
+
+// StartWarm starts the warm interpreter described by spec (JSON; empty means
+// none) in the working directory with the stages' environment, in its own
+// process group, its standard streams and fd 3 pipes that the agent holds.
+func StartWarm(spec string) error {
+	if spec == "" {
+		return nil
+	}
+	var w Warm
+	if err := json.Unmarshal([]byte(spec), &w); err != nil || len(w.Argv) == 0 || len(w.Replaces) == 0 {
+		return fmt.Errorf("%s is not a warm interpreter (JSON with argv and replaces): %q", WarmEnv, spec)
+	}
+	file, ok := warmPrograms[w.Name]
+	if !ok {
+		return fmt.Errorf("%s names an unknown warm program %q", WarmEnv, w.Name)
+	}
+	program, err := kernelFiles.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("warm program %s: %w", w.Name, err)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("warm interpreter: finding the working directory: %w", err)
+	}
+	argv := make([]string, len(w.Argv))
+	for i, a := range w.Argv {
+		argv[i] = strings.ReplaceAll(a, "{program}", string(program))
+	}
+	var pipes [4][2]*os.File // stdin, stdout, stderr, control: [read, write]
+	closeAll := func() {
+		for _, p := range pipes {
+			for _, f := range p {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
+	}
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("warm interpreter: creating pipe: %w", err)
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(), w.Env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	cmd.ExtraFiles = []*os.File{pipes[3][0]}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := startTracked(cmd); err != nil {
+		closeAll()
+		return fmt.Errorf("starting warm interpreter %q: %w", argv[0], err)
+	}
+	// The child's ends stay with the child only.
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	pipes[3][0].Close()
+	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: pipes[3][1], outR: pipes[1][0], errR: pipes[2][0]}
+	return nil
+}
+
+// takeWarm hands st to the warm interpreter if it fits: the same command
+// prefix, environment and directory, and the interpreter still alive. It
+// returns nil when the stage must start its own process; an interpreter that
+// does not fit is stopped, since no later stage of a one-job sandbox can use
+// it either.
+func takeWarm(st Stage, workdir string) *stageProc {
+	w := warm
+	if w == nil {
+		return nil
+	}
+	warm = nil
+	fits := len(st.Argv) >= len(w.spec.Replaces) && slices.Equal(st.Argv[:len(w.spec.Replaces)], w.spec.Replaces) &&
+		slices.Equal(st.Env, w.spec.Env) && workdir == w.dir && alive(w.cmd.Process.Pid)
+	if !fits {
+		w.stop()
+		return nil
+	}
+	var msg bytes.Buffer
+	msg.WriteString(strconv.Itoa(len(w.spec.Replaces) - 1))
+	msg.WriteByte(0)
+	for _, a := range st.Argv {
+		msg.WriteString(a)
+		msg.WriteByte(0)
+	}
+	_, err := w.control.Write(msg.Bytes())
+	w.control.Close()
+	if err != nil {
+		w.stop()
+		return nil
+	}
+	return &stageProc{cmd: w.cmd, outR: w.outR, errR: w.errR, stdinW: w.stdin}
+}
+
+// stop kills the interpreter and reaps it in the background.
+func (w *warmProc) stop() {
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	for _, f := range []*os.File{w.stdin, w.control, w.outR, w.errR} {
+		f.Close()
+	}
+	go func() {
+		_ = w.cmd.Wait()
+		untrack(w.cmd)
+	}()
+}
+
+// alive reports whether process pid exists and has not exited (a zombie
+// has).
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain them.
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
+}
