@@ -40,6 +40,9 @@ type Warm struct {
 // warmPrograms are the programs a Warm may name.
 var warmPrograms = map[string]string{"python": "kernels/python_warm.py"}
 
+// HasWarmProgram reports whether the agent has a warm program of that name.
+func HasWarmProgram(name string) bool { _, ok := warmPrograms[name]; return ok }
+
 // warmProc is the started warm interpreter, waiting for its job.
 type warmProc struct {
 	spec    Warm

@@ -333,7 +333,11 @@ func (e *Engine) StartPool() {
 			// server started beside the compile would only compete with it.
 			t.Prestart = &agent.Prestart{Argv: l.Prestart, Env: l.Env}
 		}
-		if l.Warm != nil {
+		switch {
+		case l.Warm != nil && !agent.HasWarmProgram(l.Warm.Name):
+			e.log.Error("language registry: unknown warm program; the language's warm sandboxes start no interpreter ahead",
+				"language", l.Name, "warm", l.Warm.Name)
+		case l.Warm != nil:
 			t.Warm = &agent.Warm{Name: l.Warm.Name, Argv: l.Warm.Run, Env: l.Env, Replaces: l.Run}
 		}
 		templates[l.Name] = t

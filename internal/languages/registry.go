@@ -200,6 +200,8 @@ func New(f File) (*Registry, error) {
 			return nil, fmt.Errorf("language %q: run command is required", l.Name)
 		case len(l.Version) == 0:
 			return nil, fmt.Errorf("language %q: version command is required", l.Name)
+		case l.Warm != nil && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") })):
+			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program}", l.Name)
 		}
 		if _, ok := r.images[l.Image]; !ok {
 			return nil, fmt.Errorf("language %q uses unknown image %q", l.Name, l.Image)

@@ -49,6 +49,7 @@ func TestNewRejects(t *testing.T) {
 	}{
 		{"unknown image", lang(func(l *Language) { l.Image = "nope" }), "unknown image"},
 		{"no run", lang(func(l *Language) { l.Run = nil }), "run command is required"},
+		{"warm without its program", lang(func(l *Language) { l.Warm = &WarmInterpreter{Name: "python", Run: []string{"python3"}} }), "warm needs a name"},
 		{"file with dir", lang(func(l *Language) { l.File = "a/b" }), "plain file name"},
 		{"upper-case name", lang(func(l *Language) { l.Name = "X" }), "lower case"},
 		{"alias clash", File{Images: img, Languages: []Language{
