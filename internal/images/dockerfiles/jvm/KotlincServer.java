@@ -42,17 +42,12 @@ public final class KotlincServer {
         PrintStream realErr = System.err;
 
         // The warm-up: one compile of a sample, output discarded, so that the
-        // job's compile finds the compiler's classes loaded and compiled.
-        Path warm = dir.resolve("warm");
-        Files.createDirectories(warm);
-        Path sample = warm.resolve("sample.kt");
-        Files.writeString(sample, SAMPLE);
-        ByteArrayOutputStream discard = new ByteArrayOutputStream();
-        PrintStream sink = new PrintStream(discard, true, StandardCharsets.UTF_8);
-        System.setOut(sink);
-        System.setErr(sink);
-        CLITool.doMainNoExit(new K2JVMCompiler(), new String[] {
-                "-kotlin-home", kotlinHome, "-d", warm.resolve("out").toString(), sample.toString()});
+        // job's compile finds the compiler's classes loaded and compiled. It
+        // is skipped when a job already waits (kotlinc marks the server
+        // "taken"): the job's own compile then does that work, once.
+        if (!Files.exists(dir.resolve("taken"))) {
+            warmUp(dir, kotlinHome);
+        }
 
         Files.createFile(dir.resolve("ready"));
         List<String> request = Files.readAllLines(dir.resolve("request"), StandardCharsets.UTF_8);
@@ -78,5 +73,25 @@ public final class KotlincServer {
         System.setOut(realOut);
         System.setErr(realErr);
         System.exit(0);
+    }
+
+    /** Compiles the sample into dir/warm, discarding the compiler's output. */
+    private static void warmUp(Path dir, String kotlinHome) throws Exception {
+        Path warm = dir.resolve("warm");
+        Files.createDirectories(warm);
+        Path sample = warm.resolve("sample.kt");
+        Files.writeString(sample, SAMPLE);
+        PrintStream sink = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        System.setOut(sink);
+        System.setErr(sink);
+        try {
+            CLITool.doMainNoExit(new K2JVMCompiler(), new String[] {
+                    "-kotlin-home", kotlinHome, "-d", warm.resolve("out").toString(), sample.toString()});
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
     }
 }
