@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -14,7 +16,7 @@ func init() { subcommands = append(subcommands, newBenchCmd) }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
 	o := bench.Options{Out: os.Stdout}
-	var langs string
+	var langs, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
@@ -41,6 +43,17 @@ on a shared machine, compare ratios across runs.`,
 				return err
 			}
 			o.Languages = strings.Split(langs, ",")
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("creating the CPU profile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("starting the CPU profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return bench.Run(cmd.Context(), st.cfg, st.reg, st.backend, o)
 		},
 	}
@@ -54,5 +67,6 @@ on a shared machine, compare ratios across runs.`,
 	f.DurationVar(&o.LoadFor, "load-for", 60*time.Second, "how long to run the sustained load (0 skips it)")
 	f.IntVar(&o.LoadClients, "load-clients", 8, "concurrent MCP clients in the sustained load")
 	f.StringVar(&o.LoadLanguage, "load-language", "python", "language of the sustained load")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	return cmd
 }
