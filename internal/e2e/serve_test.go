@@ -189,7 +189,7 @@ func TestShutdownKillsRunsAfterGrace(t *testing.T) {
 	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "bash")
 	bin := testutil.AgentBinary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "serve", "--http", addr, "--pool-size", "1", "--shutdown-grace-seconds", "2")
+	cmd := exec.Command(bin, "serve", "--http", addr, "--pool-size", "0", "--pool-sizes", "bash=1", "--shutdown-grace-seconds", "2")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,11 @@ func TestShutdownKillsRunsAfterGrace(t *testing.T) {
 		}
 		got <- outcome{text: res.Content[0].(*mcp.TextContent).Text}
 	}()
-	time.Sleep(2 * time.Second)
+	// The run has its sandbox once the pool has made a second one to
+	// replace it (a fixed sleep failed on a loaded machine: the run was
+	// still waiting for its sandbox when the signal came).
+	waitFor(t, "the run to take its sandbox", 60*time.Second, func() bool { return len(containersOf(t, cli, cmd.Process.Pid)) >= 2 })
+	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
