@@ -125,11 +125,21 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.ok("no sandbox containers left behind")
 		}
 	}
-	var sizes []string
+	var sizes, ahead []string
 	for _, l := range reg.Languages() {
-		sizes = append(sizes, fmt.Sprintf("%s=%d", l.Name, cfg.Pool.SizeFor(l.Name)))
+		n := cfg.Pool.SizeFor(l.Name)
+		sizes = append(sizes, fmt.Sprintf("%s=%d", l.Name, n))
+		switch {
+		case n > 0 && l.Warm != nil:
+			ahead = append(ahead, l.Name+" (interpreter)")
+		case n > 0 && len(l.Prestart) > 0:
+			ahead = append(ahead, l.Name+" (compiler)")
+		}
 	}
 	d.ok("warm pool configured: %s (0 means cold path; `serve` logs the pool's state as it changes)", strings.Join(sizes, " "))
+	if len(ahead) > 0 {
+		d.ok("warm sandboxes start their runtime before the job for: %s", strings.Join(ahead, ", "))
+	}
 	if err == nil {
 		byPurpose := map[string]int{}
 		for _, c := range list.Items {
