@@ -28,18 +28,59 @@ var (
 )
 
 // startTracked starts cmd and registers it as a child the agent waits for
-// itself. Its processes are also made the first the OOM killer picks.
+// itself. Its processes are also made the first the OOM killer picks: the
+// agent raises its own oom_score_adj for the moment of the fork, so the child
+// has the value from its first instruction (children inherit it), then lowers
+// it back. Writing the child's value after the start, as a fallback, races
+// with what the child forks first.
 func startTracked(cmd *exec.Cmd) error {
 	startMu.Lock()
 	defer startMu.Unlock()
-	if err := cmd.Start(); err != nil {
+	inherit := oomInherit()
+	if inherit {
+		_ = os.WriteFile(ownOOMScoreAdj, []byte("1000"), 0)
+	}
+	err := cmd.Start()
+	if inherit {
+		_ = os.WriteFile(ownOOMScoreAdj, []byte(agentOOMScore), 0)
+	}
+	if err != nil {
 		return err
 	}
 	tracked[cmd.Process.Pid] = true
-	// Best effort: the program's processes go before the agent when memory
-	// runs out (children inherit the value).
-	_ = os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/oom_score_adj", []byte("1000"), 0)
+	if !inherit {
+		_ = os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/oom_score_adj", []byte("1000"), 0)
+	}
 	return nil
+}
+
+const ownOOMScoreAdj = "/proc/self/oom_score_adj"
+
+var (
+	agentOOMScore string
+	oomInherit    = sync.OnceValue(checkOOMInherit)
+)
+
+// checkOOMInherit reports whether the agent may raise its own oom_score_adj
+// and lower it back (an unprivileged process may lower it only down to the
+// value a privileged one last set). Only inside a sandbox: elsewhere the
+// agent's own score is not its business.
+func checkOOMInherit() bool {
+	if !KillStragglers {
+		return false
+	}
+	cur, err := os.ReadFile(ownOOMScoreAdj)
+	if err != nil {
+		return false
+	}
+	agentOOMScore = strings.TrimSpace(string(cur))
+	if os.WriteFile(ownOOMScoreAdj, []byte("1000"), 0) != nil {
+		return false
+	}
+	if os.WriteFile(ownOOMScoreAdj, []byte(agentOOMScore), 0) != nil {
+		return false // stuck high: that is what the check is for; a sandbox this happens in dies with its run
+	}
+	return true
 }
 
 // untrack forgets a child once exec.Cmd.Wait has reaped it.
