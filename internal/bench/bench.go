@@ -155,16 +155,30 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		} else {
 			fmt.Fprintf(w, "- hardened create, start, wait, remove of `true` in %d parallel loops for %s: **%.2f containers/s**\n", o.ChurnLoops, o.ChurnFor, rate)
 		}
+		// The same churn with the load's own sandboxes: what a run's
+		// container costs beyond `true` (agent, runtime start, the run).
+		code := hello[o.LoadLanguage]
+		if l, ok := reg.Lookup(o.LoadLanguage); ok && code == "" {
+			code = l.Example
+		}
+		sandboxRate, err := coldCeiling(ctx, cold, o.LoadLanguage, code, o.ChurnFor, o.ChurnLoops)
+		if err != nil {
+			fmt.Fprintf(w, "cold-run churn: %v\n", err)
+		} else {
+			fmt.Fprintf(w, "- cold %s hello worlds (create, start, run, remove) in %d parallel loops for %s: **%.2f runs/s**\n", o.LoadLanguage, o.ChurnLoops, o.ChurnFor, sandboxRate)
+		}
 		if o.LoadFor > 0 {
 			s := loadSample(ctx, session, o.LoadLanguage, o.LoadClients, o.LoadFor)
 			fmt.Fprintf(w, "\n## Sustained load: %d clients, %s, %s through MCP HTTP\n\n", o.LoadClients, o.LoadFor, o.LoadLanguage)
-			fmt.Fprintln(w, "| runs | runs/s | p50 | p95 | p99 | errors | share of churn ceiling |")
-			fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-			share := 0.0
-			if rate > 0 {
-				share = s.Rate() / rate * 100
+			fmt.Fprintln(w, "| runs | runs/s | p50 | p95 | p99 | errors | share of churn ceiling | share of cold-run churn |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+			share := func(of float64) float64 {
+				if of <= 0 {
+					return 0
+				}
+				return s.Rate() / of * 100
 			}
-			fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share)
+			fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share(rate), share(sandboxRate))
 		}
 	}
 	return nil
@@ -327,6 +341,21 @@ func churnCeiling(ctx context.Context, b *docker.Backend, reg *languages.Registr
 	}
 	cfgTmpl := engine.New(config.Default(), reg, b, nil).Template(l)
 	cli := b.Client()
+	return parallelRate(d, loops, func() error { return oneContainer(ctx, cli, b, cfgTmpl) })
+}
+
+// coldCeiling runs code in lang on the cold path (a new sandbox per run,
+// removed after it) in loops parallel loops for d and returns the runs/s.
+func coldCeiling(ctx context.Context, e *engine.Engine, lang, code string, d time.Duration, loops int) (float64, error) {
+	return parallelRate(d, loops, func() error {
+		_, err := e.Run(ctx, engine.Request{Language: lang, Code: code}, engine.RunOptions{})
+		return err
+	})
+}
+
+// parallelRate calls f in loops parallel loops for d and returns the
+// successful calls per second; the first error if none succeeded.
+func parallelRate(d time.Duration, loops int, f func() error) (float64, error) {
 	var mu sync.Mutex
 	count := 0
 	var firstErr error
@@ -338,7 +367,7 @@ func churnCeiling(ctx context.Context, b *docker.Backend, reg *languages.Registr
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(stop) {
-				err := oneContainer(ctx, cli, b, cfgTmpl)
+				err := f()
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
