@@ -2,13 +2,18 @@ package docker_test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -126,4 +131,41 @@ func mustLang(t *testing.T, reg *languages.Registry, name string) languages.Lang
 		t.Fatal(name)
 	}
 	return l
+}
+
+// TestContainerConfigCarriesWhatStartsAhead checks that a warm sandbox's
+// prestart and warm interpreter reach the agent as JSON in its environment,
+// that a cold one has neither, and that neither changes the hardening.
+func TestContainerConfigCarriesWhatStartsAhead(t *testing.T) {
+	b := testutil.Backend(t)
+	base := sandbox.Template{Image: "img", Purpose: "p", MaxLife: time.Minute,
+		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8}}
+	warm := base
+	warm.Prestart = &agent.Prestart{Argv: []string{"server"}, Env: []string{"A=1"}}
+	warm.Warm = &agent.Warm{Name: "python", Argv: []string{"python3", "-c", "{program}"}, Replaces: []string{"python3", "main.py"}}
+
+	coldCfg, coldHost := b.ContainerConfig(base)
+	warmCfg, warmHost := b.ContainerConfig(warm)
+	for _, kv := range coldCfg.Env {
+		if strings.HasPrefix(kv, agent.PrestartEnv+"=") || strings.HasPrefix(kv, agent.WarmEnv+"=") {
+			t.Errorf("a cold sandbox carries %s", kv)
+		}
+	}
+	got := map[string]string{}
+	for _, kv := range warmCfg.Env {
+		if name, value, ok := strings.Cut(kv, "="); ok {
+			got[name] = value
+		}
+	}
+	var p agent.Prestart
+	if err := json.Unmarshal([]byte(got[agent.PrestartEnv]), &p); err != nil || !slices.Equal(p.Argv, warm.Prestart.Argv) || !slices.Equal(p.Env, warm.Prestart.Env) {
+		t.Errorf("%s = %q (%v)", agent.PrestartEnv, got[agent.PrestartEnv], err)
+	}
+	var w agent.Warm
+	if err := json.Unmarshal([]byte(got[agent.WarmEnv]), &w); err != nil || w.Name != "python" || !slices.Equal(w.Replaces, warm.Warm.Replaces) {
+		t.Errorf("%s = %q (%v)", agent.WarmEnv, got[agent.WarmEnv], err)
+	}
+	if !reflect.DeepEqual(coldHost, warmHost) {
+		t.Error("the host configuration of a warm sandbox differs from a cold one's")
+	}
 }
