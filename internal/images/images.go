@@ -123,15 +123,8 @@ type buildContext struct {
 	files map[string][]byte
 }
 
-// Dockerfile returns the content of the Dockerfile an image is built from: an
-// embedded file of that name, or else a file at that path.
-func Dockerfile(img languages.Image) ([]byte, error) {
-	bc, err := loadContext(img)
-	return bc.dockerfile, err
-}
-
-// loadContext reads the build context of img: a built-in Dockerfile with its
-// files, or an operator's Dockerfile alone.
+// loadContext reads the build context of img: the embedded Dockerfile of
+// that name with its files, or else the Dockerfile at that path alone.
 func loadContext(img languages.Image) (buildContext, error) {
 	data, err := dockerfiles.ReadFile("dockerfiles/" + img.Dockerfile)
 	if err != nil {
