@@ -3,6 +3,7 @@
 // no sandbox container is left behind.
 
 import { spawn, execFile } from 'node:child_process';
+import { before, after } from 'node:test';
 import { once } from 'node:events';
 import net from 'node:net';
 import assert from 'node:assert/strict';
@@ -82,6 +83,27 @@ function tail(stream, max = 20000) {
         buf.text = (buf.text + d).slice(-max);
     });
     return buf;
+}
+
+/**
+ * Registers before/after hooks in the enclosing describe that, for the
+ * 'http' transport, start a server first and check at the end that it exits
+ * cleanly on SIGTERM. Returns a holder whose `server` is that server (or
+ * undefined over stdio, where each connection starts its own).
+ */
+export function httpServerFor(transport) {
+    const holder = { server: undefined };
+    before(async () => {
+        if (transport === 'http') holder.server = await startHttpServer();
+    });
+    after(async () => {
+        const server = holder.server;
+        if (!server) return;
+        const exit = await server.stop();
+        if (/panic|level=ERROR/.test(server.logs())) console.log(server.logs());
+        assert.deepEqual(exit, { code: 0, signal: null }, `the HTTP server did not exit cleanly on SIGTERM\n${server.logs()}`);
+    });
+    return holder;
 }
 
 /**

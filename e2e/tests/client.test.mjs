@@ -7,7 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-    ERAS, connect2, startHttpServer, languages, needLanguage, runCode, show, texts,
+    ERAS, connect2, httpServerFor, languages, needLanguage, runCode, show, texts,
     assertNoLeftoverContainers, containersOf, containersRunning, waitFor,
 } from '../lib/harness.mjs';
 
@@ -18,19 +18,10 @@ const HUNDRED_K_LINES = Array.from({ length: 100000 }, (_, i) => `${i}\n`).join(
 
 for (const transport of ['stdio', 'http']) {
     describe(`over ${transport}`, () => {
-        let server;
-        before(async () => {
-            if (transport === 'http') server = await startHttpServer();
-        });
-        after(async () => {
-            if (!server) return;
-            const exit = await server.stop();
-            if (/panic|level=ERROR/.test(server.logs())) console.log(server.logs());
-            assert.deepEqual(exit, { code: 0, signal: null }, `the HTTP server did not exit cleanly on SIGTERM\n${server.logs()}`);
-        });
+        const http = httpServerFor(transport);
 
         it('negotiates 2026-07-28 with versionNegotiation pinned to it', async () => {
-            const conn = await connect2({ transport, url: server?.url, negotiation: { mode: { pin: '2026-07-28' } } });
+            const conn = await connect2({ transport, url: http.server?.url, negotiation: { mode: { pin: '2026-07-28' } } });
             try {
                 assert.equal(conn.client.getProtocolEra(), 'modern');
                 assert.equal(conn.client.getNegotiatedProtocolVersion(), '2026-07-28');
@@ -47,7 +38,7 @@ for (const transport of ['stdio', 'http']) {
                 let client;
                 let langs;
                 before(async () => {
-                    conn = await connect2({ transport, url: server?.url, negotiation: era.negotiation });
+                    conn = await connect2({ transport, url: http.server?.url, negotiation: era.negotiation });
                     client = conn.client;
                     langs = await languages(client);
                 });
@@ -242,7 +233,7 @@ process.stdin.on('end', () => {
                     // POST, another stateless session); the server links each
                     // run to its POST itself, so closing it stops the run.
                     if (!needLanguage(t, langs, 'bash')) return;
-                    const owner = conn.pid ?? server.proc.pid;
+                    const owner = conn.pid ?? http.server.proc.pid;
                     // A marker no other run uses, to find this run's sandbox.
                     const marker = `sleep 5${Math.floor(Math.random() * 10)}.${Date.now() % 100000}`;
                     const ac = new AbortController();

@@ -14,7 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
-    ERAS, connect2, startHttpServer, languages, needLanguage, structured, show, texts,
+    ERAS, connect2, httpServerFor, languages, needLanguage, structured, show, texts,
     assertNoLeftoverContainers, containersOf, waitFor,
 } from '../lib/harness.mjs';
 
@@ -155,16 +155,7 @@ function note(line) {
 
 for (const transport of ['stdio', 'http']) {
     describe(`long runs over ${transport}`, () => {
-        let server;
-        before(async () => {
-            if (transport === 'http') server = await startHttpServer();
-        });
-        after(async () => {
-            if (!server) return;
-            const exit = await server.stop();
-            if (/panic|level=ERROR/.test(server.logs())) console.log(server.logs());
-            assert.deepEqual(exit, { code: 0, signal: null }, `the HTTP server did not exit cleanly on SIGTERM\n${server.logs()}`);
-        });
+        const http = httpServerFor(transport);
 
         for (const era of ERAS) {
             describe(`protocol ${era.name}`, () => {
@@ -176,7 +167,7 @@ for (const transport of ['stdio', 'http']) {
                 let stoppedExecution; // cancel_execution's answer in the executions test
                 const combo = `${transport}/${era.name}`;
                 before(async () => {
-                    conn = await connect2({ transport, url: server?.url, negotiation: era.negotiation, name: 'mcr-e2e-long-runs' });
+                    conn = await connect2({ transport, url: http.server?.url, negotiation: era.negotiation, name: 'mcr-e2e-long-runs' });
                     client = conn.client;
                     assert.equal(client.getProtocolEra(), era.era);
                     wire = tap(client);
@@ -261,7 +252,7 @@ for (const transport of ['stdio', 'http']) {
 
                 it('cancelling run_code removes its sandbox within seconds', { timeout: 180000 }, async (t) => {
                     if (!needLanguage(t, langs, 'bash')) return;
-                    const owner = conn.pid ?? server.proc.pid;
+                    const owner = conn.pid ?? http.server.proc.pid;
                     // sleep 60, with a fraction no other run uses, to find this
                     // run's sandbox among the pool's.
                     const marker = uniqueSleep60();
@@ -407,7 +398,7 @@ for (const transport of ['stdio', 'http']) {
                     assert.equal(listed.stdout, '');
 
                     // cancel_execution of a running one stops it and keeps its output.
-                    const owner = conn.pid ?? server.proc.pid;
+                    const owner = conn.pid ?? http.server.proc.pid;
                     const marker = uniqueSleep60();
                     const long = await ok(client, 'start_execution', { language: 'bash', code: `echo started; ${marker}` });
                     let xids = [];
