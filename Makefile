@@ -10,10 +10,13 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 all: build
 
-# The binary is static (CGO_ENABLED=0): it is also the agent mounted into
-# every sandbox, whose images need not share the host's C library.
+# Both binaries are static (CGO_ENABLED=0): the agent beside the server is
+# mounted into every sandbox, whose images need not share the host's C
+# library. (The server binary is an agent too, as a fallback, but a larger
+# one: each sandbox would pay its start and memory.)
 build:
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN) ./cmd/mcp-code-runner
+	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN)-agent ./cmd/mcp-code-runner-agent
 
 # Install (if missing) and start the Docker daemon.
 docker:

@@ -11,8 +11,9 @@ import (
 
 func init() { subcommands = append(subcommands, newAgentCmd) }
 
-// newAgentCmd is the process that runs first inside every sandbox; it is not
-// meant to be run by hand.
+// newAgentCmd is the process that runs first inside every sandbox when no
+// standalone agent binary (cmd/mcp-code-runner-agent) sits beside this one;
+// it is not meant to be run by hand.
 func newAgentCmd(*globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:    "agent",
@@ -20,19 +21,7 @@ func newAgentCmd(*globalOptions) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Getenv("MCR_SANDBOX") != "1" {
-				return fmt.Errorf("the agent runs only inside a sandbox that mcp-code-runner created")
-			}
-			agent.KillStragglers = os.Getuid() != 0
-			agent.BecomeInit()
-			// Either failing leaves the job to run as in a cold sandbox.
-			if err := agent.StartPrestart(os.Getenv(agent.PrestartEnv)); err != nil {
-				fmt.Fprintln(os.Stderr, "agent:", err)
-			}
-			if err := agent.StartWarm(os.Getenv(agent.WarmEnv)); err != nil {
-				fmt.Fprintln(os.Stderr, "agent:", err)
-			}
-			if err := agent.Serve(os.Stdin, os.Stdout); err != nil {
+			if err := agent.Main(); err != nil {
 				fmt.Fprintln(os.Stderr, "agent:", err)
 				os.Exit(2)
 			}

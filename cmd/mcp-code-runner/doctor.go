@@ -75,7 +75,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		return
 	}
 	defer st.Close()
-	d.ok("agent binary is static and mountable")
+	d.ok("agent binary %s is static and mountable", st.backend.AgentPath())
 
 	cli := st.backend.Client()
 	if err := st.backend.Check(ctx); err != nil {

@@ -420,7 +420,10 @@ func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64,
 	} else if waitErr != nil {
 		res.Error, res.ExitCode = waitErr.Error(), 127
 	}
-	if after := oomKills(); after > oomBefore && !res.TimedOut {
+	// Set even when the stage also timed out: a program whose children the
+	// OOM killer took may live on until its timeout, and that is the cause
+	// the result should show too.
+	if after := oomKills(); after > oomBefore {
 		res.OOMKilled = true
 	}
 	return res

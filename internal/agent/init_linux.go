@@ -36,19 +36,17 @@ var (
 func startTracked(cmd *exec.Cmd) error {
 	startMu.Lock()
 	defer startMu.Unlock()
-	inherit := oomInherit()
-	if inherit {
-		_ = os.WriteFile(ownOOMScoreAdj, []byte("1000"), 0)
-	}
+	// A failed raise falls back to writing the child's score.
+	raised := oomInherit() && os.WriteFile(ownOOMScoreAdj, []byte("1000"), 0) == nil
 	err := cmd.Start()
-	if inherit {
+	if raised {
 		_ = os.WriteFile(ownOOMScoreAdj, []byte(agentOOMScore), 0)
 	}
 	if err != nil {
 		return err
 	}
 	tracked[cmd.Process.Pid] = true
-	if !inherit {
+	if !raised {
 		_ = os.WriteFile("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/oom_score_adj", []byte("1000"), 0)
 	}
 	return nil

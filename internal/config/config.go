@@ -68,7 +68,8 @@ type Config struct {
 	// Runtime is the OCI runtime for sandboxes ("" means the daemon's default).
 	Runtime string `json:"runtime"`
 	// AgentPath is the static binary mounted into each sandbox as its first
-	// process; empty means this executable.
+	// process; empty means mcp-code-runner-agent beside this executable,
+	// else this executable (its hidden agent subcommand).
 	AgentPath string `json:"agent_path"`
 	// LanguagesFile adds or overrides language registry entries.
 	LanguagesFile string `json:"languages_file"`

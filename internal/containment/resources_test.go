@@ -167,12 +167,15 @@ func TestMemoryBomb(t *testing.T) {
 }
 
 // TestMemoryBombAimedAtTheAgent exhausts the memory limit so that the
-// OOM killer's choice falls on the agent: the program resets its own
+// OOM killer's choice may fall on the agent: the program resets its own
 // oom_score_adj from 1000 (what the agent gives it) to 0, fills the tmpfs
-// mounts (memory no kill frees) and spreads the rest over processes each
-// smaller than the agent. The agent shares the container's memory limit
-// (a residual risk in docs/SECURITY.md), so it may die; either way the
-// result must say that memory ran out, at once, and the engine serve on.
+// mounts (memory no kill frees) and spreads the rest over processes of
+// about 5 MB each. The agent shares the container's memory limit (a
+// residual risk in docs/SECURITY.md). The agent is a 2.6 MB static binary
+// with about 3.7 MB resident, smaller than each of those processes, so the
+// OOM killer takes them and the program lives on to its timeout; a larger
+// agent would be taken itself. Either way the result must say that memory
+// ran out, and the engine serve on.
 func TestMemoryBombAimedAtTheAgent(t *testing.T) {
 	h := newHarness(t, "bash")
 	code := `echo "oom_score_adj $(cat /proc/self/oom_score_adj)"
@@ -185,13 +188,18 @@ for i in $(seq 1 60); do
   sleep 0.05
 done
 wait`
-	r := h.run(engine.Request{Code: code, TimeoutSeconds: 20}, 40*time.Second)
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 40*time.Second)
 	t.Logf("program: %s", strings.Join(lines(r.Stdout), "; "))
 	if !strings.Contains(r.Stdout, "oom_score_adj 1000") {
 		t.Errorf("the agent should start the program with oom_score_adj 1000: %q", r.Stdout)
 	}
-	if !r.OOMKilled || r.Status != engine.StatusOOM || r.TimedOut {
-		t.Errorf("want the run to end as oom_killed, got status %s message %q", r.Status, r.ExitReason)
+	switch {
+	case r.Status == engine.StatusOOM && r.OOMKilled && !r.TimedOut:
+		// The agent or the program's main process was taken.
+	case r.Status == engine.StatusTimeout && r.OOMKilled && strings.Contains(r.ExitReason, "out-of-memory killer"):
+		t.Logf("the OOM killer took the program's processes, the program lived on to its timeout: %q", r.ExitReason)
+	default:
+		t.Errorf("want the result to say memory ran out (oom_killed, or a timeout after OOM kills), got status %s oom_killed %v message %q", r.Status, r.OOMKilled, r.ExitReason)
 	}
 	if r.ExitReason == "the sandbox ran out of memory; use less memory" {
 		t.Logf("the OOM killer chose the agent (known residual risk): %q", r.ExitReason)

@@ -40,7 +40,7 @@ func freePort(t *testing.T) int {
 // until it answers.
 func startServer(t *testing.T, poolSize int) *server {
 	t.Helper()
-	bin := testutil.AgentBinary(t)
+	bin := testutil.ServerBinary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(bin, "serve", "--http", addr, "--pool-size", "0", "--pool-sizes", "bash="+strconv.Itoa(poolSize), "--sweep-interval-seconds", "2")
 	stderr, _ := cmd.StderrPipe()
@@ -175,7 +175,7 @@ func TestCrashRecovery(t *testing.T) {
 // TestRefusesOpenListener: a non-loopback address without authentication
 // is refused before anything listens.
 func TestRefusesOpenListener(t *testing.T) {
-	out, err := exec.Command(testutil.AgentBinary(t), "serve", "--http", "0.0.0.0:0").CombinedOutput()
+	out, err := exec.Command(testutil.ServerBinary(t), "serve", "--http", "0.0.0.0:0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--auth-token") {
 		t.Fatalf("serve on 0.0.0.0 without a token: err %v, output %s", err, out)
 	}
@@ -187,7 +187,7 @@ func TestRefusesOpenListener(t *testing.T) {
 func TestShutdownKillsRunsAfterGrace(t *testing.T) {
 	cli := testutil.RequireDocker(t)
 	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "bash")
-	bin := testutil.AgentBinary(t)
+	bin := testutil.ServerBinary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(bin, "serve", "--http", addr, "--pool-size", "0", "--pool-sizes", "bash=1", "--shutdown-grace-seconds", "2")
 	if err := cmd.Start(); err != nil {

@@ -506,6 +506,9 @@ func (e *Engine) shape(runID string, lang languages.Language, sres *sandbox.Resu
 	case out.TimedOut:
 		out.Status = StatusTimeout
 		out.ExitReason = "the program hit its time limit and was killed; output up to then is kept"
+		if out.OOMKilled {
+			out.ExitReason += "; before that, the memory limit was reached and the out-of-memory killer ended some of its processes"
+		}
 	case out.OOMKilled:
 		out.Status = StatusOOM
 		out.ExitReason = "the program hit the memory limit and was killed"

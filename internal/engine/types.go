@@ -28,7 +28,7 @@ type Stage struct {
 	ExitCode        int    `json:"exit_code" jsonschema:"the process's exit code; 128+N when killed by signal N"`
 	Signal          string `json:"signal,omitempty" jsonschema:"the signal that killed the process, e.g. SIGKILL"`
 	TimedOut        bool   `json:"timed_out" jsonschema:"the stage hit its time limit and was killed"`
-	OOMKilled       bool   `json:"oom_killed" jsonschema:"the stage hit the memory limit and was killed"`
+	OOMKilled       bool   `json:"oom_killed" jsonschema:"the stage hit the memory limit: the out-of-memory killer ended its program or some of its processes"`
 	Stdout          string `json:"stdout" jsonschema:"standard output, capped inline"`
 	Stderr          string `json:"stderr" jsonschema:"standard error, capped inline"`
 	StdoutTruncated bool   `json:"stdout_truncated" jsonschema:"stdout was cut to fit inline"`

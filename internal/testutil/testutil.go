@@ -22,36 +22,67 @@ import (
 )
 
 var (
-	agentOnce sync.Once
-	agentPath string
-	agentErr  error
+	buildOnce sync.Once
+	serverBin string
+	agentBin  string
+	buildErr  error
 )
 
-// AgentBinary returns a static build of the binary (the sandbox agent):
-// MCR_TEST_BINARY when set (make test-go sets it), else a fresh build.
+// AgentName is the standalone agent binary's file name; the server mounts
+// the one beside its own executable into every sandbox.
+const AgentName = "mcp-code-runner-agent"
+
+// ServerBinary returns a static build of the server binary: MCR_TEST_BINARY
+// when set (make test-go sets it), else a fresh build with the agent beside it.
+func ServerBinary(t testing.TB) string {
+	t.Helper()
+	build(t)
+	return serverBin
+}
+
+// AgentBinary returns the static agent binary mounted into sandboxes: the
+// one beside ServerBinary (make build puts it there), else the server
+// binary itself (its hidden agent subcommand).
 func AgentBinary(t testing.TB) string {
 	t.Helper()
-	agentOnce.Do(func() {
+	build(t)
+	return agentBin
+}
+
+func build(t testing.TB) {
+	t.Helper()
+	buildOnce.Do(func() {
 		if p := os.Getenv("MCR_TEST_BINARY"); p != "" {
-			agentPath = p
+			serverBin, agentBin = p, p
+			if a := filepath.Join(filepath.Dir(p), AgentName); isFile(a) {
+				agentBin = a
+			}
 			return
 		}
-		dir, err := os.MkdirTemp("", "mcr-agent-")
+		dir, err := os.MkdirTemp("", "mcr-bin-")
 		if err != nil {
-			agentErr = err
+			buildErr = err
 			return
 		}
-		agentPath = filepath.Join(dir, "mcp-code-runner")
-		cmd := exec.Command("go", "build", "-o", agentPath, "github.com/mcp-code-runner/mcp-code-runner/cmd/mcp-code-runner")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			agentErr = &buildError{out: string(out), err: err}
+		serverBin = filepath.Join(dir, "mcp-code-runner")
+		agentBin = filepath.Join(dir, AgentName)
+		for out, pkg := range map[string]string{serverBin: "cmd/mcp-code-runner", agentBin: "cmd/" + AgentName} {
+			cmd := exec.Command("go", "build", "-o", out, "github.com/mcp-code-runner/mcp-code-runner/"+pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				buildErr = &buildError{out: string(b), err: err}
+				return
+			}
 		}
 	})
-	if agentErr != nil {
-		t.Fatalf("building the agent binary: %v", agentErr)
+	if buildErr != nil {
+		t.Fatalf("building the binaries: %v", buildErr)
 	}
-	return agentPath
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 type buildError struct {

@@ -91,6 +91,9 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 // Client returns the Docker client the backend uses.
 func (b *Backend) Client() *client.Client { return b.cli }
 
+// AgentPath returns the agent binary mounted into every sandbox.
+func (b *Backend) AgentPath() string { return b.opts.AgentPath }
+
 // Close closes the Docker client.
 func (b *Backend) Close() error { return b.cli.Close() }
 
@@ -151,7 +154,7 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		Entrypoint:      []string{},
 		User:            SandboxUser,
 		WorkingDir:      WorkspacePath,
-		Env:             []string{"MCR_SANDBOX=1", "HOME=/tmp", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		Env:             []string{agent.SandboxEnv + "=1", "HOME=/tmp", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		OpenStdin:       true,
 		StdinOnce:       true,
 		AttachStdin:     true,
