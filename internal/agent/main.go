@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,5 +29,22 @@ func Main() error {
 	if err := StartWarm(os.Getenv(WarmEnv)); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 	}
+	warmUp("/workspace")
 	return Serve(os.Stdin, os.Stdout)
+}
+
+// warmUp runs, before the job arrives, the code paths its first
+// milliseconds take: decoding a request and encoding results (the JSON
+// package builds its per-type codecs on first use), and opening the
+// workspace. Done at boot, that cost is off the run's latency (about
+// 0.35 ms of a 5 ms bash hello world).
+func warmUp(workdir string) {
+	var req Request
+	_ = json.Unmarshal([]byte(`{"op":"run","workdir":"/workspace","output_limit":1,"files":[{"path":"main.sh","data":"ZWNobyBoaQo="}],`+
+		`"stages":[{"name":"run","argv":["bash","main.sh"],"env":["A=b"],"stdin":"eA==","timeout_ms":1}]}`), &req)
+	_, _ = json.Marshal(StageResult{Name: "run"})
+	_, _ = json.Marshal(Done{})
+	if r, err := os.OpenRoot(workdir); err == nil {
+		_ = r.Close()
+	}
 }

@@ -98,6 +98,11 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	fmt.Fprintf(w, "## Latency per run (ms), %d warm/bare runs and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
 	fmt.Fprintln(w, "| language | path | p50 | p95 | p99 | runs/s | errors |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	// What an MCP request costs by itself over this transport: the floor
+	// under every run_code figure below.
+	if s := toolCallSample(ctx, cs, o.Runs); s != nil {
+		fmt.Fprintf(w, "| - | %s | %s | %s | %s | %.1f | %d |\n", s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
+	}
 	for _, lang := range o.Languages {
 		l, ok := reg.Lookup(lang)
 		if !ok {
@@ -155,6 +160,15 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		} else {
 			fmt.Fprintf(w, "- hardened create, start, wait, remove of `true` in %d parallel loops for %s: **%.2f containers/s**\n", o.ChurnLoops, o.ChurnFor, rate)
 		}
+		// The same with the Docker CLI, as the ceiling is usually measured
+		// (`docker run --rm` loops): each container also pays a CLI process
+		// and its own API round trips.
+		cliRate, err := dockerRunCeiling(ctx, reg, cfg.DockerHost, o.ChurnFor, o.ChurnLoops)
+		if err != nil {
+			fmt.Fprintf(w, "- `docker run --rm` loops: %v\n", err)
+		} else {
+			fmt.Fprintf(w, "- plain `docker run --rm --network none IMAGE true` (the Docker CLI) in %d parallel loops for %s: **%.2f containers/s**\n", o.ChurnLoops, o.ChurnFor, cliRate)
+		}
 		// The same churn with the load's own sandboxes: what a run's
 		// container costs beyond `true` (agent, runtime start, the run).
 		code := hello[o.LoadLanguage]
@@ -170,15 +184,15 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		if o.LoadFor > 0 {
 			s := loadSample(ctx, session, o.LoadLanguage, o.LoadClients, o.LoadFor)
 			fmt.Fprintf(w, "\n## Sustained load: %d clients, %s, %s through MCP HTTP\n\n", o.LoadClients, o.LoadFor, o.LoadLanguage)
-			fmt.Fprintln(w, "| runs | runs/s | p50 | p95 | p99 | errors | share of churn ceiling | share of cold-run churn |")
-			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+			fmt.Fprintln(w, "| runs | runs/s | p50 | p95 | p99 | errors | share of `true` API churn | share of `docker run` churn | share of cold-run churn |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 			share := func(of float64) float64 {
 				if of <= 0 {
 					return 0
 				}
 				return s.Rate() / of * 100
 			}
-			fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share(rate), share(sandboxRate))
+			fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% | %.0f%% | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share(rate), share(cliRate), share(sandboxRate))
 		}
 	}
 	return nil
@@ -289,6 +303,16 @@ func mcpSample(ctx context.Context, cs *mcp.ClientSession, lang, name string, ru
 	})
 }
 
+// toolCallSample times calls of list_executions, a tool that reads a small
+// in-memory table: what an MCP tool call costs over this transport with no
+// sandbox behind it. (The 2026-07-28 era has no ping method.)
+func toolCallSample(ctx context.Context, cs *mcp.ClientSession, runs int) *Sample {
+	return timedSample("MCP HTTP tools/call of list_executions (no sandbox)", runs, nil, func() bool {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_executions", Arguments: map[string]any{}})
+		return err == nil && !res.IsError
+	})
+}
+
 func okStatus(res *mcp.CallToolResult) bool {
 	data, _ := json.Marshal(res.StructuredContent)
 	return strings.Contains(string(data), `"status":"ok"`)
@@ -342,6 +366,32 @@ func churnCeiling(ctx context.Context, b *docker.Backend, reg *languages.Registr
 	cfgTmpl := engine.New(config.Default(), reg, b, nil).Template(l)
 	cli := b.Client()
 	return parallelRate(d, loops, func() error { return oneContainer(ctx, cli, b, cfgTmpl) })
+}
+
+// dockerRunCeiling measures plain `docker run --rm` loops of `true` in the
+// bash image, through the Docker CLI, on the daemon at host ("" for the
+// CLI's default).
+func dockerRunCeiling(ctx context.Context, reg *languages.Registry, host string, d time.Duration, loops int) (float64, error) {
+	l, ok := reg.Lookup("bash")
+	if !ok {
+		return 0, fmt.Errorf("no bash language to measure with")
+	}
+	cli, err := exec.LookPath("docker")
+	if err != nil {
+		return 0, fmt.Errorf("no docker CLI on PATH: %w", err)
+	}
+	image := reg.ImageOf(l).Tag
+	return parallelRate(d, loops, func() error {
+		cmd := exec.CommandContext(ctx, cli, "run", "--rm", "--network", "none", image, "true")
+		if host != "" {
+			cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("docker run: %w: %s", err, out)
+		}
+		return nil
+	})
 }
 
 // coldCeiling runs code in lang on the cold path (a new sandbox per run,

@@ -157,6 +157,11 @@ type Pool struct {
 	MaxIdleSeconds int `json:"max_idle_seconds"`
 	// CreateConcurrency bounds sandbox creations in flight.
 	CreateConcurrency int `json:"create_concurrency"`
+	// RefillDelayMs is how long the replacement of a sandbox handed out
+	// may wait for its run to end while others of its language are idle
+	// (creating a container competes with the run for CPU); 0 replaces at
+	// once.
+	RefillDelayMs int `json:"refill_delay_ms"`
 }
 
 // SizeFor returns the pool size of a language.
@@ -261,6 +266,7 @@ func Default() Config {
 			MaxWaiters:        64,
 			MaxIdleSeconds:    1800,
 			CreateConcurrency: 2,
+			RefillDelayMs:     2000,
 		},
 	}
 }
@@ -395,8 +401,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("pool.sizes entry %q: want LANGUAGE=N, like python=4", e))
 		}
 	}
-	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 {
-		errs = append(errs, errors.New("pool.size must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))
+	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 || c.Pool.RefillDelayMs < 0 {
+		errs = append(errs, errors.New("pool.size and pool.refill_delay_ms must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))
 	}
 	if x := c.Executions; x.MaxDurationSeconds <= 0 || x.RetentionSeconds <= 0 || x.MaxWaitSeconds <= 0 || x.MaxKept <= 0 {
 		errs = append(errs, errors.New("executions.max_duration_seconds, retention_seconds, max_wait_seconds and max_kept must be positive"))

@@ -349,6 +349,7 @@ func (e *Engine) StartPool() {
 		WaitTimeout:       e.cfg.QueueTimeout(),
 		MaxIdle:           time.Duration(e.cfg.Pool.MaxIdleSeconds) * time.Second,
 		CreateConcurrency: e.cfg.Pool.CreateConcurrency,
+		RefillDelay:       time.Duration(e.cfg.Pool.RefillDelayMs) * time.Millisecond,
 		Logger:            e.log,
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,13 @@ type Options struct {
 	MaxIdle time.Duration
 	// CreateConcurrency bounds sandbox creations in flight across all keys.
 	CreateConcurrency int
+	// RefillDelay is how long the replacement of a sandbox handed out may
+	// wait while others of its key are still idle: until its run ends, at
+	// most this long. Creating a container costs the daemon a lot of CPU;
+	// started at once, it competes with the run that just began. A run
+	// that takes the last idle sandbox starts its refill at once. 0 means
+	// no wait.
+	RefillDelay time.Duration
 	// Logger receives the pool's logs.
 	Logger *slog.Logger
 }
@@ -67,14 +75,18 @@ type keyed struct {
 	mu       sync.Mutex
 	idle     []*entry
 	creating int
-	waiters  int
-	ready    chan struct{} // closed and replaced when a sandbox is added
+	queue    []*waiter     // runs waiting, oldest first
+	failed   chan struct{} // closed and replaced when a creation fails
 	wake     chan struct{} // pokes the fill loop
-	lastErr  error
-	created  int
-	served   int
-	failures int
-	replaced int
+	// deferred counts sandboxes handed out whose replacement waits for
+	// their run's end (or RefillDelay); deferrals holds their timers.
+	deferred  int
+	deferrals map[sandbox.Sandbox]*time.Timer
+	lastErr   error
+	created   int
+	served    int
+	failures  int
+	replaced  int
 }
 
 // New starts pools for every key of templates with a size in opts.Sizes.
@@ -97,7 +109,8 @@ func New(backend sandbox.Backend, templates map[string]sandbox.Template, opts Op
 		if size <= 0 {
 			continue
 		}
-		k := &keyed{key: key, tmpl: tmpl, size: size, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+		k := &keyed{key: key, tmpl: tmpl, size: size, failed: make(chan struct{}), wake: make(chan struct{}, 1),
+			deferrals: map[sandbox.Sandbox]*time.Timer{}}
 		p.keys[key] = k
 		p.workers.Add(1)
 		go p.fill(k)
@@ -109,22 +122,16 @@ func New(backend sandbox.Backend, templates map[string]sandbox.Template, opts Op
 func (p *Pool) Has(key string) bool { _, ok := p.keys[key]; return ok }
 
 // Get takes a sandbox of key for one run; the caller gives it back with
-// Release. It waits at most the wait timeout.
+// Release. It waits at most the wait timeout. Waiting runs are served in
+// the order they came: a new sandbox goes to the run that has waited
+// longest, and a run that finds others waiting queues behind them.
 func (p *Pool) Get(ctx context.Context, key string) (sandbox.Sandbox, error) {
 	k, ok := p.keys[key]
 	if !ok {
 		return nil, fmt.Errorf("no pool for %q", key)
 	}
-	timer := time.NewTimer(p.opts.WaitTimeout)
-	defer timer.Stop()
 	k.mu.Lock()
-	if k.waiters >= p.opts.MaxWaiters && len(k.idle) == 0 {
-		k.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d runs already wait for a %s sandbox (queue limit)", ErrBusy, k.waiters, key)
-	}
-	k.waiters++
-	defer func() { k.mu.Lock(); k.waiters--; k.mu.Unlock() }()
-	for {
+	if len(k.queue) == 0 {
 		for len(k.idle) > 0 {
 			e := k.idle[0]
 			k.idle = k.idle[1:]
@@ -133,36 +140,126 @@ func (p *Pool) Get(ctx context.Context, key string) (sandbox.Sandbox, error) {
 				p.discard(e.sb)
 				continue
 			}
-			k.served++
-			k.mu.Unlock()
-			k.poke()
-			return e.sb, nil
+			return p.lend(k, e), nil // unlocks
 		}
-		// Empty, and the pool cannot make sandboxes: say why at once rather
-		// than make the caller wait for a sandbox that will not come.
-		if k.lastErr != nil && k.creating == 0 {
-			err := k.lastErr
-			k.mu.Unlock()
-			return nil, err
-		}
-		ready := k.ready
-		k.mu.Unlock()
-		k.poke()
-		select {
-		case <-ready:
-		case <-timer.C:
-			return nil, fmt.Errorf("%w: no %s sandbox became free within %s; the server is at capacity, retry shortly", ErrBusy, key, p.opts.WaitTimeout)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: the request ended while waiting for a sandbox: %v", ErrBusy, ctx.Err())
-		case <-p.ctx.Done():
-			return nil, fmt.Errorf("%w: the server is shutting down", ErrBusy)
-		}
-		k.mu.Lock()
 	}
+	if len(k.queue) >= p.opts.MaxWaiters {
+		n := len(k.queue)
+		k.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d runs already wait for a %s sandbox (queue limit)", ErrBusy, n, key)
+	}
+	// Empty, and the pool cannot make sandboxes: say why at once rather
+	// than make the caller wait for a sandbox that will not come.
+	if k.lastErr != nil && k.creating == 0 {
+		err := k.lastErr
+		k.mu.Unlock()
+		return nil, err
+	}
+	w := &waiter{got: make(chan *entry, 1)}
+	k.queue = append(k.queue, w)
+	failed := k.failed
+	k.mu.Unlock()
+	k.poke()
+
+	timer := time.NewTimer(p.opts.WaitTimeout)
+	defer timer.Stop()
+	var why error
+	for why == nil {
+		select {
+		case e := <-w.got:
+			k.mu.Lock()
+			return p.lend(k, e), nil // unlocks
+		case <-failed:
+			k.mu.Lock()
+			if k.lastErr != nil && k.creating == 0 {
+				why = k.lastErr
+				break
+			}
+			failed = k.failed
+			k.mu.Unlock()
+		case <-timer.C:
+			k.mu.Lock()
+			why = fmt.Errorf("%w: no %s sandbox became free within %s; the server is at capacity, retry shortly", ErrBusy, key, p.opts.WaitTimeout)
+		case <-ctx.Done():
+			k.mu.Lock()
+			why = fmt.Errorf("%w: the request ended while waiting for a sandbox: %v", ErrBusy, ctx.Err())
+		case <-p.ctx.Done():
+			k.mu.Lock()
+			why = fmt.Errorf("%w: the server is shutting down", ErrBusy)
+		}
+	}
+	// Leaving the queue (locked): a sandbox handed over meanwhile goes to
+	// the next run in line.
+	k.queue = slices.DeleteFunc(k.queue, func(q *waiter) bool { return q == w })
+	select {
+	case e := <-w.got:
+		if p.ctx.Err() != nil {
+			p.discard(e.sb)
+		} else {
+			p.add(k, e)
+		}
+	default:
+	}
+	k.mu.Unlock()
+	return nil, why
+}
+
+// waiter is a run queued for a sandbox of an empty pool.
+type waiter struct {
+	got chan *entry // receives the sandbox handed to it; buffered, one
+}
+
+// lend hands e out for one run, with k locked; it unlocks k. The
+// replacement is deferred while others are idle (see Options.RefillDelay).
+func (p *Pool) lend(k *keyed, e *entry) sandbox.Sandbox {
+	k.served++
+	sb := e.sb
+	if len(k.idle) > 0 && p.opts.RefillDelay > 0 {
+		k.deferred++
+		k.deferrals[sb] = time.AfterFunc(p.opts.RefillDelay, func() { p.refill(k, sb) })
+		k.mu.Unlock()
+		return sb
+	}
+	k.mu.Unlock()
+	k.poke()
+	return sb
+}
+
+// add makes e available, with k locked: to the run that has waited
+// longest, else to the idle list.
+func (p *Pool) add(k *keyed, e *entry) {
+	if len(k.queue) > 0 {
+		w := k.queue[0]
+		k.queue = k.queue[1:]
+		w.got <- e
+		return
+	}
+	k.idle = append(k.idle, e)
 }
 
 // Release removes a sandbox that ran its job, in the background.
-func (p *Pool) Release(sb sandbox.Sandbox) { p.discard(sb) }
+func (p *Pool) Release(sb sandbox.Sandbox) {
+	p.discard(sb)
+	for _, k := range p.keys {
+		p.refill(k, sb)
+	}
+}
+
+// refill ends the deferral of sb's replacement, if k has one, and wakes
+// k's fill loop.
+func (p *Pool) refill(k *keyed, sb sandbox.Sandbox) {
+	k.mu.Lock()
+	t, ok := k.deferrals[sb]
+	if ok {
+		t.Stop()
+		delete(k.deferrals, sb)
+		k.deferred--
+	}
+	k.mu.Unlock()
+	if ok {
+		k.poke()
+	}
+}
 
 func (p *Pool) discard(sb sandbox.Sandbox) {
 	p.removes.Add(1)
@@ -214,6 +311,9 @@ func (p *Pool) fill(k *keyed) {
 		}
 		k.idle = kept
 		need := k.size - len(k.idle) - k.creating
+		if len(k.idle) > 0 {
+			need -= k.deferred // an empty pool refills at once
+		}
 		failing := k.lastErr != nil
 		k.mu.Unlock()
 
@@ -272,8 +372,8 @@ func (p *Pool) createOne(k *keyed) {
 			}
 			k.lastErr = err
 			k.failures++
-			close(k.ready) // wake waiters so they see the error
-			k.ready = make(chan struct{})
+			close(k.failed) // wake waiters so they see the error
+			k.failed = make(chan struct{})
 		}
 		return
 	}
@@ -286,9 +386,7 @@ func (p *Pool) createOne(k *keyed) {
 	}
 	k.lastErr = nil
 	k.created++
-	k.idle = append(k.idle, &entry{sb: sb, born: time.Now()})
-	close(k.ready)
-	k.ready = make(chan struct{})
+	p.add(k, &entry{sb: sb, born: time.Now()})
 	k.poke()
 }
 
@@ -303,6 +401,9 @@ type Stat struct {
 	Served   int    `json:"served"`
 	Failures int    `json:"failures"`
 	Replaced int    `json:"replaced"`
+	// Deferred counts sandboxes in use whose replacement waits for their
+	// run to end (see Options.RefillDelay).
+	Deferred int `json:"deferred"`
 	// Removing counts used sandboxes being removed, across all languages.
 	Removing int    `json:"removing"`
 	Error    string `json:"error,omitempty"`
@@ -313,8 +414,8 @@ func (p *Pool) Stats() []Stat {
 	var out []Stat
 	for _, k := range p.keys {
 		k.mu.Lock()
-		s := Stat{Language: k.key, Size: k.size, Idle: len(k.idle), Creating: k.creating, Waiting: k.waiters,
-			Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced,
+		s := Stat{Language: k.key, Size: k.size, Idle: len(k.idle), Creating: k.creating, Waiting: len(k.queue),
+			Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced, Deferred: k.deferred,
 			Removing: int(p.removing.Load())}
 		if k.lastErr != nil {
 			s.Error = k.lastErr.Error()
@@ -336,6 +437,11 @@ func (p *Pool) Close(ctx context.Context) error {
 			p.discard(e.sb)
 		}
 		k.idle = nil
+		for sb, t := range k.deferrals {
+			t.Stop()
+			delete(k.deferrals, sb)
+		}
+		k.deferred = 0
 		k.mu.Unlock()
 	}
 	done := make(chan struct{})

@@ -265,3 +265,92 @@ print("warm" if warm else "cold", __name__, __file__, sys.argv, sys.path[0], os.
 		})
 	}
 }
+
+// TestRefillWaitsForTheRun checks when a sandbox handed out is replaced:
+// while others of its language are idle, after its run ends (so that the
+// container's creation does not compete with the run); when it was the last
+// one, at once.
+func TestRefillWaitsForTheRun(t *testing.T) {
+	statsDuringRun := func(e *engine.Engine) pool.Stat {
+		t.Helper()
+		var during pool.Stat
+		r, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "echo started; sleep 1"}, engine.RunOptions{
+			OnChunk: func(sandbox.Chunk) {
+				time.Sleep(300 * time.Millisecond) // let a refill that was not deferred begin
+				for _, s := range e.PoolStats() {
+					if s.Language == "bash" {
+						during = s
+					}
+				}
+			}})
+		if err != nil || r.Status != engine.StatusOK {
+			t.Fatalf("run: %v %+v", err, r)
+		}
+		return during
+	}
+	t.Run("others idle: after the run", func(t *testing.T) {
+		e := pooledEngine(t, 2)
+		s := statsDuringRun(e)
+		if s.Deferred != 1 || s.Creating != 0 || s.Idle != 1 {
+			t.Errorf("during the run: want 1 idle, 1 deferred, none creating; got %+v", s)
+		}
+		waitIdle(t, e, "bash", 2)
+	})
+	t.Run("the last one: at once", func(t *testing.T) {
+		e := pooledEngine(t, 1)
+		s := statsDuringRun(e)
+		if s.Deferred != 0 || s.Creating+s.Idle != 1 {
+			t.Errorf("during the run: want its replacement created or being created, none deferred; got %+v", s)
+		}
+	})
+}
+
+// TestWaitersServedInOrder queues runs on an empty pool one after another
+// and checks that the sandboxes made next go to them in that order.
+func TestWaitersServedInOrder(t *testing.T) {
+	b := testutil.Backend(t)
+	reg := languages.Builtin()
+	testutil.RequireImage(t, b, reg, "bash")
+	l, _ := reg.Lookup("bash")
+	p := pool.New(b, map[string]sandbox.Template{"bash": engine.New(config.Default(), reg, b, nil).Template(l)},
+		pool.Options{Sizes: map[string]int{"bash": 1}, MaxWaiters: 8, WaitTimeout: time.Minute, CreateConcurrency: 1})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Error(err)
+		}
+		testutil.NoLeftovers(t, b.Client())
+	})
+	ctx := context.Background()
+	first, err := p.Get(ctx, "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Release(first)
+	const runs = 4
+	served := make(chan int, runs)
+	for i := 0; i < runs; i++ {
+		go func() {
+			sb, err := p.Get(ctx, "bash")
+			if err != nil {
+				t.Error(err)
+				served <- -1
+				return
+			}
+			served <- i
+			p.Release(sb)
+		}()
+		// Queued before the next one comes.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if s := p.Stats(); s[0].Waiting == i+1 || time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	for want := 0; want < runs; want++ {
+		if got := <-served; got != want {
+			t.Fatalf("sandbox %d went to run %d, want run %d (first come, first served)", want, got, want)
+		}
+	}
+}
