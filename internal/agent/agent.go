@@ -134,6 +134,7 @@ func (a *server) handle(req Request) error {
 // ends with the Done frame.
 func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) error {
 	done := Done{}
+	clearWarmScript()
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
 		done.Error = err.Error()
 		return w.json(KindDone, 0, done)

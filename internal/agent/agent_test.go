@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -285,5 +287,78 @@ func TestWarmInterpreterReportsSyntaxErrors(t *testing.T) {
 		Stages: []Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, TimeoutMs: 10000}}})
 	if len(stages) != 1 || stages[0].ExitCode != 1 || !strings.Contains(stderr[0], "SyntaxError") || strings.Contains(stderr[0], "Traceback") {
 		t.Errorf("stages %+v, stderr %q", stages, stderr[0])
+	}
+}
+
+// TestWarmScriptInterpreterRunsTheScriptAsBash starts bash as a warm
+// script interpreter (reading main.sh from a FIFO) and checks that a run
+// handed to it behaves as `bash main.sh` started afresh: $0, the script's
+// source, line numbers, not being a sourced file, $SECONDS from zero,
+// stdin, error messages, exit code, and a workspace whose main.sh is the
+// regular file the job wrote. A stage with arguments or another
+// environment gets a bash of its own.
+func TestWarmScriptInterpreterRunsTheScriptAsBash(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	const script = `#!/bin/bash
+echo "0=$0 args=$# [$*] src=${BASH_SOURCE[*]} line=$LINENO seconds=$SECONDS env=$LANG_ENV"
+(return 0 2>/dev/null) && echo sourced || echo "not sourced"
+test -f main.sh && ! test -p main.sh && echo "main.sh is a file of $(wc -l < main.sh) lines"
+echo "stdin: $(cat)"
+echo "pid $$" >&2
+nosuch
+exit 3
+`
+	env := []string{"LANG_ENV=yes"}
+	cases := []struct {
+		name string
+		argv []string
+		env  []string
+		warm bool
+		want string
+	}{
+		{"fits", []string{"bash", "main.sh"}, env, true,
+			"0=main.sh args=0 [] src=main.sh line=2 seconds=0 env=yes\nnot sourced\nmain.sh is a file of 8 lines\nstdin: in\n"},
+		{"arguments", []string{"bash", "main.sh", "a b"}, env, false,
+			"0=main.sh args=1 [a b] src=main.sh line=2 seconds=0 env=yes\nnot sourced\nmain.sh is a file of 8 lines\nstdin: in\n"},
+		{"other env", []string{"bash", "main.sh"}, []string{"LANG_ENV=no"}, false,
+			"0=main.sh args=0 [] src=main.sh line=2 seconds=0 env=no\nnot sourced\nmain.sh is a file of 8 lines\nstdin: in\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			spec, _ := json.Marshal(Warm{Name: ScriptWarm, Argv: []string{"bash", "main.sh"}, Env: env,
+				Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
+			if err := StartWarm(string(spec)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { warm = nil })
+			warmPID := warm.cmd.Process.Pid
+			time.Sleep(1100 * time.Millisecond) // so that $SECONDS would show the wait
+			stages, stdout, stderr, done := serve(t, Request{Workdir: dir, OutputLimit: 4096,
+				Files:  []File{{Path: "main.sh", Data: []byte(script)}},
+				Stages: []Stage{{Name: "run", Argv: c.argv, Env: c.env, Stdin: []byte("in"), TimeoutMs: 10000}}})
+			if done.Error != "" || len(stages) != 1 {
+				t.Fatalf("done %+v, stages %+v", done, stages)
+			}
+			if stdout[0] != c.want {
+				t.Errorf("stdout %q, want %q", stdout[0], c.want)
+			}
+			if stages[0].ExitCode != 3 {
+				t.Errorf("exit code %d, want 3", stages[0].ExitCode)
+			}
+			wantErr := "main.sh: line 7: nosuch: command not found\n"
+			if !strings.HasSuffix(stderr[0], wantErr) {
+				t.Errorf("stderr %q, want it to end with %q", stderr[0], wantErr)
+			}
+			if usedWarm := strings.HasPrefix(stderr[0], "pid "+strconv.Itoa(warmPID)+"\n"); usedWarm != c.warm {
+				t.Errorf("ran in the warm bash: %v, want %v (warm pid %d, stderr %q)", usedWarm, c.warm, warmPID, stderr[0])
+			}
+			if warm != nil {
+				t.Error("the warm interpreter is still waiting after the stage")
+			}
+		})
 	}
 }

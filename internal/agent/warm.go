@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // WarmEnv is the agent's environment variable that carries a Warm as JSON.
@@ -35,13 +39,24 @@ type Warm struct {
 	// Replaces is the run command the interpreter stands for
 	// (["python3", "main.py"]); a stage's command must start with it.
 	Replaces []string `json:"replaces"`
+	// Script, when set, makes this a script-reading interpreter (Name
+	// "script"): Argv is the run command itself (["bash", "main.sh"]) and
+	// Script its script file, relative to the working directory. The agent
+	// puts a FIFO there and starts the command, which opens it and waits;
+	// the job's script is written into the FIFO when its run comes, so the
+	// interpreter runs it as the file it was started with. Only a stage
+	// that is exactly the command (no arguments) fits.
+	Script string `json:"script,omitempty"`
 }
+
+// ScriptWarm is the Warm.Name of script-reading interpreters.
+const ScriptWarm = "script"
 
 // warmPrograms are the programs a Warm may name.
 var warmPrograms = map[string]string{"python": "kernels/python_warm.py"}
 
 // HasWarmProgram reports whether the agent has a warm program of that name.
-func HasWarmProgram(name string) bool { _, ok := warmPrograms[name]; return ok }
+func HasWarmProgram(name string) bool { _, ok := warmPrograms[name]; return ok || name == ScriptWarm }
 
 // warmProc is the started warm interpreter, waiting for its job.
 type warmProc struct {
@@ -52,6 +67,11 @@ type warmProc struct {
 	control *os.File // write end of fd 3
 	outR    *os.File
 	errR    *os.File
+	// For a script-reading interpreter: the FIFO's path, and its write end
+	// once the interpreter has opened it for reading.
+	fifo   string
+	writer chan *os.File
+	opened *os.File
 }
 
 // warm is the interpreter started at boot, until a stage takes it; nil if
@@ -69,21 +89,32 @@ func StartWarm(spec string) error {
 	if err := json.Unmarshal([]byte(spec), &w); err != nil || len(w.Argv) == 0 || len(w.Replaces) == 0 {
 		return fmt.Errorf("%s is not a warm interpreter (JSON with argv and replaces): %q", WarmEnv, spec)
 	}
-	file, ok := warmPrograms[w.Name]
-	if !ok {
-		return fmt.Errorf("%s names an unknown warm program %q", WarmEnv, w.Name)
-	}
-	program, err := kernelFiles.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("warm program %s: %w", w.Name, err)
-	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("warm interpreter: finding the working directory: %w", err)
 	}
-	argv := make([]string, len(w.Argv))
-	for i, a := range w.Argv {
-		argv[i] = strings.ReplaceAll(a, "{program}", string(program))
+	argv := slices.Clone(w.Argv)
+	fifo := ""
+	if w.Name == ScriptWarm {
+		if w.Script == "" || ValidPath(w.Script) != nil || !slices.Equal(w.Argv, w.Replaces) {
+			return fmt.Errorf("%s: a script interpreter needs a plain script path and argv equal to replaces: %q", WarmEnv, spec)
+		}
+		fifo = filepath.Join(dir, w.Script)
+		if err := unix.Mkfifo(fifo, 0o600); err != nil {
+			return fmt.Errorf("warm interpreter: making the script FIFO: %w", err)
+		}
+	} else {
+		file, ok := warmPrograms[w.Name]
+		if !ok {
+			return fmt.Errorf("%s names an unknown warm program %q", WarmEnv, w.Name)
+		}
+		program, err := kernelFiles.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("warm program %s: %w", w.Name, err)
+		}
+		for i, a := range argv {
+			argv[i] = strings.ReplaceAll(a, "{program}", string(program))
+		}
 	}
 	var pipes [4][2]*os.File // stdin, stdout, stderr, control: [read, write]
 	closeAll := func() {
@@ -107,10 +138,15 @@ func StartWarm(spec string) error {
 	cmd.Dir = dir
 	cmd.Env = append(baseEnv(), w.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
-	cmd.ExtraFiles = []*os.File{pipes[3][0]}
+	if fifo == "" {
+		cmd.ExtraFiles = []*os.File{pipes[3][0]}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := startTracked(cmd); err != nil {
 		closeAll()
+		if fifo != "" {
+			_ = os.Remove(fifo)
+		}
 		return fmt.Errorf("starting warm interpreter %q: %w", argv[0], err)
 	}
 	// The child's ends stay with the child only.
@@ -119,7 +155,42 @@ func StartWarm(spec string) error {
 	pipes[2][1].Close()
 	pipes[3][0].Close()
 	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: pipes[3][1], outR: pipes[1][0], errR: pipes[2][0]}
+	if fifo != "" {
+		warm.fifo = fifo
+		warm.writer = make(chan *os.File, 1)
+		go func(ch chan<- *os.File) {
+			defer close(ch)
+			// Returns once the interpreter opens the FIFO to read its script.
+			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				ch <- f
+			}
+		}(warm.writer)
+	}
 	return nil
+}
+
+// scriptReadyWait bounds how long a job waits for the warm interpreter to
+// open its script FIFO (it does within milliseconds of the sandbox's start).
+const scriptReadyWait = 100 * time.Millisecond
+
+// clearWarmScript runs before a job writes its files: the FIFO must not be
+// in the workspace the job sees (nor be written through as its script
+// file). Once the interpreter has it open, its name is removed; an
+// interpreter that never opened it is stopped.
+func clearWarmScript() {
+	w := warm
+	if w == nil || w.fifo == "" {
+		return
+	}
+	select {
+	case w.opened = <-w.writer:
+	case <-time.After(scriptReadyWait):
+	}
+	if w.opened == nil {
+		warm = nil
+		w.stop()
+	}
+	_ = os.Remove(w.fifo)
 }
 
 // takeWarm hands st to the warm interpreter if it fits: the same command
@@ -135,6 +206,9 @@ func takeWarm(st Stage, workdir string) *stageProc {
 	warm = nil
 	fits := len(st.Argv) >= len(w.spec.Replaces) && slices.Equal(st.Argv[:len(w.spec.Replaces)], w.spec.Replaces) &&
 		slices.Equal(st.Env, w.spec.Env) && workdir == w.dir && alive(w.cmd.Process.Pid)
+	if w.fifo != "" {
+		return w.takeScript(st, workdir, fits)
+	}
 	if !fits {
 		w.stop()
 		return nil
@@ -155,11 +229,74 @@ func takeWarm(st Stage, workdir string) *stageProc {
 	return &stageProc{cmd: w.cmd, outR: w.outR, errR: w.errR, stdinW: w.stdin}
 }
 
+// takeScript hands st to a script-reading interpreter: the script the job
+// wrote is streamed into the FIFO the interpreter reads. It fits only a
+// stage that is the command alone. The script's first line gets
+// "SECONDS=0; " before it, so that $SECONDS counts from the run, not from
+// the sandbox's start (line numbers are unchanged).
+func (w *warmProc) takeScript(st Stage, workdir string, fits bool) *stageProc {
+	if !fits || len(st.Argv) != len(w.spec.Replaces) || w.opened == nil {
+		w.stop()
+		return nil
+	}
+	script, err := readInRoot(workdir, w.spec.Script)
+	if err != nil {
+		w.stop()
+		return nil
+	}
+	f := w.opened
+	w.opened = nil
+	script = append([]byte("SECONDS=0; "), script...)
+	if len(script) <= pipeWriteAtOnce {
+		// Fits the FIFO's buffer: written at once, the interpreter can go
+		// on without this process being scheduled again.
+		_, _ = f.Write(script)
+		f.Close()
+	} else {
+		go func() {
+			// A longer script is read as it runs; this fails (EPIPE) if
+			// the interpreter dies first.
+			_, _ = f.Write(script)
+			f.Close()
+		}()
+	}
+	return &stageProc{cmd: w.cmd, outR: w.outR, errR: w.errR, stdinW: w.stdin}
+}
+
+// pipeWriteAtOnce is the most written into a pipe without waiting for its
+// reader: Linux pipes hold 64 KiB unless resized.
+const pipeWriteAtOnce = 32 << 10
+
+// readInRoot reads a file of the workspace without following a path out
+// of it.
+func readInRoot(workdir, name string) ([]byte, error) {
+	root, err := os.OpenRoot(workdir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(name)
+}
+
 // stop kills the interpreter and reaps it in the background.
 func (w *warmProc) stop() {
 	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-	for _, f := range []*os.File{w.stdin, w.control, w.outR, w.errR} {
-		f.Close()
+	for _, f := range []*os.File{w.stdin, w.control, w.outR, w.errR, w.opened} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if w.fifo != "" {
+		// A writer still waiting for the interpreter to open the FIFO is
+		// released by a reader of our own.
+		if r, err := os.OpenFile(w.fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			r.Close()
+		}
+		go func() {
+			for f := range w.writer {
+				f.Close()
+			}
+		}()
 	}
 	go func() {
 		_ = w.cmd.Wait()

@@ -337,6 +337,8 @@ func (e *Engine) StartPool() {
 		case l.Warm != nil && !agent.HasWarmProgram(l.Warm.Name):
 			e.log.Error("language registry: unknown warm program; the language's warm sandboxes start no interpreter ahead",
 				"language", l.Name, "warm", l.Warm.Name)
+		case l.Warm != nil && l.Warm.Name == agent.ScriptWarm:
+			t.Warm = &agent.Warm{Name: l.Warm.Name, Argv: l.Run, Env: l.Env, Replaces: l.Run, Script: l.File}
 		case l.Warm != nil:
 			t.Warm = &agent.Warm{Name: l.Warm.Name, Argv: l.Warm.Run, Env: l.Env, Replaces: l.Run}
 		}

@@ -91,10 +91,14 @@ type Kernel struct {
 
 // WarmInterpreter is a language's pre-started interpreter.
 type WarmInterpreter struct {
-	// Name picks the program built into the agent that the interpreter runs.
+	// Name picks the program built into the agent that the interpreter runs,
+	// or is "script": the language's own run command is started with a FIFO
+	// in place of its file, and reads the script from it when the run comes
+	// (for interpreters that read their script as a stream, like bash).
 	Name string `json:"name"`
-	// Run starts the interpreter; "{program}" stands for the program's source.
-	Run []string `json:"run"`
+	// Run starts the interpreter; "{program}" stands for the program's
+	// source. Empty for "script".
+	Run []string `json:"run,omitempty"`
 }
 
 // Compiled reports whether the language has a compile stage.
@@ -200,7 +204,9 @@ func New(f File) (*Registry, error) {
 			return nil, fmt.Errorf("language %q: run command is required", l.Name)
 		case len(l.Version) == 0:
 			return nil, fmt.Errorf("language %q: version command is required", l.Name)
-		case l.Warm != nil && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") })):
+		case l.Warm != nil && l.Warm.Name == "script" && (len(l.Warm.Run) > 0 || !slices.Contains(l.Run, l.File)):
+			return nil, fmt.Errorf("language %q: a script warm interpreter has no run command of its own, and the language's run command must name its file", l.Name)
+		case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") })):
 			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program}", l.Name)
 		}
 		if _, ok := r.images[l.Image]; !ok {

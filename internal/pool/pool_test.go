@@ -266,6 +266,56 @@ print("warm" if warm else "cold", __name__, __file__, sys.argv, sys.path[0], os.
 	}
 }
 
+// TestWarmBashBehavesAsBash runs scripts in the warm bash of a pool
+// sandbox (started with the sandbox, reading main.sh from a FIFO) and
+// checks what `bash main.sh` started for the run would show.
+func TestWarmBashBehavesAsBash(t *testing.T) {
+	e := pooledEngine(t, 1)
+	// The bash that runs the script started with the sandbox (warm) or
+	// after it (cold): compare its start with the agent's, in clock ticks.
+	const probe = `s=$(cut -d' ' -f22 /proc/$$/stat); a=$(cut -d' ' -f22 /proc/1/stat)
+(( s - a < 50 )) && echo -n "warm " || echo -n "cold "
+echo "$0 $# [$*] ${BASH_SOURCE[0]} $LINENO $SECONDS $(cat /proc/$$/cmdline | tr '\0' ' ')$MINE"
+(return 0 2>/dev/null) && echo sourced || echo "not sourced"
+ls -l main.sh | cut -c1; ls /workspace; echo "stdin: $(cat)"
+`
+	cases := []struct {
+		name           string
+		req            engine.Request
+		status, stdout string
+		exit           int
+		stderr         string
+	}{
+		{"script", engine.Request{Code: probe, Stdin: "in"}, engine.StatusOK,
+			"warm main.sh 0 [] main.sh 3 0 bash main.sh \nnot sourced\n-\nmain.sh\nstdin: in\n", 0, ""},
+		{"arguments", engine.Request{Code: probe, Args: []string{"a b"}}, engine.StatusOK,
+			"cold main.sh 1 [a b] main.sh 3 0 bash main.sh a b \nnot sourced\n-\nmain.sh\nstdin: \n", 0, ""},
+		{"own environment", engine.Request{Code: probe, Env: map[string]string{"MINE": "1"}}, engine.StatusOK,
+			"cold main.sh 0 [] main.sh 3 0 bash main.sh 1\nnot sourced\n-\nmain.sh\nstdin: \n", 0, ""},
+		{"exit code and errors", engine.Request{Code: "echo out\nnosuch\nexit 3"}, engine.StatusError, "out\n", 3,
+			"main.sh: line 2: nosuch: command not found\n"},
+		{"syntax error", engine.Request{Code: "if true; then\necho x\n"}, engine.StatusError, "", 2,
+			"main.sh: line 3: syntax error: unexpected end of file"},
+		{"a script larger than a pipe's buffer", engine.Request{Code: strings.Repeat("# padding\n", 20000) + "echo end $LINENO"},
+			engine.StatusOK, "end 20001\n", 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			waitIdle(t, e, "bash", 1)
+			time.Sleep(1100 * time.Millisecond) // $SECONDS would count this wait
+			c.req.Language = "bash"
+			r, err := e.Run(context.Background(), c.req, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != c.status || r.Stdout != c.stdout || r.ExitCode != c.exit || !strings.HasPrefix(r.Stderr, c.stderr) {
+				t.Errorf("got %s exit %d stdout %q stderr %q; want %s exit %d stdout %q stderr starting %q",
+					r.Status, r.ExitCode, r.Stdout, r.Stderr, c.status, c.exit, c.stdout, c.stderr)
+			}
+		})
+	}
+}
+
 // TestRefillWaitsForTheRun checks when a sandbox handed out is replaced:
 // while others of its language are idle, after its run ends (so that the
 // container's creation does not compete with the run); when it was the last
