@@ -32,16 +32,22 @@ func pooledEngineFor(t *testing.T, lang string, size int) *engine.Engine {
 	e, b := testutil.Engine(t, &cfg)
 	testutil.RequireImage(t, b, languages.Builtin(), lang)
 	e.StartPool()
+	closeAtEnd(t, e, b.Client())
+	waitIdle(t, e, lang, size)
+	return e
+}
+
+// closeAtEnd closes c (an engine or a pool) when the test ends and checks
+// that no container was left behind.
+func closeAtEnd(t *testing.T, c interface{ Close(context.Context) error }, cli *client.Client) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := e.Close(ctx); err != nil {
+		if err := c.Close(ctx); err != nil {
 			t.Error(err)
 		}
-		testutil.NoLeftovers(t, b.Client())
+		testutil.NoLeftovers(t, cli)
 	})
-	waitIdle(t, e, lang, size)
-	return e
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -222,38 +228,24 @@ func TestPrestartedCompilerServesWarmRuns(t *testing.T) {
 	}
 }
 
-// TestWarmPythonBehavesAsPython3 runs Python programs in warm sandboxes,
-// whose agent started the interpreter before the job, and checks what a
-// program sees and what the result says against `python3 -u main.py`. A
-// request with its own environment gets a python3 started for it.
-func TestWarmPythonBehavesAsPython3(t *testing.T) {
-	e := pooledEngineFor(t, "python", 1)
-	const probe = `import os, sys
-warm = open("/proc/self/cmdline").read().split("\0")[2] == "-c"
-print("warm" if warm else "cold", __name__, __file__, sys.argv, sys.path[0], os.environ.get("MINE"), repr(sys.stdin.read()))
-`
-	cases := []struct {
-		name           string
-		req            engine.Request
-		status, stdout string
-		exit           int
-		stderr         string
-	}{
-		{"argv stdin and path", engine.Request{Code: probe, Args: []string{"a b", "c"}, Stdin: "in"}, engine.StatusOK,
-			"warm __main__ /workspace/main.py ['main.py', 'a b', 'c'] /workspace None 'in'\n", 0, ""},
-		{"own environment", engine.Request{Code: probe, Env: map[string]string{"MINE": "1"}}, engine.StatusOK,
-			"cold __main__ /workspace/main.py ['main.py'] /workspace 1 ''\n", 0, ""},
-		{"exit code", engine.Request{Code: "import sys\nprint('out')\nsys.exit(3)"}, engine.StatusError, "out\n", 3, ""},
-		{"exception", engine.Request{Code: "def f():\n    raise KeyError('k')\nf()\n"}, engine.StatusError, "", 1,
-			"Traceback (most recent call last):\n  File \"/workspace/main.py\", line 3, in <module>\n    f()\n"},
-		{"syntax error", engine.Request{Code: "print('x'\n"}, engine.StatusError, "", 1, "  File \"/workspace/main.py\", line 1\n"},
-		{"pickle of a class in __main__", engine.Request{Code: "import pickle\nclass P: pass\nprint(type(pickle.loads(pickle.dumps(P()))).__name__)"},
-			engine.StatusOK, "P\n", 0, ""},
-	}
+// warmCase is a run in a warm sandbox and what it must show.
+type warmCase struct {
+	name           string
+	req            engine.Request
+	status, stdout string
+	exit           int
+	stderr         string
+}
+
+// runWarmCases runs each case in a fresh sandbox of lang's pool of one,
+// after pause (so that what counts time since the sandbox started shows it).
+func runWarmCases(t *testing.T, e *engine.Engine, lang string, pause time.Duration, cases []warmCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			waitIdle(t, e, "python", 1)
-			c.req.Language = "python"
+			waitIdle(t, e, lang, 1)
+			time.Sleep(pause)
+			c.req.Language = lang
 			r, err := e.Run(context.Background(), c.req, engine.RunOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -264,6 +256,30 @@ print("warm" if warm else "cold", __name__, __file__, sys.argv, sys.path[0], os.
 			}
 		})
 	}
+}
+
+// TestWarmPythonBehavesAsPython3 runs Python programs in warm sandboxes,
+// whose agent started the interpreter before the job, and checks what a
+// program sees and what the result says against `python3 -u main.py`. A
+// request with its own environment gets a python3 started for it.
+func TestWarmPythonBehavesAsPython3(t *testing.T) {
+	e := pooledEngineFor(t, "python", 1)
+	const probe = `import os, sys
+warm = open("/proc/self/cmdline").read().split("\0")[2] == "-c"
+print("warm" if warm else "cold", __name__, __file__, sys.argv, sys.path[0], os.environ.get("MINE"), repr(sys.stdin.read()))
+`
+	runWarmCases(t, e, "python", 0, []warmCase{
+		{"argv stdin and path", engine.Request{Code: probe, Args: []string{"a b", "c"}, Stdin: "in"}, engine.StatusOK,
+			"warm __main__ /workspace/main.py ['main.py', 'a b', 'c'] /workspace None 'in'\n", 0, ""},
+		{"own environment", engine.Request{Code: probe, Env: map[string]string{"MINE": "1"}}, engine.StatusOK,
+			"cold __main__ /workspace/main.py ['main.py'] /workspace 1 ''\n", 0, ""},
+		{"exit code", engine.Request{Code: "import sys\nprint('out')\nsys.exit(3)"}, engine.StatusError, "out\n", 3, ""},
+		{"exception", engine.Request{Code: "def f():\n    raise KeyError('k')\nf()\n"}, engine.StatusError, "", 1,
+			"Traceback (most recent call last):\n  File \"/workspace/main.py\", line 3, in <module>\n    f()\n"},
+		{"syntax error", engine.Request{Code: "print('x'\n"}, engine.StatusError, "", 1, "  File \"/workspace/main.py\", line 1\n"},
+		{"pickle of a class in __main__", engine.Request{Code: "import pickle\nclass P: pass\nprint(type(pickle.loads(pickle.dumps(P()))).__name__)"},
+			engine.StatusOK, "P\n", 0, ""},
+	})
 }
 
 // TestWarmBashBehavesAsBash runs scripts in the warm bash of a pool
@@ -279,41 +295,21 @@ echo "$0 $# [$*] ${BASH_SOURCE[0]} $LINENO $SECONDS $(cat /proc/$$/cmdline | tr 
 (return 0 2>/dev/null) && echo sourced || echo "not sourced"
 ls -l main.sh | cut -c1; ls /workspace; echo "stdin: $(cat)"
 `
-	cases := []struct {
-		name           string
-		req            engine.Request
-		status, stdout string
-		exit           int
-		stderr         string
-	}{
-		{"script", engine.Request{Code: probe, Stdin: "in"}, engine.StatusOK,
-			"warm main.sh 0 [] main.sh 3 0 bash main.sh \nnot sourced\n-\nmain.sh\nstdin: in\n", 0, ""},
-		{"arguments", engine.Request{Code: probe, Args: []string{"a b"}}, engine.StatusOK,
-			"cold main.sh 1 [a b] main.sh 3 0 bash main.sh a b \nnot sourced\n-\nmain.sh\nstdin: \n", 0, ""},
-		{"own environment", engine.Request{Code: probe, Env: map[string]string{"MINE": "1"}}, engine.StatusOK,
-			"cold main.sh 0 [] main.sh 3 0 bash main.sh 1\nnot sourced\n-\nmain.sh\nstdin: \n", 0, ""},
-		{"exit code and errors", engine.Request{Code: "echo out\nnosuch\nexit 3"}, engine.StatusError, "out\n", 3,
-			"main.sh: line 2: nosuch: command not found\n"},
-		{"syntax error", engine.Request{Code: "if true; then\necho x\n"}, engine.StatusError, "", 2,
-			"main.sh: line 3: syntax error: unexpected end of file"},
-		{"a script larger than a pipe's buffer", engine.Request{Code: strings.Repeat("# padding\n", 20000) + "echo end $LINENO"},
-			engine.StatusOK, "end 20001\n", 0, ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			waitIdle(t, e, "bash", 1)
-			time.Sleep(1100 * time.Millisecond) // $SECONDS would count this wait
-			c.req.Language = "bash"
-			r, err := e.Run(context.Background(), c.req, engine.RunOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Status != c.status || r.Stdout != c.stdout || r.ExitCode != c.exit || !strings.HasPrefix(r.Stderr, c.stderr) {
-				t.Errorf("got %s exit %d stdout %q stderr %q; want %s exit %d stdout %q stderr starting %q",
-					r.Status, r.ExitCode, r.Stdout, r.Stderr, c.status, c.exit, c.stdout, c.stderr)
-			}
+	runWarmCases(t, e, "bash", 1100*time.Millisecond, // $SECONDS would count the pause
+		[]warmCase{
+			{"script", engine.Request{Code: probe, Stdin: "in"}, engine.StatusOK,
+				"warm main.sh 0 [] main.sh 3 0 bash main.sh \nnot sourced\n-\nmain.sh\nstdin: in\n", 0, ""},
+			{"arguments", engine.Request{Code: probe, Args: []string{"a b"}}, engine.StatusOK,
+				"cold main.sh 1 [a b] main.sh 3 0 bash main.sh a b \nnot sourced\n-\nmain.sh\nstdin: \n", 0, ""},
+			{"own environment", engine.Request{Code: probe, Env: map[string]string{"MINE": "1"}}, engine.StatusOK,
+				"cold main.sh 0 [] main.sh 3 0 bash main.sh 1\nnot sourced\n-\nmain.sh\nstdin: \n", 0, ""},
+			{"exit code and errors", engine.Request{Code: "echo out\nnosuch\nexit 3"}, engine.StatusError, "out\n", 3,
+				"main.sh: line 2: nosuch: command not found\n"},
+			{"syntax error", engine.Request{Code: "if true; then\necho x\n"}, engine.StatusError, "", 2,
+				"main.sh: line 3: syntax error: unexpected end of file"},
+			{"a script larger than a pipe's buffer", engine.Request{Code: strings.Repeat("# padding\n", 20000) + "echo end $LINENO"},
+				engine.StatusOK, "end 20001\n", 0, ""},
 		})
-	}
 }
 
 // TestRefillWaitsForTheRun checks when a sandbox handed out is replaced:
@@ -364,14 +360,7 @@ func TestWaitersServedInOrder(t *testing.T) {
 	l, _ := reg.Lookup("bash")
 	p := pool.New(b, map[string]sandbox.Template{"bash": engine.New(config.Default(), reg, b, nil).Template(l)},
 		pool.Options{Sizes: map[string]int{"bash": 1}, MaxWaiters: 8, WaitTimeout: time.Minute, CreateConcurrency: 1})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := p.Close(ctx); err != nil {
-			t.Error(err)
-		}
-		testutil.NoLeftovers(t, b.Client())
-	})
+	closeAtEnd(t, p, b.Client())
 	ctx := context.Background()
 	first, err := p.Get(ctx, "bash")
 	if err != nil {
