@@ -6,10 +6,12 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
@@ -98,6 +100,16 @@ func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 // addTool registers a typed tool whose handler cannot crash the server: a
 // panic becomes a tool error (and a log line with the stack).
 func addTool[In, Out any](s *mcp.Server, h *handlers, t *mcp.Tool, fn mcp.ToolHandlerFor[In, Out]) {
+	// The SDK re-encodes a tool's input schema on every call over HTTP (to
+	// find x-mcp-header annotations); given as JSON, it is not encoded from
+	// its Go form each time (about 0.15 ms of CPU per run_code call here).
+	if schema, ok := t.InputSchema.(*jsonschema.Schema); ok {
+		raw, err := json.Marshal(schema)
+		if err != nil {
+			panic(fmt.Sprintf("%s input schema: %v", t.Name, err))
+		}
+		t.InputSchema = json.RawMessage(raw)
+	}
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
 		defer func() {
 			if r := recover(); r != nil {
