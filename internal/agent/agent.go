@@ -144,7 +144,7 @@ func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) error {
 		before, _ = scan(req.Workdir, req.Artifacts.MaxScan)
 	}
 	for i, st := range req.Stages {
-		res := runStage(w, uint8(i), st, req.Workdir, req.OutputLimit, !req.Session, cancel)
+		res := runStage(w, uint8(i), st, req.Workdir, req.Files, req.OutputLimit, !req.Session, cancel)
 		if err := w.json(KindStage, uint8(i), res); err != nil {
 			return err
 		}
@@ -328,7 +328,7 @@ func startStage(st Stage, workdir string) (*stageProc, error) {
 	return &stageProc{cmd: cmd, outR: outR, errR: errR, stdinW: stdinW}, nil
 }
 
-func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64, killAll bool, cancel <-chan struct{}) StageResult {
+func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, files []File, limit int64, killAll bool, cancel <-chan struct{}) StageResult {
 	res := StageResult{Name: st.Name}
 	if len(st.Argv) == 0 {
 		res.Error, res.ExitCode = "stage has no command", 127
@@ -336,7 +336,10 @@ func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, limit int64,
 	}
 	oomBefore := oomKills()
 	start := time.Now()
-	proc := takeWarm(st, workdir)
+	if idx > 0 {
+		files = nil // an earlier stage may have changed them
+	}
+	proc := takeWarm(st, workdir, files)
 	if proc == nil {
 		var err error
 		if proc, err = startStage(st, workdir); err != nil {
@@ -453,7 +456,7 @@ func baseEnv() []string {
 // memory.events, or v1 memory.oom_control on kernels that report it); -1
 // when neither is readable.
 func oomKills() int64 {
-	for _, p := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
+	for _, p := range oomFiles() {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			continue
@@ -467,3 +470,13 @@ func oomKills() int64 {
 	}
 	return -1
 }
+
+// oomFiles lists the cgroup files that may count OOM kills, the one this
+// container has first: it is read twice per stage.
+var oomFiles = sync.OnceValue(func() []string {
+	files := []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"}
+	if _, err := os.Stat(files[0]); err != nil {
+		files[0], files[1] = files[1], files[0]
+	}
+	return files
+})

@@ -307,7 +307,7 @@ func (a *server) runKernel(req Request, cancel <-chan struct{}) error {
 			}
 		}
 	}
-	if after := oomKills(); after > oomBefore && !res.TimedOut {
+	if after := oomKills(); after > oomBefore { // also on a timeout, as for stages
 		res.OOMKilled = true
 	}
 	if err := a.w.json(KindStage, 0, res); err != nil {

@@ -198,7 +198,7 @@ func clearWarmScript() {
 // returns nil when the stage must start its own process; an interpreter that
 // does not fit is stopped, since no later stage of a one-job sandbox can use
 // it either.
-func takeWarm(st Stage, workdir string) *stageProc {
+func takeWarm(st Stage, workdir string, files []File) *stageProc {
 	w := warm
 	if w == nil {
 		return nil
@@ -207,7 +207,7 @@ func takeWarm(st Stage, workdir string) *stageProc {
 	fits := len(st.Argv) >= len(w.spec.Replaces) && slices.Equal(st.Argv[:len(w.spec.Replaces)], w.spec.Replaces) &&
 		slices.Equal(st.Env, w.spec.Env) && workdir == w.dir && alive(w.cmd.Process.Pid)
 	if w.fifo != "" {
-		return w.takeScript(st, workdir, fits)
+		return w.takeScript(st, workdir, files, fits)
 	}
 	if !fits {
 		w.stop()
@@ -234,15 +234,22 @@ func takeWarm(st Stage, workdir string) *stageProc {
 // stage that is the command alone. The script's first line gets
 // "SECONDS=0; " before it, so that $SECONDS counts from the run, not from
 // the sandbox's start (line numbers are unchanged).
-func (w *warmProc) takeScript(st Stage, workdir string, fits bool) *stageProc {
+func (w *warmProc) takeScript(st Stage, workdir string, files []File, fits bool) *stageProc {
 	if !fits || len(st.Argv) != len(w.spec.Replaces) || w.opened == nil {
 		w.stop()
 		return nil
 	}
-	script, err := readInRoot(workdir, w.spec.Script)
-	if err != nil {
-		w.stop()
-		return nil
+	// The job's own copy of the script when it is what the workspace holds
+	// (files is nil after a first stage); else the workspace's.
+	var script []byte
+	if i := slices.IndexFunc(files, func(f File) bool { return f.Path == w.spec.Script }); i >= 0 {
+		script = files[i].Data
+	} else {
+		var err error
+		if script, err = readInRoot(workdir, w.spec.Script); err != nil {
+			w.stop()
+			return nil
+		}
 	}
 	f := w.opened
 	w.opened = nil

@@ -133,6 +133,9 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		if c, m := rows[1], rows[3]; c != nil && m != nil && m.Quantile(.5) > 0 {
 			fmt.Fprintf(w, "| %s | **cold / warm-MCP p50** | %.1fx | | | | |\n", lang, float64(c.Quantile(.5))/float64(m.Quantile(.5)))
 		}
+		if bs, en := rows[0], rows[2]; bs != nil && en != nil && bs.Quantile(.5) > 0 {
+			fmt.Fprintf(w, "| %s | **warm-engine / bare p50** | %.2fx | | | | |\n", lang, float64(en.Quantile(.5))/float64(bs.Quantile(.5)))
+		}
 		if bs, m := rows[0], rows[3]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
 			fmt.Fprintf(w, "| %s | **warm-MCP / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
 		}
