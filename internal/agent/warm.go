@@ -256,9 +256,14 @@ func (w *warmProc) takeScript(st Stage, workdir string, files []File, fits bool)
 	script = append([]byte("SECONDS=0; "), script...)
 	if len(script) <= pipeWriteAtOnce {
 		// Fits the FIFO's buffer: written at once, the interpreter can go
-		// on without this process being scheduled again.
-		_, _ = f.Write(script)
+		// on without this process being scheduled again. If it died since
+		// the check above, the stage gets a bash of its own.
+		_, err := f.Write(script)
 		f.Close()
+		if err != nil {
+			w.stop()
+			return nil
+		}
 	} else {
 		go func() {
 			// A longer script is read as it runs; this fails (EPIPE) if
