@@ -362,3 +362,32 @@ exit 3
 		})
 	}
 }
+
+// TestWarmScriptInterpreterThatDied checks that a run whose warm bash died
+// while it waited gets a bash of its own.
+func TestWarmScriptInterpreterThatDied(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	spec, _ := json.Marshal(Warm{Name: ScriptWarm, Argv: []string{"bash", "main.sh"},
+		Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
+	if err := StartWarm(string(spec)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { warm = nil })
+	time.Sleep(100 * time.Millisecond) // until bash opened its FIFO
+	if err := warm.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); alive(warm.cmd.Process.Pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stages, stdout, _, done := serve(t, Request{Workdir: dir, OutputLimit: 4096,
+		Files:  []File{{Path: "main.sh", Data: []byte("echo fine")}},
+		Stages: []Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}})
+	if done.Error != "" || len(stages) != 1 || stages[0].ExitCode != 0 || stdout[0] != "fine\n" {
+		t.Errorf("done %+v, stages %+v, stdout %q", done, stages, stdout[0])
+	}
+}
