@@ -119,7 +119,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		}
 		rows := []*Sample{
 			bareSample(ctx, lang, o.Runs),
-			engineSample(ctx, cold, lang, "cold sandbox (create, start, run, remove)", o.ColdRuns, nil),
+			engineSample(ctx, cold, lang, "cold sandbox (create, start, run; removed after the answer)", o.ColdRuns, nil),
 			engineSample(ctx, warm, lang, "warm sandbox, engine, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
 			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
 			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }),

@@ -5,13 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -624,6 +629,59 @@ func TestCancelKillsSandbox(t *testing.T) {
 		t.Errorf("got status %s stdout %q; want killed with partial output", r.Status, r.Stdout)
 	}
 	testutil.NoLeftovers(t, b.Client())
+}
+
+// TestColdSandboxRemovedAfterTheAnswer runs cold runs back to back with one
+// run slot: each answers before its sandbox is removed, but the next one
+// waits for that removal (never two sandboxes at once), and Close waits for
+// the last.
+func TestColdSandboxRemovedAfterTheAnswer(t *testing.T) {
+	cfg := config.Default()
+	cfg.MaxConcurrentRuns = 1
+	e, b := testutil.Engine(t, &cfg)
+	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	cli := b.Client()
+	count := func() int {
+		list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid()))})
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		return len(list.Items)
+	}
+	most := 0
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			most = max(most, count())
+		}
+	}()
+	for i := 0; i < 5; i++ {
+		if r := run(t, e, engine.Request{Language: "bash", Code: "echo hi"}); r.Status != engine.StatusOK {
+			t.Fatalf("run %d: %+v", i, r)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	<-watched
+	if n := count(); n != 0 {
+		t.Errorf("%d sandbox(es) still there after Close", n)
+	}
+	if most > 1 {
+		t.Errorf("saw %d sandboxes at once with one run slot", most)
+	}
 }
 
 func TestBackgroundProcessesDoNotOutliveRun(t *testing.T) {

@@ -40,6 +40,7 @@ type Engine struct {
 	log       *slog.Logger
 
 	inflight sync.WaitGroup
+	removals sync.WaitGroup // cold sandboxes being removed after their run
 	runsMu   sync.Mutex
 	runs     map[string]RunInfo
 	cancels  map[string]context.CancelFunc
@@ -134,10 +135,14 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	start := time.Now()
 	e.inflight.Add(1)
 	defer e.inflight.Done()
-	release := opts.Release
-	if release != nil {
-		defer release()
-	}
+	// The run slot: the caller's, or taken below; given back when the run
+	// returns, or handed to the cold sandbox's removal (removeLater).
+	slot := opts.Release
+	defer func() {
+		if slot != nil {
+			slot()
+		}
+	}()
 	v, err := e.validate(req, opts.Long)
 	if err != nil {
 		return nil, err
@@ -145,12 +150,10 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	lim := e.cfg.Limits
 	lang := v.lang
 
-	if release == nil {
-		release, err = e.acquire(ctx)
-		if err != nil {
+	if slot == nil {
+		if slot, err = e.acquire(ctx); err != nil {
 			return nil, err
 		}
-		defer release()
 	}
 
 	runID := newRunID()
@@ -217,7 +220,8 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 		if warm {
 			e.pool.Release(sb) // removed in the background; never reused
 		} else {
-			sb.Close()
+			e.removeLater(sb, slot)
+			slot = nil
 		}
 	}
 	if err != nil {
@@ -233,6 +237,24 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	e.log.Info("run finished", "run", runID, "language", lang.Name, "status", out.Status,
 		"exit_code", out.ExitCode, "duration_ms", out.DurationMs, "total_ms", out.TotalMs, "session", session != nil)
 	return out, nil
+}
+
+// removeLater removes a cold run's sandbox after the run has answered:
+// the removal (about 40 ms of Docker API calls here) is off the run's
+// latency. The run slot stays taken until the container is gone, so no
+// more sandboxes exist than max_concurrent_runs allows, and Wait waits for
+// the removal as for a run.
+func (e *Engine) removeLater(sb sandbox.Sandbox, slot func()) {
+	e.inflight.Add(1)
+	e.removals.Add(1)
+	go func() {
+		defer e.inflight.Done()
+		defer e.removals.Done()
+		sb.Close()
+		if slot != nil {
+			slot()
+		}
+	}()
 }
 
 // NewSession starts a sandbox for a session of lang that may live for life.
@@ -364,13 +386,22 @@ func (e *Engine) PoolStats() []pool.Stat {
 	return e.pool.Stats()
 }
 
-// Close stops the warm pool and removes its sandboxes, waiting at most
-// until ctx ends. Runs in flight should have ended first (see Wait).
+// Close stops the warm pool and removes its sandboxes, and waits for the
+// removal of cold runs' sandboxes, at most until ctx ends. Runs in flight
+// should have ended first (see Wait).
 func (e *Engine) Close(ctx context.Context) error {
-	if e.pool == nil {
-		return nil
+	var err error
+	if e.pool != nil {
+		err = e.pool.Close(ctx)
 	}
-	return e.pool.Close(ctx)
+	done := make(chan struct{})
+	go func() { e.removals.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = errors.Join(err, fmt.Errorf("sandbox removals still running at shutdown: %w", ctx.Err()))
+	}
+	return err
 }
 
 // sandbox returns a sandbox for one run: a warm one from the pool when the

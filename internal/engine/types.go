@@ -54,7 +54,7 @@ type Result struct {
 	Value           string     `json:"value,omitempty" jsonschema:"in a Python or JavaScript session: the value of the cell's last bare expression"`
 	KernelRestarted bool       `json:"interpreter_restarted,omitempty" jsonschema:"in a session: this call started a fresh interpreter (first call, or the previous one was lost to a timeout or crash)"`
 	Artifacts       []Artifact `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`
-	TotalMs         int64      `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start and removal included"`
+	TotalMs         int64      `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start included (a sandbox is removed after the answer)"`
 	ExitReason      string     `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
 }
 

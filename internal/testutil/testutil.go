@@ -154,14 +154,29 @@ func Engine(t testing.TB, cfg *config.Config) (*engine.Engine, *docker.Backend) 
 // NoLeftovers fails the test if any container of this process remains.
 func NoLeftovers(t testing.TB, cli *client.Client) {
 	t.Helper()
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
-	})
-	if err != nil {
-		t.Fatalf("listing containers: %v", err)
-	}
-	if n := len(list.Items); n > 0 {
-		t.Errorf("%d sandbox container(s) left behind", n)
+	// A run answers before its sandbox is removed (within a second here);
+	// only a container still there after the grace is left behind.
+	deadline := time.Now().Add(leftoverGrace)
+	for {
+		list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+			All:     true,
+			Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
+		})
+		if err != nil {
+			t.Fatalf("listing containers: %v", err)
+		}
+		n := len(list.Items)
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d sandbox container(s) left behind %s after the runs", n, leftoverGrace)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// leftoverGrace is how long NoLeftovers lets removals in the background
+// finish.
+const leftoverGrace = 10 * time.Second
