@@ -209,6 +209,21 @@ func TestPrestartRejectsBadSpecs(t *testing.T) {
 	}
 }
 
+// startWarmIn starts the warm interpreter w in a new directory, made the
+// working directory, and returns it; the test forgets the interpreter at
+// its end.
+func startWarmIn(t *testing.T, w Warm) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	spec, _ := json.Marshal(w)
+	if err := StartWarm(string(spec)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { warm = nil })
+	return dir
+}
+
 // TestWarmInterpreterRunsTheScriptAsPython starts the warm Python
 // interpreter and checks that a run stage handed to it behaves as
 // `python3 -u main.py ARGS` would; a stage that does not fit (other
@@ -235,14 +250,7 @@ f()
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			t.Chdir(dir)
-			spec, _ := json.Marshal(Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Env: env,
-				Replaces: []string{"python3", "-u", "main.py"}})
-			if err := StartWarm(string(spec)); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { warm = nil })
+			dir := startWarmIn(t, Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Env: env, Replaces: []string{"python3", "-u", "main.py"}})
 			stages, stdout, stderr, done := serve(t, Request{Workdir: dir, OutputLimit: 4096,
 				Files: []File{{Path: "main.py", Data: []byte(script)}},
 				Stages: []Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py", "a b", "c"}, Env: c.env,
@@ -274,14 +282,7 @@ func TestWarmInterpreterReportsSyntaxErrors(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed")
 	}
-	dir := t.TempDir()
-	t.Chdir(dir)
-	spec, _ := json.Marshal(Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"},
-		Replaces: []string{"python3", "-u", "main.py"}})
-	if err := StartWarm(string(spec)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { warm = nil })
+	dir := startWarmIn(t, Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Replaces: []string{"python3", "-u", "main.py"}})
 	stages, _, stderr, _ := serve(t, Request{Workdir: dir, OutputLimit: 4096,
 		Files:  []File{{Path: "main.py", Data: []byte("print('ok'\n")}},
 		Stages: []Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, TimeoutMs: 10000}}})
@@ -327,14 +328,7 @@ exit 3
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			t.Chdir(dir)
-			spec, _ := json.Marshal(Warm{Name: ScriptWarm, Argv: []string{"bash", "main.sh"}, Env: env,
-				Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
-			if err := StartWarm(string(spec)); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { warm = nil })
+			dir := startWarmIn(t, Warm{Name: ScriptWarm, Argv: []string{"bash", "main.sh"}, Env: env, Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
 			warmPID := warm.cmd.Process.Pid
 			time.Sleep(1100 * time.Millisecond) // so that $SECONDS would show the wait
 			stages, stdout, stderr, done := serve(t, Request{Workdir: dir, OutputLimit: 4096,
@@ -369,14 +363,7 @@ func TestWarmScriptInterpreterThatDied(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}
-	dir := t.TempDir()
-	t.Chdir(dir)
-	spec, _ := json.Marshal(Warm{Name: ScriptWarm, Argv: []string{"bash", "main.sh"},
-		Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
-	if err := StartWarm(string(spec)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { warm = nil })
+	dir := startWarmIn(t, Warm{Name: ScriptWarm, Argv: []string{"bash", "main.sh"}, Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
 	time.Sleep(100 * time.Millisecond) // until bash opened its FIFO
 	if err := warm.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -117,7 +117,7 @@ func StartWarm(spec string) error {
 		}
 	}
 	var pipes [4][2]*os.File // stdin, stdout, stderr, control: [read, write]
-	closeAll := func() {
+	closeAll := func() {     // on failure: the pipes, and the FIFO if made
 		for _, p := range pipes {
 			for _, f := range p {
 				if f != nil {
@@ -125,8 +125,14 @@ func StartWarm(spec string) error {
 				}
 			}
 		}
+		if fifo != "" {
+			_ = os.Remove(fifo)
+		}
 	}
 	for i := range pipes {
+		if i == 3 && fifo != "" {
+			continue // a script interpreter has no control pipe
+		}
 		r, w, err := os.Pipe()
 		if err != nil {
 			closeAll()
@@ -144,16 +150,15 @@ func StartWarm(spec string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := startTracked(cmd); err != nil {
 		closeAll()
-		if fifo != "" {
-			_ = os.Remove(fifo)
-		}
 		return fmt.Errorf("starting warm interpreter %q: %w", argv[0], err)
 	}
 	// The child's ends stay with the child only.
 	pipes[0][0].Close()
 	pipes[1][1].Close()
 	pipes[2][1].Close()
-	pipes[3][0].Close()
+	if fifo == "" {
+		pipes[3][0].Close()
+	}
 	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: pipes[3][1], outR: pipes[1][0], errR: pipes[2][0]}
 	if fifo != "" {
 		warm.fifo = fifo

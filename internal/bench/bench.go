@@ -100,9 +100,8 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	// What an MCP request costs by itself over this transport: the floor
 	// under every run_code figure below.
-	if s := toolCallSample(ctx, cs, o.Runs); s != nil {
-		fmt.Fprintf(w, "| - | %s | %s | %s | %s | %.1f | %d |\n", s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
-	}
+	s := toolCallSample(ctx, cs, o.Runs)
+	fmt.Fprintf(w, "| - | %s | %s | %s | %s | %.1f | %d |\n", s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
 	for _, lang := range o.Languages {
 		l, ok := reg.Lookup(lang)
 		if !ok {

@@ -78,9 +78,8 @@ type keyed struct {
 	queue    []*waiter     // runs waiting, oldest first
 	failed   chan struct{} // closed and replaced when a creation fails
 	wake     chan struct{} // pokes the fill loop
-	// deferred counts sandboxes handed out whose replacement waits for
-	// their run's end (or RefillDelay); deferrals holds their timers.
-	deferred  int
+	// deferrals holds the timers of sandboxes handed out whose replacement
+	// waits for their run's end (or RefillDelay).
 	deferrals map[sandbox.Sandbox]*time.Timer
 	lastErr   error
 	created   int
@@ -215,7 +214,6 @@ func (p *Pool) lend(k *keyed, e *entry) sandbox.Sandbox {
 	k.served++
 	sb := e.sb
 	if len(k.idle) > 0 && p.opts.RefillDelay > 0 {
-		k.deferred++
 		k.deferrals[sb] = time.AfterFunc(p.opts.RefillDelay, func() { p.refill(k, sb) })
 		k.mu.Unlock()
 		return sb
@@ -253,7 +251,6 @@ func (p *Pool) refill(k *keyed, sb sandbox.Sandbox) {
 	if ok {
 		t.Stop()
 		delete(k.deferrals, sb)
-		k.deferred--
 	}
 	k.mu.Unlock()
 	if ok {
@@ -312,7 +309,7 @@ func (p *Pool) fill(k *keyed) {
 		k.idle = kept
 		need := k.size - len(k.idle) - k.creating
 		if len(k.idle) > 0 {
-			need -= k.deferred // an empty pool refills at once
+			need -= len(k.deferrals) // an empty pool refills at once
 		}
 		failing := k.lastErr != nil
 		k.mu.Unlock()
@@ -415,7 +412,7 @@ func (p *Pool) Stats() []Stat {
 	for _, k := range p.keys {
 		k.mu.Lock()
 		s := Stat{Language: k.key, Size: k.size, Idle: len(k.idle), Creating: k.creating, Waiting: len(k.queue),
-			Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced, Deferred: k.deferred,
+			Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced, Deferred: len(k.deferrals),
 			Removing: int(p.removing.Load())}
 		if k.lastErr != nil {
 			s.Error = k.lastErr.Error()
@@ -441,7 +438,6 @@ func (p *Pool) Close(ctx context.Context) error {
 			t.Stop()
 			delete(k.deferrals, sb)
 		}
-		k.deferred = 0
 		k.mu.Unlock()
 	}
 	done := make(chan struct{})
