@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -37,10 +38,10 @@ func startTracked(cmd *exec.Cmd) error {
 	startMu.Lock()
 	defer startMu.Unlock()
 	// A failed raise falls back to writing the child's score.
-	raised := oomInherit() && os.WriteFile(ownOOMScoreAdj, []byte("1000"), 0) == nil
+	raised := oomInherit() && setOwnOOMScore("1000") == nil
 	err := cmd.Start()
 	if raised {
-		_ = os.WriteFile(ownOOMScoreAdj, []byte(agentOOMScore), 0)
+		_ = setOwnOOMScore(agentOOMScore)
 	}
 	if err != nil {
 		return err
@@ -55,27 +56,40 @@ func startTracked(cmd *exec.Cmd) error {
 const ownOOMScoreAdj = "/proc/self/oom_score_adj"
 
 var (
+	// ownOOM is the agent's own oom_score_adj, opened by BecomeInit before
+	// the agent makes itself non-dumpable: after that, /proc/self belongs
+	// to root and the file can no longer be opened for writing.
+	ownOOM        *os.File
 	agentOOMScore string
 	oomInherit    = sync.OnceValue(checkOOMInherit)
 )
+
+func setOwnOOMScore(v string) error {
+	if ownOOM == nil {
+		return errors.New("own oom_score_adj not open")
+	}
+	_, err := ownOOM.WriteAt([]byte(v), 0)
+	return err
+}
 
 // checkOOMInherit reports whether the agent may raise its own oom_score_adj
 // and lower it back (an unprivileged process may lower it only down to the
 // value a privileged one last set). Only inside a sandbox: elsewhere the
 // agent's own score is not its business.
 func checkOOMInherit() bool {
-	if !KillStragglers {
+	if !KillStragglers || ownOOM == nil {
 		return false
 	}
-	cur, err := os.ReadFile(ownOOMScoreAdj)
-	if err != nil {
+	cur := make([]byte, 16)
+	n, err := ownOOM.ReadAt(cur, 0)
+	if n == 0 && err != nil {
 		return false
 	}
-	agentOOMScore = strings.TrimSpace(string(cur))
-	if os.WriteFile(ownOOMScoreAdj, []byte("1000"), 0) != nil {
+	agentOOMScore = strings.TrimSpace(string(cur[:n]))
+	if setOwnOOMScore("1000") != nil {
 		return false
 	}
-	if os.WriteFile(ownOOMScoreAdj, []byte(agentOOMScore), 0) != nil {
+	if setOwnOOMScore(agentOOMScore) != nil {
 		return false // stuck high: that is what the check is for; a sandbox this happens in dies with its run
 	}
 	return true
@@ -96,6 +110,9 @@ func untrack(cmd *exec.Cmd) {
 // and holding spare OS threads so that a fork bomb at the pids limit cannot
 // stop it from creating the few it needs.
 func BecomeInit() {
+	if KillStragglers {
+		ownOOM, _ = os.OpenFile(ownOOMScoreAdj, os.O_RDWR, 0)
+	}
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
 		// Fault signals sent with kill(2) would otherwise crash the Go

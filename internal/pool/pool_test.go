@@ -112,6 +112,15 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	for _, c := range list.Items {
 		_, _ = cli.ContainerKill(context.Background(), c.ID, client.ContainerKillOptions{Signal: "KILL"})
 	}
+	// The pool learns of the death when the container's attached stream
+	// ends, a moment after the kill; a run in that moment would take the
+	// dead sandbox and fail, a window of milliseconds that this test would
+	// otherwise hit every time.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if s := e.PoolStats(); len(s) > 0 && (s[0].Replaced > 0 || s[0].Idle == 0) {
+			break
+		}
+	}
 	r, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "echo alive"}, engine.RunOptions{})
 	if err != nil || r.Stdout != "alive\n" {
 		t.Fatalf("run after the kill: %v %+v", err, r)
