@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,28 +36,28 @@ var KillStragglers bool
 // the response frames to out. A one-shot sandbox sends one request and
 // closes its side; a session sends many. A Cancel frame stops the request
 // running at the time.
+//
+// A request runs on the goroutine that read it, and a watcher reads the
+// frames that come while it runs: handing the request to another goroutine
+// would wait for that goroutine to be scheduled, which on an idle machine
+// costs as much as the run's own setup.
 func Serve(in io.Reader, out io.Writer) error {
 	a := &server{w: &frameWriter{w: out}, kernels: map[string]*kernel{}}
 	defer a.closeKernels()
-	requests := make(chan Frame)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(requests)
+	// Buffered, so that a frame's header and payload come in one read.
+	r := bufio.NewReaderSize(in, 64<<10)
+	next := func() (Frame, error) {
 		for {
-			f, err := ReadFrame(in)
-			if err != nil {
-				readErr <- err
-				return
+			f, err := ReadFrame(r)
+			if err != nil || f.Kind != KindCancel {
+				return f, err
 			}
-			if f.Kind == KindCancel {
-				a.cancelCurrent()
-				continue
-			}
-			requests <- f
+			a.cancelCurrent()
 		}
-	}()
+	}
 	served := 0
-	for f := range requests {
+	f, err := next()
+	for err == nil {
 		if f.Kind != KindRequest {
 			return fmt.Errorf("%w: expected a request, got kind %q", ErrBadFrame, f.Kind)
 		}
@@ -62,18 +65,32 @@ func Serve(in io.Reader, out io.Writer) error {
 		if err := json.Unmarshal(f.Payload, &req); err != nil {
 			return fmt.Errorf("decoding request: %w", err)
 		}
-		if err := a.handle(req); err != nil {
+		cancel := a.begin()
+		following := make(chan readResult, 1)
+		go func() {
+			f, err := next()
+			following <- readResult{f, err}
+		}()
+		if err := a.handle(req, cancel); err != nil {
 			return err
 		}
 		served++
+		rr := <-following
+		f, err = rr.f, rr.err
 	}
-	if err := <-readErr; err != io.EOF || served == 0 {
+	if err != io.EOF || served == 0 {
 		if err == io.EOF {
 			return errors.New("reading request: no request before the end of input")
 		}
 		return fmt.Errorf("reading request: %w", err)
 	}
 	return nil
+}
+
+// readResult is a frame read, or why none could be.
+type readResult struct {
+	f   Frame
+	err error
 }
 
 // server is the agent's state across the requests of one sandbox.
@@ -106,8 +123,8 @@ func (a *server) end() {
 	a.cancel = nil
 }
 
-func (a *server) handle(req Request) error {
-	cancel := a.begin()
+// handle runs req; cancel is closed when a Cancel frame asks to stop it.
+func (a *server) handle(req Request, cancel <-chan struct{}) error {
 	defer a.end()
 	switch req.Op {
 	case OpRun:
@@ -132,7 +149,12 @@ func (a *server) handle(req Request) error {
 
 // runRequest writes the files, runs the stages, collects the artifacts and
 // ends with the Done frame.
-func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) error {
+func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) (err error) {
+	defer func() {
+		if ferr := w.flush(); err == nil {
+			err = ferr
+		}
+	}()
 	done := Done{}
 	clearWarmScript()
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
@@ -145,10 +167,16 @@ func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) error {
 	}
 	for i, st := range req.Stages {
 		res := runStage(w, uint8(i), st, req.Workdir, req.Files, req.OutputLimit, !req.Session, cancel)
+		last := i == len(req.Stages)-1 || res.Cancelled || st.StopOnFailure && (res.ExitCode != 0 || res.Error != "")
+		if last {
+			// The last stage's result, the artifacts and Done go out
+			// together: the host needs them all before it can answer.
+			w.hold()
+		}
 		if err := w.json(KindStage, uint8(i), res); err != nil {
 			return err
 		}
-		if res.Cancelled || st.StopOnFailure && (res.ExitCode != 0 || res.Error != "") {
+		if last {
 			break
 		}
 	}
@@ -194,11 +222,11 @@ func writeFiles(workdir string, files []File) error {
 	if len(files) == 0 {
 		return nil
 	}
-	root, err := os.OpenRoot(workdir)
+	root, release, err := openWorkspace(workdir)
 	if err != nil {
 		return fmt.Errorf("opening workspace: %w", err)
 	}
-	defer root.Close()
+	defer release()
 	for _, f := range files {
 		if err := ValidPath(f.Path); err != nil {
 			return err
@@ -225,12 +253,38 @@ func writeFiles(workdir string, files []File) error {
 	return nil
 }
 
+// bootWorkspace is the sandbox's workspace, opened at boot by warmUp and
+// kept open: each system call on a run's critical path counts.
+var bootWorkspace struct {
+	dir  string
+	root *os.Root
+}
+
+// openWorkspace returns an os.Root for dir, the one opened at boot when it
+// is that directory, and what to call when done with it.
+func openWorkspace(dir string) (*os.Root, func(), error) {
+	if r := bootWorkspace.root; r != nil && dir == bootWorkspace.dir {
+		return r, func() {}, nil
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() { _ = r.Close() }, nil
+}
+
 // frameWriter serializes frames from the stage's output readers.
 type frameWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	failed error
+	// held collects frames while holding, to be written at once by flush.
+	holding bool
+	held    []byte
 }
+
+// heldBytes is the most frames held back before they are written anyway.
+const heldBytes = 64 << 10
 
 func (fw *frameWriter) write(f Frame) error {
 	fw.mu.Lock()
@@ -238,8 +292,48 @@ func (fw *frameWriter) write(f Frame) error {
 	if fw.failed != nil {
 		return fw.failed
 	}
+	if fw.holding {
+		if len(f.Payload) > MaxFrameBytes {
+			fw.failed = fmt.Errorf("frame payload of %d bytes exceeds %d", len(f.Payload), MaxFrameBytes)
+			return fw.failed
+		}
+		fw.held = appendFrame(fw.held, f)
+		if len(fw.held) >= heldBytes {
+			fw.writeHeld()
+		}
+		return fw.failed
+	}
 	fw.failed = WriteFrame(fw.w, f)
 	return fw.failed
+}
+
+// hold makes the frames that follow wait for flush, so that they leave in
+// one write.
+func (fw *frameWriter) hold() {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	fw.holding = true
+}
+
+// flush writes the frames held and stops holding.
+func (fw *frameWriter) flush() error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	fw.holding = false
+	if fw.failed == nil {
+		fw.writeHeld()
+	}
+	return fw.failed
+}
+
+func (fw *frameWriter) writeHeld() {
+	if len(fw.held) > 0 {
+		_, fw.failed = fw.w.Write(fw.held)
+		fw.held = fw.held[:0]
+		if cap(fw.held) > 2*heldBytes {
+			fw.held = nil // an artifact's worth of memory is not kept for later
+		}
+	}
 }
 
 func (fw *frameWriter) json(kind byte, stage uint8, v any) error {
@@ -456,14 +550,18 @@ func baseEnv() []string {
 // memory.events, or v1 memory.oom_control on kernels that report it); -1
 // when neither is readable.
 func oomKills() int64 {
-	for _, p := range oomFiles() {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			var n int64
-			if _, err := fmt.Sscanf(line, "oom_kill %d", &n); err == nil {
+	f := oomFile()
+	if f == nil {
+		return -1
+	}
+	buf := make([]byte, 1024)
+	n, err := f.ReadAt(buf, 0)
+	if n == 0 && err != nil {
+		return -1
+	}
+	for _, line := range bytes.Split(buf[:n], []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("oom_kill ")); ok {
+			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 				return n
 			}
 		}
@@ -471,12 +569,15 @@ func oomKills() int64 {
 	return -1
 }
 
-// oomFiles lists the cgroup files that may count OOM kills, the one this
-// container has first: it is read twice per stage.
-var oomFiles = sync.OnceValue(func() []string {
-	files := []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"}
-	if _, err := os.Stat(files[0]); err != nil {
-		files[0], files[1] = files[1], files[0]
+// oomFile is the cgroup file that counts OOM kills, opened once (warmUp
+// does it at boot): it is read before and after every stage, and on an idle
+// machine each system call of a run's critical path counts. Nil when the
+// container has none.
+var oomFile = sync.OnceValue(func() *os.File {
+	for _, p := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
+		if f, err := os.Open(p); err == nil {
+			return f
+		}
 	}
-	return files
+	return nil
 })

@@ -378,3 +378,16 @@ func TestWarmScriptInterpreterThatDied(t *testing.T) {
 		t.Errorf("done %+v, stages %+v, stdout %q", done, stages, stdout[0])
 	}
 }
+
+// alive reports whether process pid exists and has not exited (a zombie
+// has).
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain them.
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
+}

@@ -52,13 +52,15 @@ func WriteFrame(w io.Writer, f Frame) error {
 	if len(f.Payload) > MaxFrameBytes {
 		return fmt.Errorf("frame payload of %d bytes exceeds %d", len(f.Payload), MaxFrameBytes)
 	}
-	buf := make([]byte, headerLen+len(f.Payload))
-	buf[0] = f.Kind
-	buf[1] = f.Stage
-	binary.BigEndian.PutUint32(buf[2:6], uint32(len(f.Payload)))
-	copy(buf[headerLen:], f.Payload)
-	_, err := w.Write(buf)
+	_, err := w.Write(appendFrame(make([]byte, 0, headerLen+len(f.Payload)), f))
 	return err
+}
+
+// appendFrame appends f, encoded, to dst; the caller checks its size.
+func appendFrame(dst []byte, f Frame) []byte {
+	dst = append(dst, f.Kind, f.Stage, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(dst[len(dst)-4:], uint32(len(f.Payload)))
+	return append(dst, f.Payload...)
 }
 
 // ErrBadFrame reports a stream that is not a valid frame sequence.

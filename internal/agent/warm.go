@@ -209,8 +209,10 @@ func takeWarm(st Stage, workdir string, files []File) *stageProc {
 		return nil
 	}
 	warm = nil
+	// An interpreter that died is found out by the write that hands it the
+	// job (EPIPE: the pipe has no reader left), which then falls back.
 	fits := len(st.Argv) >= len(w.spec.Replaces) && slices.Equal(st.Argv[:len(w.spec.Replaces)], w.spec.Replaces) &&
-		slices.Equal(st.Env, w.spec.Env) && workdir == w.dir && alive(w.cmd.Process.Pid)
+		slices.Equal(st.Env, w.spec.Env) && workdir == w.dir
 	if w.fifo != "" {
 		return w.takeScript(st, workdir, files, fits)
 	}
@@ -319,17 +321,4 @@ func (w *warmProc) stop() {
 		_ = w.cmd.Wait()
 		untrack(w.cmd)
 	}()
-}
-
-// alive reports whether process pid exists and has not exited (a zombie
-// has).
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses and may
-	// itself contain them.
-	i := bytes.LastIndexByte(data, ')')
-	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
 }

@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -103,8 +105,11 @@ cat /proc/sys/kernel/hostname`}, engine.RunOptions{})
 func TestPoolReplacesDeadSandbox(t *testing.T) {
 	e := pooledEngine(t, 1)
 	cli := testutil.RequireDocker(t)
+	// Only this test process's own: test binaries of other packages run at
+	// the same time, with bash sandboxes of their own.
 	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
-		Filters: make(client.Filters).Add("label", "io.mcp-code-runner.purpose=bash"),
+		Filters: make(client.Filters).Add("label", "io.mcp-code-runner.purpose=bash").
+			Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 	})
 	if err != nil || len(list.Items) == 0 {
 		t.Fatalf("no pooled container found: %v", err)
