@@ -4,13 +4,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // SandboxEnv marks the environment of a sandbox the server created; the
 // agent refuses to run without it, so nobody starts it on a host by mistake
 // (it would kill the user's processes after each stage).
 const SandboxEnv = "MCR_SANDBOX"
+
+// SocketEnv is the agent's environment variable naming a Unix socket the
+// server listens on. The agent connects to it at boot, before anything else
+// runs in the sandbox, and serves requests over it: one hop from the server,
+// where the attached standard streams pass through the daemon and its
+// container shim. If it cannot connect (a daemon in a VM, where a socket
+// does not cross the file sharing), it says so with a Hello frame on
+// standard output and serves there.
+const SocketEnv = "MCR_SOCKET"
 
 // Main is the agent process: it becomes the sandbox's init, starts what the
 // sandbox's template asks for ahead of the job, then serves requests on
@@ -22,6 +34,20 @@ func Main() error {
 	}
 	KillStragglers = os.Getuid() != 0
 	BecomeInit()
+	// Connected before the prestart and warm processes start, so nothing
+	// else in the sandbox can have connected first.
+	var in io.Reader = os.Stdin
+	var out io.Writer = os.Stdout
+	if path := os.Getenv(SocketEnv); path != "" {
+		if conn, err := dialUnix(path); err == nil {
+			in, out = conn, conn
+		} else {
+			fmt.Fprintf(os.Stderr, "agent: %v; serving on standard input and output\n", err)
+			if err := WriteFrame(os.Stdout, Frame{Kind: KindHello}); err != nil {
+				return fmt.Errorf("writing hello: %w", err)
+			}
+		}
+	}
 	// Either failing leaves the job to run as in a cold sandbox.
 	if err := StartPrestart(os.Getenv(PrestartEnv)); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
@@ -30,7 +56,21 @@ func Main() error {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 	}
 	warmUp("/workspace")
-	return Serve(os.Stdin, os.Stdout)
+	return Serve(in, out)
+}
+
+// dialUnix connects to the Unix socket at path. The connection is a plain
+// blocking descriptor, closed on exec so no stage inherits it.
+func dialUnix(path string) (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("creating socket: %w", err)
+	}
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("connecting to %s: %w", path, err)
+	}
+	return os.NewFile(uintptr(fd), "server"), nil
 }
 
 // warmUp runs, before the job arrives, the code paths its first

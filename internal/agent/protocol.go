@@ -31,6 +31,10 @@ const (
 	// KindCancel (engine to agent, no payload) stops the request running now;
 	// the sandbox stays usable (sessions).
 	KindCancel byte = 'C'
+	// KindHello (agent to engine, no payload) is the first frame on standard
+	// output of an agent that was given a socket (SocketEnv) and could not
+	// connect to it: it serves on its standard input and output instead.
+	KindHello byte = 'H'
 )
 
 // MaxFrameBytes bounds one frame's payload, so a corrupt or hostile stream
@@ -77,7 +81,7 @@ func ReadFrameLimit(r io.Reader, limit int) (Frame, error) {
 		return Frame{}, err
 	}
 	switch h[0] {
-	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact, KindCancel:
+	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact, KindCancel, KindHello:
 	default:
 		return Frame{}, fmt.Errorf("%w: unknown kind 0x%02x", ErrBadFrame, h[0])
 	}

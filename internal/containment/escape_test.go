@@ -90,7 +90,10 @@ echo "processes $(ls -d /proc/[0-9]* | wc -l)"`
 }
 
 // TestNoDockerSocket looks for the Docker socket and any other socket file
-// or Docker setting in the sandbox.
+// or Docker setting in the sandbox. The one host directory mounted besides
+// the agent's binary is the read-only directory of the socket the agent
+// connects to at boot; the server removes the socket once the agent is
+// connected, before any program runs, so the program finds it empty.
 func TestNoDockerSocket(t *testing.T) {
 	h := newHarness(t, "bash")
 	code := probeLib + `try docker.sock ls -l /var/run/docker.sock
@@ -102,13 +105,14 @@ if env | grep -qi docker; then echo "BREACH docker-env: $(env | grep -i docker)"
 hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts; }
 mounts=$(hostmounts | awk '{print $2}' | sort | tr '\n' ' ')
 case "$mounts" in
-  "/etc/hostname /opt/mcp-code-runner/agent ") echo "ok host-mounts: only $mounts";;
+  "/etc/hostname /opt/mcp-code-runner/agent "|"/etc/hostname /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
   *) echo "BREACH host-mounts: $mounts";;
 esac
 rw=$(hostmounts | awk '$4 !~ /^ro(,|$)/ {print $2}' | tr '\n' ' ')
-if [ -n "$rw" ]; then echo "BREACH host-mounts-ro: writable: $rw"; else echo "ok host-mounts-ro: all read-only"; fi`
+if [ -n "$rw" ]; then echo "BREACH host-mounts-ro: writable: $rw"; else echo "ok host-mounts-ro: all read-only"; fi
+if [ -n "$(ls -A /run/mcp-code-runner 2>/dev/null)" ]; then echo "BREACH agent-socket: $(ls -lA /run/mcp-code-runner)"; else echo "ok agent-socket: gone once the agent connected"; fi`
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
-	probeReport(t, r, "docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts", "host-mounts-ro")
+	probeReport(t, r, "docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts", "host-mounts-ro", "agent-socket")
 }
 
 // TestServerEnvironmentIsNotVisible puts a secret in the server's own

@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
@@ -472,6 +473,43 @@ func sandboxOnHost(cli *client.Client) (string, int, error) {
 		return "", 0, fmt.Errorf("%w: process %d: %v", errNoHostView, pid, err)
 	}
 	return id, pid, nil
+}
+
+// agentChannel opens, from the host, the channel the agent at pid sends its
+// frames on, as a subverted agent could write anything there: its socket
+// to the server (taken with pidfd_getfd), or its standard output when it
+// serves on the attached streams.
+func agentChannel(pid int) (*os.File, error) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoHostView, err)
+	}
+	for _, e := range entries {
+		link, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil || !strings.HasPrefix(link, "socket:") {
+			continue
+		}
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			return nil, fmt.Errorf("pidfd_open %d: %w", pid, err)
+		}
+		defer unix.Close(pidfd)
+		dup, err := unix.PidfdGetfd(pidfd, fd, 0)
+		if err != nil {
+			return nil, fmt.Errorf("taking the agent's socket (fd %d) with pidfd_getfd: %w", fd, err)
+		}
+		return os.NewFile(uintptr(dup), link), nil
+	}
+	f, err := os.OpenFile(dir+"/1", os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the container's stdout from the host: %w", err)
+	}
+	return f, nil
 }
 
 // requireHostAccess skips a test that acts on a sandbox from the host (as

@@ -83,9 +83,9 @@ echo DONE`
 				// Let the program finish, whatever happened.
 				_ = os.WriteFile(fmt.Sprintf("/proc/%d/root/workspace/.go", pid), nil, 0o644)
 			}()
-			f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/1", pid), os.O_WRONLY, 0)
+			f, err := agentChannel(pid)
 			if err != nil {
-				injected <- fmt.Errorf("opening the container's stdout from the host: %w", err)
+				injected <- err
 				return
 			}
 			defer f.Close()

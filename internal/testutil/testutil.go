@@ -120,6 +120,7 @@ func Backend(t testing.TB) *docker.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 

@@ -4,6 +4,7 @@
 package docker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +71,9 @@ type Backend struct {
 	opts  Options
 	owner owner
 	log   *slog.Logger
+	// sockets holds the directories of the sockets agents connect to
+	// (socket.go); empty when sandboxes use the attached streams only.
+	sockets string
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -85,7 +90,16 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Backend{cli: cli, opts: opts, owner: currentOwner(), log: log}, nil
+	b := &Backend{cli: cli, opts: opts, owner: currentOwner(), log: log}
+	if socketsUsable(cli.DaemonHost(), opts.Runtime) {
+		dir, err := os.MkdirTemp("", socketsPrefix(b.owner))
+		if err != nil {
+			log.Warn("sandboxes will use the attached streams only: no directory for agent sockets", "err", err)
+		} else {
+			b.sockets = dir
+		}
+	}
+	return b, nil
 }
 
 // Client returns the Docker client the backend uses.
@@ -94,8 +108,13 @@ func (b *Backend) Client() *client.Client { return b.cli }
 // AgentPath returns the agent binary mounted into every sandbox.
 func (b *Backend) AgentPath() string { return b.opts.AgentPath }
 
-// Close closes the Docker client.
-func (b *Backend) Close() error { return b.cli.Close() }
+// Close closes the Docker client and removes the sockets' directory.
+func (b *Backend) Close() error {
+	if b.sockets != "" {
+		_ = os.RemoveAll(b.sockets)
+	}
+	return b.cli.Close()
+}
 
 // Check pings the daemon.
 func (b *Backend) Check(ctx context.Context) error {
@@ -220,15 +239,32 @@ func jsonEnv(name string, v any) string {
 // waits on the attached stdin for the one job.
 func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
 	cfg, hostCfg := b.ContainerConfig(t)
+	var listener *agentListener
+	if b.sockets != "" {
+		l, err := listenForAgent(b.sockets)
+		if err != nil {
+			b.log.Warn("sandbox will use the attached streams", "err", err)
+		} else {
+			listener = l
+			if testHookListening != nil {
+				testHookListening(l)
+			}
+			hostCfg.Mounts = append(hostCfg.Mounts, l.mount())
+			cfg.Env = append(cfg.Env, agent.SocketEnv+"="+SocketDir+"/"+socketName)
+		}
+	}
 	// The create call is not cancelled with ctx: a cancellation while the
 	// daemon creates the container would lose its ID and leave it behind.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	created, err := b.cli.ContainerCreate(cctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hostCfg})
 	cancel()
 	if err != nil {
+		if listener != nil {
+			listener.close()
+		}
 		return nil, b.classify(err, t.Image, "creating sandbox container")
 	}
-	sb := &dockerSandbox{b: b, id: created.ID, dead: make(chan struct{})}
+	sb := &dockerSandbox{b: b, id: created.ID, dead: make(chan struct{}), listener: listener}
 	if err := ctx.Err(); err != nil {
 		sb.Close()
 		return nil, fmt.Errorf("creating sandbox container: %w", err)
@@ -240,16 +276,31 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		return nil, b.classify(err, t.Image, "attaching to sandbox container")
 	}
 	sb.att = att.HijackedResponse
+	frames, demuxed := io.Pipe()
+	sb.frames = frames
+	sb.diag = &cappedBuffer{limit: 64 << 10}
+	channel := channelStdio
+	if listener != nil {
+		channel = channelUnknown
+	}
+	sb.stdout = newStdoutSink(demuxed, channel)
 	if _, err := b.cli.ContainerStart(ctx, sb.id, client.ContainerStartOptions{}); err != nil {
 		sb.Close()
 		return nil, b.classify(err, t.Image, "starting sandbox container")
 	}
-	frames, demuxed := io.Pipe()
-	sb.frames = frames
-	sb.diag = &cappedBuffer{limit: 64 << 10}
+	if listener != nil {
+		go func() {
+			if c, err := listener.accept(); err == nil {
+				sb.stdout.connected(c)
+			}
+		}()
+	}
 	go func() {
-		_, err := stdcopy.StdCopy(demuxed, sb.diag, att.Reader)
+		_, err := stdcopy.StdCopy(sb.stdout, sb.diag, att.Reader)
 		demuxed.CloseWithError(err)
+		if listener != nil {
+			listener.close() // an agent that never connected will not now
+		}
 		close(sb.dead)
 	}()
 	return sb, nil
@@ -257,15 +308,17 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 
 // dockerSandbox is one started container.
 type dockerSandbox struct {
-	b       *Backend
-	id      string
-	att     client.HijackedResponse
-	frames  *io.PipeReader
-	diag    *cappedBuffer
-	dead    chan struct{} // closed when the attached stream ends
-	used    atomic.Bool
-	closed  sync.Once
-	writeMu sync.Mutex // one frame at a time on the attached stdin
+	b        *Backend
+	id       string
+	att      client.HijackedResponse
+	listener *agentListener // nil without a socket
+	stdout   *stdoutSink    // settles the channel: the socket or the streams
+	frames   *io.PipeReader // the agent's frames when it serves on the streams
+	diag     *cappedBuffer
+	dead     chan struct{} // closed when the attached stream ends
+	used     atomic.Bool
+	closed   sync.Once
+	writeMu  sync.Mutex // one frame at a time on the attached stdin
 }
 
 func (s *dockerSandbox) ID() string { return s.id }
@@ -286,6 +339,14 @@ func (s *dockerSandbox) Close() {
 	s.closed.Do(func() {
 		if s.att.Conn != nil {
 			s.att.Close()
+		}
+		if s.listener != nil {
+			s.listener.close()
+		}
+		if s.stdout != nil {
+			if c := s.stdout.socket(); c != nil {
+				c.Close()
+			}
 		}
 		s.b.remove(s.id)
 	})
@@ -322,18 +383,6 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), agent.MaxFrameBytes)
 	}
 	b := s.b
-	go func() {
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-		if err := agent.WriteFrame(s.att.Conn, agent.Frame{Kind: agent.KindRequest, Payload: payload}); err != nil {
-			b.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
-		}
-		if !session {
-			// Closing our write side tells the agent nothing more comes.
-			_ = s.att.CloseWrite()
-		}
-	}()
-
 	var killed sync.Once
 	res := &sandbox.Result{}
 	kill := func(reason string) {
@@ -344,10 +393,47 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 			defer cancel()
 			_, _ = b.cli.ContainerKill(kctx, s.id, client.ContainerKillOptions{Signal: "KILL"})
 			s.att.Close()
+			if c := s.stdout.socket(); c != nil {
+				c.Close()
+			}
 		})
 	}
 	deadline := time.AfterFunc(job.Deadline, func() { kill("deadline") })
 	defer deadline.Stop()
+
+	// Which channel the agent serves on is settled by the time a pool
+	// sandbox is handed out; a cold one's agent may still be booting.
+	select {
+	case <-s.stdout.chosen:
+	case <-s.dead:
+	case <-ctx.Done():
+	}
+	var (
+		w          io.Writer = s.att.Conn
+		r          io.Reader = s.frames
+		closeWrite           = s.att.CloseWrite
+	)
+	if c := s.stdout.socket(); c != nil {
+		w, r, closeWrite = c, bufio.NewReaderSize(c, 64<<10), c.CloseWrite
+	}
+	send := func() {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		if err := agent.WriteFrame(w, agent.Frame{Kind: agent.KindRequest, Payload: payload}); err != nil {
+			b.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
+		}
+		if !session {
+			// Closing our write side tells the agent nothing more comes.
+			_ = closeWrite()
+		}
+	}
+	sent := time.Now()
+	if len(payload) <= inlineRequestBytes {
+		send()
+	} else {
+		go send() // the agent may answer before it has read it all
+	}
+
 	stopWatch := context.AfterFunc(ctx, func() {
 		if !session {
 			kill("caller went away")
@@ -355,12 +441,11 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 		}
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
-		_ = agent.WriteFrame(s.att.Conn, agent.Frame{Kind: agent.KindCancel})
+		_ = agent.WriteFrame(w, agent.Frame{Kind: agent.KindCancel})
 	})
 	defer stopWatch()
 
-	sent := time.Now()
-	done := b.readFrames(s.frames, job.Request, res, onChunk)
+	done := b.readFrames(r, job.Request, res, onChunk)
 	res.Elapsed = time.Since(sent)
 	killed.Do(func() {}) // settle res.Killed
 	res.Diagnostics = s.diag.String()
@@ -378,6 +463,11 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 	}
 	return res, nil
 }
+
+// inlineRequestBytes is the largest request written before the answer is
+// read rather than beside it: it fits the buffers between here and the
+// agent, so writing it cannot wait for the agent to read.
+const inlineRequestBytes = 32 << 10
 
 // hostFrameLimit bounds one frame read from a sandbox: the largest
 // legitimate one is an artifact of artifacts.max_file_bytes in JSON.
@@ -438,6 +528,8 @@ func (b *Backend) readFrames(r io.Reader, req agent.Request, res *sandbox.Result
 			return false // not a frame the agent would send
 		}
 		switch f.Kind {
+		case agent.KindHello:
+			// An agent that could not reach its socket says so first.
 		case agent.KindStdout, agent.KindStderr:
 			st := stage(f.Stage)
 			stream := sandbox.Stdout

@@ -77,6 +77,9 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("listing sandbox containers: %w", err)
 	}
+	if n := sweepSockets(); n > 0 {
+		b.log.Info("removed agent socket directories of servers that are gone", "count", n)
+	}
 	now := time.Now().Unix()
 	removed := 0
 	for _, c := range list.Items {

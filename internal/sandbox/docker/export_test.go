@@ -1,0 +1,29 @@
+package docker
+
+import "github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+
+// Channel names the channel sb's agent serves on: "socket", "streams", or
+// "unknown" while it boots.
+func Channel(sb sandbox.Sandbox) string {
+	switch sb.(*dockerSandbox).stdout.current() {
+	case channelSocket:
+		return "socket"
+	case channelStdio:
+		return "streams"
+	}
+	return "unknown"
+}
+
+// BreakSockets makes the sockets of the sandboxes created next unreachable
+// (removed before the container starts), or stops doing so.
+func BreakSockets(on bool) {
+	testHookListening = nil
+	if on {
+		// Closing the listener removes the socket, not its directory,
+		// which the sandbox still mounts.
+		testHookListening = func(l *agentListener) { _ = l.ln.Close() }
+	}
+}
+
+// SocketsDir is where the backend keeps its agents' sockets.
+func (b *Backend) SocketsDir() string { return b.sockets }

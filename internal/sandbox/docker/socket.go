@@ -1,0 +1,199 @@
+package docker
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/moby/moby/api/types/mount"
+)
+
+// SocketDir is where a sandbox sees the directory of the socket its agent
+// connects to at boot (agent.SocketEnv).
+const SocketDir = "/run/mcp-code-runner"
+
+// socketName is the socket's name in its directory.
+const socketName = "agent.sock"
+
+// Why a socket: requests and results on the attached standard streams pass
+// through the daemon and the container's shim, three processes each way;
+// on an idle machine each hop costs tens of microseconds of wake-up. A
+// Unix socket in a directory bind-mounted into the sandbox is one hop.
+//
+// Who can connect: on the host, only this server's user (the socket's
+// parent directory is 0700); in the sandbox, only the agent, which connects
+// before anything else there runs; once it has, the socket is removed.
+
+// socketsUsable reports whether sandboxes can reach a socket this process
+// makes: the daemon must share this machine's file system (a local Unix
+// socket endpoint) and run containers with the host kernel (gVisor does not
+// let a sandbox connect to host sockets by default). Where this guesses
+// wrong, the agent falls back to the attached streams.
+func socketsUsable(daemonHost, runtime string) bool {
+	return strings.HasPrefix(daemonHost, "unix://") && runtime == ""
+}
+
+// socketsPattern names a server's directory of agent sockets (in the
+// system's temporary directory) after its process, so that a later server
+// can remove the one a dead server left.
+const socketsPattern = "mcp-code-runner-sockets-%d-%s-"
+
+func socketsPrefix(o owner) string { return fmt.Sprintf(socketsPattern, o.pid, o.start) }
+
+// sweepSockets removes the socket directories of servers that are gone.
+func sweepSockets() (removed int) {
+	entries, _ := os.ReadDir(os.TempDir())
+	for _, e := range entries {
+		var pid int
+		var start string
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, "mcp-code-runner-sockets-") {
+			continue
+		}
+		rest := strings.Split(strings.TrimPrefix(name, "mcp-code-runner-sockets-"), "-")
+		if len(rest) != 3 {
+			continue
+		}
+		if _, err := fmt.Sscanf(rest[0], "%d", &pid); err != nil {
+			continue
+		}
+		start = rest[1]
+		if s := processStart(pid); s != "" && s == start {
+			continue // its server still runs
+		}
+		if os.RemoveAll(filepath.Join(os.TempDir(), name)) == nil {
+			removed++
+		}
+	}
+	return removed
+}
+
+// testHookListening, when set, sees each listener before its sandbox is
+// created.
+var testHookListening func(*agentListener)
+
+// agentListener is the socket one sandbox's agent connects to.
+type agentListener struct {
+	dir string
+	ln  *net.UnixListener
+}
+
+// listenForAgent makes a directory under root holding a socket that the
+// sandbox's agent (another user) may connect to, and listens on it.
+func listenForAgent(root string) (*agentListener, error) {
+	dir, err := os.MkdirTemp(root, "s")
+	if err != nil {
+		return nil, fmt.Errorf("making socket directory: %w", err)
+	}
+	path := filepath.Join(dir, socketName)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err == nil {
+		// The sandbox's user differs from ours: it needs to search the
+		// directory and write to the socket.
+		err = os.Chmod(dir, 0o755)
+		if err == nil {
+			err = os.Chmod(path, 0o666)
+		}
+		if err != nil {
+			ln.Close()
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	return &agentListener{dir: dir, ln: ln}, nil
+}
+
+// mount is the read-only bind mount that shows the socket to the sandbox.
+func (l *agentListener) mount() mount.Mount {
+	return mount.Mount{Type: mount.TypeBind, Source: l.dir, Target: SocketDir, ReadOnly: true}
+}
+
+// accept waits for the agent's connection, then removes the socket so that
+// no one else can connect.
+func (l *agentListener) accept() (*net.UnixConn, error) {
+	c, err := l.ln.AcceptUnix()
+	l.close()
+	return c, err
+}
+
+// close stops listening (ending a waiting accept) and removes the socket
+// and its directory.
+func (l *agentListener) close() {
+	_ = l.ln.Close()
+	_ = os.RemoveAll(l.dir)
+}
+
+// The channel an agent serves on, as far as the server knows.
+const (
+	channelUnknown = iota
+	channelSocket
+	channelStdio
+)
+
+// stdoutSink takes the agent's standard output from the attached stream.
+// An agent given a socket writes there only if it could not connect (a
+// Hello frame first), so its first byte settles the channel as stdio and
+// the frames go on to the pipe Exec reads; once the socket is the channel,
+// anything written there is dropped.
+type stdoutSink struct {
+	mu      sync.Mutex
+	channel int
+	conn    *net.UnixConn // the agent's connection, once it is the channel
+	pipe    *io.PipeWriter
+	chosen  chan struct{} // closed when the channel is settled
+}
+
+func newStdoutSink(pipe *io.PipeWriter, channel int) *stdoutSink {
+	s := &stdoutSink{pipe: pipe, channel: channel, chosen: make(chan struct{})}
+	if channel != channelUnknown {
+		close(s.chosen)
+	}
+	return s
+}
+
+func (s *stdoutSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	if s.channel == channelUnknown && len(p) > 0 {
+		s.channel = channelStdio
+		close(s.chosen)
+	}
+	channel := s.channel
+	s.mu.Unlock()
+	if channel != channelStdio {
+		return len(p), nil
+	}
+	return s.pipe.Write(p)
+}
+
+// connected settles the channel as the agent's socket connection c unless
+// it is settled already (then c is closed).
+func (s *stdoutSink) connected(c *net.UnixConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.channel != channelUnknown {
+		c.Close()
+		return
+	}
+	s.channel, s.conn = channelSocket, c
+	close(s.chosen)
+}
+
+// socket returns the agent's connection if it is the channel, else nil.
+func (s *stdoutSink) socket() *net.UnixConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
+}
+
+// current returns the channel, channelUnknown until it is settled.
+func (s *stdoutSink) current() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.channel
+}

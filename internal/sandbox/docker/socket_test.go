@@ -1,0 +1,70 @@
+package docker_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// TestAgentChannel runs a job over each channel an agent can serve on: the
+// socket it connects to at boot, and, when it cannot reach the socket (as
+// under a daemon in a VM), the attached streams after a Hello frame. The
+// socket is gone from the host once the agent is connected, and nothing of
+// either sandbox is left behind.
+func TestAgentChannel(t *testing.T) {
+	eng, b := testutil.Engine(t, nil)
+	reg := languages.Builtin()
+	testutil.RequireImage(t, b, reg, "bash")
+	if b.SocketsDir() == "" {
+		t.Fatal("a local daemon with the default runtime should get agent sockets")
+	}
+	lang := mustLang(t, reg, "bash")
+	tmpl := eng.Template(lang)
+	job := sandbox.Job{Deadline: 30 * time.Second, Request: agent.Request{Workdir: docker.WorkspacePath, OutputLimit: 4096,
+		Files:  []agent.File{{Path: "main.sh", Data: []byte("echo hi; ls -A " + docker.SocketDir + "\n")}},
+		Stages: []agent.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
+	for _, c := range []struct {
+		name   string
+		broken bool
+		want   string
+	}{
+		{"socket", false, "socket"},
+		{"streams when the socket is unreachable", true, "streams"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			docker.BreakSockets(c.broken)
+			defer docker.BreakSockets(false)
+			ctx := context.Background()
+			sb, err := b.Create(ctx, tmpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sb.Close()
+			res, err := sb.Exec(ctx, job, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Stages) != 1 || res.Stages[0].ExitCode != 0 || string(res.Stages[0].Stdout) != "hi\n" || res.Incomplete {
+				t.Fatalf("want hi and nothing else in the socket directory, got %+v (diagnostics %q)", res, res.Diagnostics)
+			}
+			if got := docker.Channel(sb); got != c.want {
+				t.Errorf("served on %s, want %s (diagnostics %q)", got, c.want, res.Diagnostics)
+			}
+			if c.broken && !strings.Contains(res.Diagnostics, "serving on standard input and output") {
+				t.Errorf("the agent should say why it fell back; diagnostics %q", res.Diagnostics)
+			}
+			if left, _ := os.ReadDir(b.SocketsDir()); len(left) != 0 {
+				t.Errorf("socket directories left on the host: %v", left)
+			}
+		})
+	}
+	testutil.NoLeftovers(t, b.Client())
+}
