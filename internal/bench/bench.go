@@ -94,6 +94,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		return fmt.Errorf("connecting the MCP client: %w", err)
 	}
 	defer cs.Close()
+	raw := newRawClient(srv.URL)
 
 	fmt.Fprintf(w, "## Latency per run (ms), %d warm/bare runs and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
 	fmt.Fprintln(w, "| language | path | p50 | p95 | p99 | runs/s | errors |")
@@ -122,6 +123,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 			engineSample(ctx, warm, lang, "warm sandbox, engine, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
 			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
 			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }),
+			rawMCPSample(ctx, raw, lang, "warm sandbox, MCP HTTP run_code from a minimal client, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
 		}
 		for _, s := range rows {
 			if s == nil {
@@ -137,6 +139,9 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		}
 		if bs, m := rows[0], rows[3]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
 			fmt.Fprintf(w, "| %s | **warm-MCP / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
+		}
+		if bs, m := rows[0], rows[5]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
+			fmt.Fprintf(w, "| %s | **warm-MCP (minimal client) / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
 		}
 	}
 
@@ -316,6 +321,9 @@ func toolCallSample(ctx context.Context, cs *mcp.ClientSession, runs int) *Sampl
 }
 
 func okStatus(res *mcp.CallToolResult) bool {
+	if m, ok := res.StructuredContent.(map[string]any); ok {
+		return m["status"] == "ok"
+	}
 	data, _ := json.Marshal(res.StructuredContent)
 	return strings.Contains(string(data), `"status":"ok"`)
 }

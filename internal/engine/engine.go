@@ -217,6 +217,16 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 			return nil, e.explain(cerr, lang)
 		}
 		sres, err = sb.Exec(ctx, job, opts.OnChunk)
+		// A pool sandbox can die while idle a moment before the pool
+		// notices; the job never reached it, so it goes to another one.
+		for retry := 0; warm && errors.Is(err, sandbox.ErrDead) && retry < maxDeadRetries; retry++ {
+			e.log.Warn("pool sandbox ended before its job; taking another", "run", runID, "language", lang.Name, "err", err)
+			e.pool.Release(sb)
+			if sb, warm, cerr = e.sandbox(ctx, lang); cerr != nil {
+				return nil, e.explain(cerr, lang)
+			}
+			sres, err = sb.Exec(ctx, job, opts.OnChunk)
+		}
 		if warm {
 			e.pool.Release(sb) // removed in the background; never reused
 		} else {
@@ -238,6 +248,10 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 		"exit_code", out.ExitCode, "duration_ms", out.DurationMs, "total_ms", out.TotalMs, "session", session != nil)
 	return out, nil
 }
+
+// maxDeadRetries bounds how many more pool sandboxes a run tries when the
+// one it took had died before its job reached it.
+const maxDeadRetries = 2
 
 // removeLater removes a cold run's sandbox after the run has answered:
 // the removal (about 40 ms of Docker API calls here) is off the run's

@@ -114,16 +114,32 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	if err != nil || len(list.Items) == 0 {
 		t.Fatalf("no pooled container found: %v", err)
 	}
+	var pids []int
+	for _, c := range list.Items {
+		if ins, err := cli.ContainerInspect(context.Background(), c.ID, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil {
+			pids = append(pids, ins.Container.State.Pid)
+		}
+	}
+	seen := len(pids) > 0 && hostView(pids[0])
 	for _, c := range list.Items {
 		_, _ = cli.ContainerKill(context.Background(), c.ID, client.ContainerKillOptions{Signal: "KILL"})
 	}
-	// The pool learns of the death when the container's attached stream
-	// ends, a moment after the kill; a run in that moment would take the
-	// dead sandbox and fail, a window of milliseconds that this test would
-	// otherwise hit every time.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if s := e.PoolStats(); len(s) > 0 && (s[0].Replaced > 0 || s[0].Idle == 0) {
-			break
+	// The pool learns of a death when the container's attached stream ends,
+	// a few milliseconds after the agent's. A run in between takes the dead
+	// sandbox: its job cannot reach the agent (the socket is closed), and
+	// the engine gives it to another sandbox. So the run goes right after
+	// the agents are gone, inside that window, and must work all the same.
+	// (Without a view of the host's processes, it waits for the daemon.)
+	for _, pid := range pids {
+		for deadline := time.Now().Add(10 * time.Second); processRunning(pid) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if !seen {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if s := e.PoolStats(); len(s) > 0 && (s[0].Replaced > 0 || s[0].Idle == 0) {
+				break
+			}
 		}
 	}
 	r, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "echo alive"}, engine.RunOptions{})
@@ -138,6 +154,24 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	if replaced == 0 {
 		t.Errorf("the dead sandbox was not counted as replaced: %+v", e.PoolStats())
 	}
+}
+
+// processRunning reports whether host process pid exists and has not
+// exited (a zombie has).
+func processRunning(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
+}
+
+// hostView reports whether this process sees the host's process pid (it
+// runs in the daemon's PID namespace).
+func hostView(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return pid > 0 && err == nil
 }
 
 // TestPoolThatCannotStart answers at once with the reason when its image

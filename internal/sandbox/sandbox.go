@@ -150,7 +150,8 @@ type Session interface {
 // ErrUsed is returned by Exec on a sandbox that already ran a job.
 var ErrUsed = errors.New("sandbox already ran a job; sandboxes are never reused")
 
-// ErrDead is returned by Exec on a sandbox that ended while idle.
+// ErrDead is returned by Exec on a sandbox that ended while idle, before
+// its job reached it: nothing ran, and the job may go to another sandbox.
 var ErrDead = errors.New("sandbox ended before it got its job")
 
 // RunOnce creates a sandbox from t, runs job in it and removes it before

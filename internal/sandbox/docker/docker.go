@@ -416,22 +416,29 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 	if c := s.stdout.socket(); c != nil {
 		w, r, closeWrite = c, bufio.NewReaderSize(c, 64<<10), c.CloseWrite
 	}
-	send := func() {
+	send := func() error {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
-		if err := agent.WriteFrame(w, agent.Frame{Kind: agent.KindRequest, Payload: payload}); err != nil {
+		err := agent.WriteFrame(w, agent.Frame{Kind: agent.KindRequest, Payload: payload})
+		if err != nil {
 			b.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
 		}
 		if !session {
 			// Closing our write side tells the agent nothing more comes.
 			_ = closeWrite()
 		}
+		return err
 	}
 	sent := time.Now()
-	if len(payload) <= inlineRequestBytes {
-		send()
-	} else {
+	if len(payload) > inlineRequestBytes {
 		go send() // the agent may answer before it has read it all
+	} else if err := send(); err != nil && !session && s.stdout.socket() != nil {
+		// The agent's end of the socket is closed (EPIPE): it died before
+		// the job reached it, so nothing ran and another sandbox can take
+		// the job. (On the attached streams the daemon takes the bytes
+		// whatever the container's state, so there it shows as an
+		// incomplete result instead.)
+		return nil, fmt.Errorf("%w: sending the job: %v %s", sandbox.ErrDead, err, strings.TrimSpace(s.diag.String()))
 	}
 
 	stopWatch := context.AfterFunc(ctx, func() {

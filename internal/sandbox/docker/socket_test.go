@@ -2,10 +2,15 @@ package docker_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -67,4 +72,48 @@ func TestAgentChannel(t *testing.T) {
 		})
 	}
 	testutil.NoLeftovers(t, b.Client())
+}
+
+// TestJobForAnAgentThatDied sends a job to a sandbox whose agent died
+// while it was idle, right after the death, before the daemon reports it:
+// Exec must say the sandbox ended before its job (sandbox.ErrDead, which
+// lets the engine give the job to another sandbox), not return a run that
+// ended unexpectedly.
+func TestJobForAnAgentThatDied(t *testing.T) {
+	eng, b := testutil.Engine(t, nil)
+	reg := languages.Builtin()
+	testutil.RequireImage(t, b, reg, "bash")
+	ctx := context.Background()
+	sb, err := b.Create(ctx, eng.Template(mustLang(t, reg, "bash")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	ins, err := b.Client().ContainerInspect(ctx, sb.ID(), client.ContainerInspectOptions{})
+	if err != nil || ins.Container.State == nil || ins.Container.State.Pid <= 0 {
+		t.Fatalf("inspecting the sandbox: %v", err)
+	}
+	pid := ins.Container.State.Pid
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+		t.Skipf("needs the host's view of the sandbox's processes (root, the daemon's PID namespace): %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); docker.Channel(sb) == "unknown" && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+			break
+		}
+	}
+	job := sandbox.Job{Deadline: 30 * time.Second, Request: agent.Request{Workdir: docker.WorkspacePath, OutputLimit: 4096,
+		Files:  []agent.File{{Path: "main.sh", Data: []byte("echo hi\n")}},
+		Stages: []agent.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
+	res, err := sb.Exec(ctx, job, nil)
+	if !errors.Is(err, sandbox.ErrDead) {
+		t.Fatalf("want sandbox.ErrDead, got %v (result %+v)", err, res)
+	}
 }
