@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -110,14 +111,56 @@ func addTool[In, Out any](s *mcp.Server, h *handlers, t *mcp.Tool, fn mcp.ToolHa
 		}
 		t.InputSchema = json.RawMessage(raw)
 	}
-	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+	// The output schema is the one the SDK would infer from Out, but the
+	// handler hands the SDK its result already encoded (structuredContent,
+	// and the same JSON as text): the SDK would otherwise encode it, decode
+	// it, check it against a schema derived from the very type it was
+	// encoded from, and encode it again, on every call.
+	if t.OutputSchema == nil {
+		rt := reflect.TypeFor[Out]()
+		if rt.Kind() == reflect.Pointer {
+			rt = rt.Elem()
+		}
+		schema, err := jsonschema.ForType(rt, &jsonschema.ForOptions{})
+		if err != nil {
+			panic(fmt.Sprintf("%s output schema: %v", t.Name, err))
+		}
+		t.OutputSchema = schema
+	}
+	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, _ any, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				h.log.Error("tool handler panicked", "tool", t.Name, "panic", r, "stack", string(debug.Stack()))
-				var zero Out
-				res, out, err = nil, zero, fmt.Errorf("internal error in %s (%v); the server keeps running: please report it", t.Name, r)
+				res, err = nil, fmt.Errorf("internal error in %s (%v); the server keeps running: please report it", t.Name, r)
 			}
 		}()
-		return fn(ctx, req, in)
+		res, out, err := fn(ctx, req, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		if res.StructuredContent == nil {
+			data, err := encodeOutput(out)
+			if err != nil {
+				return nil, nil, fmt.Errorf("encoding the result of %s: %w", t.Name, err)
+			}
+			res.StructuredContent = data
+			if res.Content == nil {
+				res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
+			}
+		}
+		return res, nil, nil
 	})
+}
+
+// encodeOutput encodes a tool's output for structuredContent; a nil
+// pointer is encoded as its type's zero value, an object, as the SDK does.
+func encodeOutput[Out any](out Out) (json.RawMessage, error) {
+	var v any = out
+	if rv := reflect.ValueOf(out); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		v = reflect.Zero(rv.Type().Elem()).Interface()
+	}
+	return json.Marshal(v)
 }

@@ -111,7 +111,8 @@ func resultContent(res any) *mcp.CallToolResult {
 		content = append(content, &mcp.TextContent{Text: summary})
 	}
 	content = append(content, &mcp.TextContent{Text: string(data)})
-	return &mcp.CallToolResult{Content: content}
+	// The same JSON is the structured result: encoded once.
+	return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}
 }
 
 // stageNames lists a language's stages in order, for progress messages.
