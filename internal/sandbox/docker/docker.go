@@ -108,6 +108,10 @@ func (b *Backend) Client() *client.Client { return b.cli }
 // AgentPath returns the agent binary mounted into every sandbox.
 func (b *Backend) AgentPath() string { return b.opts.AgentPath }
 
+// SocketsDir is the directory of the sockets agents connect to, "" when
+// sandboxes use the attached streams only.
+func (b *Backend) SocketsDir() string { return b.sockets }
+
 // Close closes the Docker client and removes the sockets' directory.
 func (b *Backend) Close() error {
 	if b.sockets != "" {

@@ -24,6 +24,3 @@ func BreakSockets(on bool) {
 		testHookListening = func(l *agentListener) { _ = l.ln.Close() }
 	}
 }
-
-// SocketsDir is where the backend keeps its agents' sockets.
-func (b *Backend) SocketsDir() string { return b.sockets }
