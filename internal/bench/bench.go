@@ -117,13 +117,29 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		if len(l.Prestart) > 0 {
 			settle = prestartSettle
 		}
+		// The bare process and the quiet warm paths take turns, run by run,
+		// each after the same wait for a quiet machine (the last run's
+		// sandbox removed and replaced), so that the machine's drift (these
+		// machines are shared) and its idle wake-up costs affect them alike
+		// and their ratios hold within the run.
+		quiet := func() { waitQuiet(warm, lang, settle) }
+		bareTurn := bareSeries(ctx, lang)
+		if bareTurn != nil {
+			bareTurn.before = quiet
+		}
+		turns := interleave(o.Runs,
+			bareTurn,
+			&series{"warm sandbox, engine, server quiet", quiet, engineCall(ctx, warm, lang)},
+			&series{"warm sandbox, MCP HTTP run_code, server quiet", quiet, mcpCall(ctx, cs, lang)},
+			&series{"warm sandbox, MCP HTTP run_code from a minimal client, server quiet", quiet, rawMCPCall(ctx, raw, lang)},
+		)
 		rows := []*Sample{
-			bareSample(ctx, lang, o.Runs),
-			engineSample(ctx, cold, lang, "cold sandbox (create, start, run; removed after the answer)", o.ColdRuns, nil),
-			engineSample(ctx, warm, lang, "warm sandbox, engine, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
-			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
-			mcpSample(ctx, cs, lang, "warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }),
-			rawMCPSample(ctx, raw, lang, "warm sandbox, MCP HTTP run_code from a minimal client, server quiet", o.Runs, func() { waitQuiet(warm, lang, settle) }),
+			turns[0],
+			timedSample("cold sandbox (create, start, run; removed after the answer)", o.ColdRuns, nil, engineCall(ctx, cold, lang)),
+			turns[1],
+			turns[2],
+			timedSample("warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }, mcpCall(ctx, cs, lang)),
+			turns[3],
 		}
 		for _, s := range rows {
 			if s == nil {
@@ -243,7 +259,9 @@ func waitIdle(e *engine.Engine, lang string, n int, limit time.Duration) {
 	}
 }
 
-func bareSample(ctx context.Context, lang string, runs int) *Sample {
+// bareSeries runs lang's hello world as a plain process on the host; nil
+// when the host has no such interpreter.
+func bareSeries(ctx context.Context, lang string) *series {
 	argv, ok := bare[lang]
 	if !ok {
 		return nil
@@ -255,59 +273,60 @@ func bareSample(ctx context.Context, lang string, runs int) *Sample {
 	} else if _, err := exec.LookPath(argv[0]); err != nil {
 		return nil
 	}
-	s := &Sample{Name: "bare process on the host"}
-	start := time.Now()
-	for i := 0; i < runs; i++ {
-		t := time.Now()
-		if err := exec.CommandContext(ctx, argv[0], argv[1:]...).Run(); err != nil {
-			s.Errs++
-			continue
-		}
-		s.add(time.Since(t))
-	}
-	s.Wall = time.Since(start)
-	return s
+	return &series{name: "bare process on the host", call: func() bool {
+		return exec.CommandContext(ctx, argv[0], argv[1:]...).Run() == nil
+	}}
 }
 
-// timedSample times runs calls of call, which reports success; before, if
-// set, runs untimed before each (waiting for a warm sandbox, so that
-// latency is measured apart from the refill rate, which the load test
-// measures).
+// series is one path measured: what to wait for before each run (not
+// timed), and the run itself, which reports success.
+type series struct {
+	name   string
+	before func()
+	call   func() bool
+}
+
+// interleave runs the series in turn, one run of each per round, for runs
+// rounds; the samples come back in the series' order, nil for a nil series.
+func interleave(runs int, all ...*series) []*Sample {
+	out := make([]*Sample, len(all))
+	for i, sr := range all {
+		if sr != nil {
+			out[i] = &Sample{Name: sr.name}
+		}
+	}
+	for r := 0; r < runs; r++ {
+		for i, sr := range all {
+			if sr != nil {
+				out[i].time(sr.before, sr.call)
+			}
+		}
+	}
+	return out
+}
+
 func timedSample(name string, runs int, before func(), call func() bool) *Sample {
 	s := &Sample{Name: name}
-	var busy time.Duration
 	for i := 0; i < runs; i++ {
-		if before != nil {
-			before()
-		}
-		t := time.Now()
-		ok := call()
-		d := time.Since(t)
-		if !ok {
-			s.Errs++
-			continue
-		}
-		busy += d
-		s.add(d)
+		s.time(before, call)
 	}
-	s.Wall = busy
 	return s
 }
 
-// engineSample runs lang's hello world through the engine.
-func engineSample(ctx context.Context, e *engine.Engine, lang, name string, runs int, before func()) *Sample {
-	return timedSample(name, runs, before, func() bool {
+// engineCall runs lang's hello world through the engine.
+func engineCall(ctx context.Context, e *engine.Engine, lang string) func() bool {
+	return func() bool {
 		r, err := e.Run(ctx, engine.Request{Language: lang, Code: hello[lang]}, engine.RunOptions{})
 		return err == nil && r.Status == engine.StatusOK
-	})
+	}
 }
 
-// mcpSample runs lang's hello world as run_code over the MCP session.
-func mcpSample(ctx context.Context, cs *mcp.ClientSession, lang, name string, runs int, before func()) *Sample {
-	return timedSample(name, runs, before, func() bool {
+// mcpCall runs lang's hello world as run_code over the MCP session.
+func mcpCall(ctx context.Context, cs *mcp.ClientSession, lang string) func() bool {
+	return func() bool {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": lang, "code": hello[lang]}})
 		return err == nil && !res.IsError && okStatus(res)
-	})
+	}
 }
 
 // toolCallSample times calls of list_executions, a tool that reads a small

@@ -90,9 +90,9 @@ func (c *rawClient) callTool(ctx context.Context, name string, args any) (json.R
 	return answer.Result, nil
 }
 
-// rawMCPSample runs lang's hello world as run_code with the minimal client.
-func rawMCPSample(ctx context.Context, c *rawClient, lang, name string, runs int, before func()) *Sample {
-	return timedSample(name, runs, before, func() bool {
+// rawMCPCall runs lang's hello world as run_code with the minimal client.
+func rawMCPCall(ctx context.Context, c *rawClient, lang string) func() bool {
+	return func() bool {
 		res, err := c.callTool(ctx, "run_code", map[string]any{"language": lang, "code": hello[lang]})
 		if err != nil {
 			return false
@@ -104,5 +104,5 @@ func rawMCPSample(ctx context.Context, c *rawClient, lang, name string, runs int
 			} `json:"structuredContent"`
 		}
 		return json.Unmarshal(res, &r) == nil && !r.IsError && r.StructuredContent.Status == "ok"
-	})
+	}
 }

@@ -23,6 +23,23 @@ type Sample struct {
 
 func (s *Sample) add(d time.Duration) { s.Times = append(s.Times, d) }
 
+// time runs before (untimed), then times call, counting a failure as an
+// error; Wall adds up the timed calls.
+func (s *Sample) time(before func(), call func() bool) {
+	if before != nil {
+		before()
+	}
+	t := time.Now()
+	ok := call()
+	d := time.Since(t)
+	if !ok {
+		s.Errs++
+		return
+	}
+	s.Wall += d
+	s.add(d)
+}
+
 // Quantile returns the q-quantile (nearest rank) of the sample.
 func (s *Sample) Quantile(q float64) time.Duration {
 	if len(s.Times) == 0 {
