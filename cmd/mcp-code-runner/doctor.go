@@ -79,7 +79,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	if dir := st.backend.SocketsDir(); dir != "" {
 		d.ok("agents connect to the server over Unix sockets under %s (falling back to the attached streams where a socket cannot reach the sandbox)", dir)
 	} else {
-		d.ok("agents use the containers' attached streams (the daemon is not local, or the runtime is not the default)")
+		d.ok("agents use the containers' attached streams (the daemon is not local, or the runtime is gVisor)")
 	}
 
 	cli := st.backend.Client()

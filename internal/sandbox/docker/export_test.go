@@ -24,3 +24,6 @@ func BreakSockets(on bool) {
 		testHookListening = func(l *agentListener) { _ = l.ln.Close() }
 	}
 }
+
+// SocketsUsable exposes socketsUsable.
+var SocketsUsable = socketsUsable

@@ -30,11 +30,12 @@ const socketName = "agent.sock"
 
 // socketsUsable reports whether sandboxes can reach a socket this process
 // makes: the daemon must share this machine's file system (a local Unix
-// socket endpoint) and run containers with the host kernel (gVisor does not
-// let a sandbox connect to host sockets by default). Where this guesses
-// wrong, the agent falls back to the attached streams.
+// socket endpoint), and the runtime must not be gVisor, which does not let
+// a sandbox connect to host sockets by default. Where this guesses wrong (a
+// daemon in a VM behind a local socket, a VM runtime), the agent falls back
+// to the attached streams.
 func socketsUsable(daemonHost, runtime string) bool {
-	return strings.HasPrefix(daemonHost, "unix://") && runtime == ""
+	return strings.HasPrefix(daemonHost, "unix://") && !strings.Contains(runtime, "runsc")
 }
 
 // socketsPattern names a server's directory of agent sockets (in the

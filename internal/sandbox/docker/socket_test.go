@@ -117,3 +117,22 @@ func TestJobForAnAgentThatDied(t *testing.T) {
 		t.Fatalf("want sandbox.ErrDead, got %v (result %+v)", err, res)
 	}
 }
+
+func TestSocketsUsable(t *testing.T) {
+	for _, c := range []struct {
+		host, runtime string
+		want          bool
+	}{
+		{"unix:///var/run/docker.sock", "", true},
+		{"unix:///var/run/docker.sock", "runc", true},
+		{"unix:///run/user/1000/docker.sock", "crun", true},
+		{"unix:///var/run/docker.sock", "runsc", false},
+		{"unix:///var/run/docker.sock", "runsc-debug", false},
+		{"tcp://10.0.0.2:2376", "", false},
+		{"ssh://user@host", "", false},
+	} {
+		if got := docker.SocketsUsable(c.host, c.runtime); got != c.want {
+			t.Errorf("socketsUsable(%q, %q) = %v, want %v", c.host, c.runtime, got, c.want)
+		}
+	}
+}
