@@ -156,9 +156,17 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	}
 }
 
-// processRunning reports whether host process pid exists and has not
-// exited (a zombie has).
+// processRunning reports whether host process pid has a thread that has
+// not exited. (A multi-threaded process's leader shows as a zombie while
+// its other threads still exit, and its descriptors close with the last.)
 func processRunning(pid int) bool {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	if len(tasks) > 1 {
+		return true
+	}
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false

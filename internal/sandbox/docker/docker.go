@@ -298,6 +298,16 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 				sb.stdout.connected(c)
 			}
 		}()
+		go func() {
+			// An agent that fell back to the streams leaves the socket
+			// unused: it goes, so that nothing the program does later can
+			// connect to it.
+			select {
+			case <-sb.stdout.chosen:
+			case <-sb.dead:
+			}
+			listener.close()
+		}()
 	}
 	go func() {
 		_, err := stdcopy.StdCopy(sb.stdout, sb.diag, att.Reader)

@@ -66,6 +66,13 @@ func TestAgentChannel(t *testing.T) {
 			if c.broken && !strings.Contains(res.Diagnostics, "serving on standard input and output") {
 				t.Errorf("the agent should say why it fell back; diagnostics %q", res.Diagnostics)
 			}
+			// Gone once the channel is settled, either way (the listener
+			// of a sandbox that fell back is closed in the background).
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if left, _ := os.ReadDir(b.SocketsDir()); len(left) == 0 {
+					break
+				}
+			}
 			if left, _ := os.ReadDir(b.SocketsDir()); len(left) != 0 {
 				t.Errorf("socket directories left on the host: %v", left)
 			}
@@ -103,10 +110,19 @@ func TestJobForAnAgentThatDied(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// Until every thread of the agent is gone: the process's descriptors,
+	// its socket among them, close with its last thread, and the thread
+	// group's leader shows as a zombie before that.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil || len(tasks) == 0 {
 			break
+		}
+		if len(tasks) == 1 {
+			stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+				break
+			}
 		}
 	}
 	job := sandbox.Job{Deadline: 30 * time.Second, Request: agent.Request{Workdir: docker.WorkspacePath, OutputLimit: 4096,
