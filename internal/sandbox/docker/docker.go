@@ -4,7 +4,6 @@
 package docker
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -428,7 +427,7 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 		closeWrite           = s.att.CloseWrite
 	)
 	if c := s.stdout.socket(); c != nil {
-		w, r, closeWrite = c, bufio.NewReaderSize(c, 64<<10), c.CloseWrite
+		w, r, closeWrite = c, s.stdout.socketReader(), c.CloseWrite
 	}
 	send := func() error {
 		s.writeMu.Lock()

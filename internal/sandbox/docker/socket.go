@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -146,6 +147,7 @@ type stdoutSink struct {
 	mu      sync.Mutex
 	channel int
 	conn    *net.UnixConn // the agent's connection, once it is the channel
+	reader  *bufio.Reader // reads conn, for every job of the sandbox (sessions have many)
 	pipe    *io.PipeWriter
 	chosen  chan struct{} // closed when the channel is settled
 }
@@ -181,7 +183,7 @@ func (s *stdoutSink) connected(c *net.UnixConn) {
 		c.Close()
 		return
 	}
-	s.channel, s.conn = channelSocket, c
+	s.channel, s.conn, s.reader = channelSocket, c, bufio.NewReaderSize(c, 64<<10)
 	close(s.chosen)
 }
 
@@ -190,6 +192,14 @@ func (s *stdoutSink) socket() *net.UnixConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conn
+}
+
+// socketReader returns the buffered reader of the agent's connection, nil
+// if the connection is not the channel.
+func (s *stdoutSink) socketReader() *bufio.Reader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reader
 }
 
 // current returns the channel, channelUnknown until it is settled.
