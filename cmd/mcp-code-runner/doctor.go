@@ -76,8 +76,8 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	}
 	defer st.Close()
 	d.ok("agent binary %s is static and mountable", st.backend.AgentPath())
-	if dir := st.backend.SocketsDir(); dir != "" {
-		d.ok("agents connect to the server over Unix sockets under %s (falling back to the attached streams where a socket cannot reach the sandbox)", dir)
+	if st.backend.UsesSockets() {
+		d.ok("agents connect to the server over per-sandbox Unix sockets in %s (falling back to the attached streams where a socket cannot reach the sandbox)", os.TempDir())
 	} else {
 		d.ok("agents use the containers' attached streams (the daemon is not local, or the runtime is gVisor)")
 	}

@@ -131,9 +131,7 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	// the agents are gone, inside that window, and must work all the same.
 	// (Without a view of the host's processes, it waits for the daemon.)
 	for _, pid := range pids {
-		for deadline := time.Now().Add(10 * time.Second); processRunning(pid) && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		testutil.WaitProcessGone(pid, 10*time.Second)
 	}
 	if !seen {
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -154,25 +152,6 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	if replaced == 0 {
 		t.Errorf("the dead sandbox was not counted as replaced: %+v", e.PoolStats())
 	}
-}
-
-// processRunning reports whether host process pid has a thread that has
-// not exited. (A multi-threaded process's leader shows as a zombie while
-// its other threads still exit, and its descriptors close with the last.)
-func processRunning(pid int) bool {
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	if len(tasks) > 1 {
-		return true
-	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(data), ')')
-	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
 }
 
 // hostView reports whether this process sees the host's process pid (it

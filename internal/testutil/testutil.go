@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,3 +182,29 @@ func NoLeftovers(t testing.TB, cli *client.Client) {
 // leftoverGrace is how long NoLeftovers lets removals in the background
 // finish.
 const leftoverGrace = 10 * time.Second
+
+// WaitProcessGone waits up to limit until every thread of host process pid
+// has exited. A killed multi-threaded process's leader shows as a zombie
+// while its other threads still exit, and its descriptors (a socket, say)
+// close only with the last of them.
+func WaitProcessGone(pid int, limit time.Duration) {
+	for deadline := time.Now().Add(limit); processRunning(pid) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func processRunning(pid int) bool {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	if len(tasks) > 1 {
+		return true
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
+}

@@ -70,9 +70,13 @@ type Backend struct {
 	opts  Options
 	owner owner
 	log   *slog.Logger
-	// sockets holds the directories of the sockets agents connect to
-	// (socket.go); empty when sandboxes use the attached streams only.
-	sockets string
+	// useSockets says whether agents are given sockets (socket.go); their
+	// directory is made when the first sandbox needs it, so that a backend
+	// that never creates one (doctor, tests) leaves nothing behind.
+	useSockets  bool
+	socketsOnce sync.Once
+	sockets     string // "" until made, or if it could not be
+
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -89,16 +93,8 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Backend{cli: cli, opts: opts, owner: currentOwner(), log: log}
-	if socketsUsable(cli.DaemonHost(), opts.Runtime) {
-		dir, err := os.MkdirTemp("", socketsPrefix(b.owner))
-		if err != nil {
-			log.Warn("sandboxes will use the attached streams only: no directory for agent sockets", "err", err)
-		} else {
-			b.sockets = dir
-		}
-	}
-	return b, nil
+	return &Backend{cli: cli, opts: opts, owner: currentOwner(), log: log,
+		useSockets: socketsUsable(cli.DaemonHost(), opts.Runtime)}, nil
 }
 
 // Client returns the Docker client the backend uses.
@@ -107,12 +103,29 @@ func (b *Backend) Client() *client.Client { return b.cli }
 // AgentPath returns the agent binary mounted into every sandbox.
 func (b *Backend) AgentPath() string { return b.opts.AgentPath }
 
-// SocketsDir is the directory of the sockets agents connect to, "" when
-// sandboxes use the attached streams only.
-func (b *Backend) SocketsDir() string { return b.sockets }
+// UsesSockets reports whether agents are given sockets to connect to.
+func (b *Backend) UsesSockets() bool { return b.useSockets }
+
+// SocketsDir is the directory of the sockets agents connect to, made on
+// first use; "" when sandboxes use the attached streams only.
+func (b *Backend) SocketsDir() string {
+	if !b.useSockets {
+		return ""
+	}
+	b.socketsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", socketsPrefix(b.owner))
+		if err != nil {
+			b.log.Warn("sandboxes will use the attached streams only: no directory for agent sockets", "err", err)
+			return
+		}
+		b.sockets = dir
+	})
+	return b.sockets
+}
 
 // Close closes the Docker client and removes the sockets' directory.
 func (b *Backend) Close() error {
+	b.socketsOnce.Do(func() {}) // none is made from now on
 	if b.sockets != "" {
 		_ = os.RemoveAll(b.sockets)
 	}
@@ -243,8 +256,8 @@ func jsonEnv(name string, v any) string {
 func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
 	cfg, hostCfg := b.ContainerConfig(t)
 	var listener *agentListener
-	if b.sockets != "" {
-		l, err := listenForAgent(b.sockets)
+	if dir := b.SocketsDir(); dir != "" {
+		l, err := listenForAgent(dir)
 		if err != nil {
 			b.log.Warn("sandbox will use the attached streams", "err", err)
 		} else {
@@ -298,9 +311,11 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 			}
 		}()
 		go func() {
-			// An agent that fell back to the streams leaves the socket
-			// unused: it goes, so that nothing the program does later can
-			// connect to it.
+			// Once the channel is settled the socket goes (accept closed
+			// it already if the agent connected): an agent that fell back to
+			// the streams leaves it unused, and nothing the program does
+			// later may connect to it. A sandbox that ended first will not
+			// connect now.
 			select {
 			case <-sb.stdout.chosen:
 			case <-sb.dead:
@@ -311,9 +326,6 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	go func() {
 		_, err := stdcopy.StdCopy(sb.stdout, sb.diag, att.Reader)
 		demuxed.CloseWithError(err)
-		if listener != nil {
-			listener.close() // an agent that never connected will not now
-		}
 		close(sb.dead)
 	}()
 	return sb, nil
@@ -357,7 +369,7 @@ func (s *dockerSandbox) Close() {
 			s.listener.close()
 		}
 		if s.stdout != nil {
-			if c := s.stdout.socket(); c != nil {
+			if c, _ := s.stdout.socket(); c != nil {
 				c.Close()
 			}
 		}
@@ -406,7 +418,7 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 			defer cancel()
 			_, _ = b.cli.ContainerKill(kctx, s.id, client.ContainerKillOptions{Signal: "KILL"})
 			s.att.Close()
-			if c := s.stdout.socket(); c != nil {
+			if c, _ := s.stdout.socket(); c != nil {
 				c.Close()
 			}
 		})
@@ -426,8 +438,9 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 		r          io.Reader = s.frames
 		closeWrite           = s.att.CloseWrite
 	)
-	if c := s.stdout.socket(); c != nil {
-		w, r, closeWrite = c, s.stdout.socketReader(), c.CloseWrite
+	conn, connReader := s.stdout.socket()
+	if conn != nil {
+		w, r, closeWrite = conn, connReader, conn.CloseWrite
 	}
 	send := func() error {
 		s.writeMu.Lock()
@@ -445,7 +458,7 @@ func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk f
 	sent := time.Now()
 	if len(payload) > inlineRequestBytes {
 		go send() // the agent may answer before it has read it all
-	} else if err := send(); err != nil && !session && s.stdout.socket() != nil {
+	} else if err := send(); err != nil && !session && conn != nil {
 		// The agent's end of the socket is closed (EPIPE): it died before
 		// the job reached it, so nothing ran and another sandbox can take
 		// the job. (On the attached streams the daemon takes the bytes

@@ -5,7 +5,10 @@ import "github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 // Channel names the channel sb's agent serves on: "socket", "streams", or
 // "unknown" while it boots.
 func Channel(sb sandbox.Sandbox) string {
-	switch sb.(*dockerSandbox).stdout.current() {
+	s := sb.(*dockerSandbox).stdout
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.channel {
 	case channelSocket:
 		return "socket"
 	case channelStdio:

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -39,35 +40,30 @@ func socketsUsable(daemonHost, runtime string) bool {
 	return strings.HasPrefix(daemonHost, "unix://") && !strings.Contains(runtime, "runsc")
 }
 
-// socketsPattern names a server's directory of agent sockets (in the
-// system's temporary directory) after its process, so that a later server
-// can remove the one a dead server left.
-const socketsPattern = "mcp-code-runner-sockets-%d-%s-"
+// socketsDirPrefix starts the name of a server's directory of agent sockets
+// (in the system's temporary directory); the server's PID and start time
+// follow, so that a later server can remove the one a dead server left.
+const socketsDirPrefix = "mcp-code-runner-sockets-"
 
-func socketsPrefix(o owner) string { return fmt.Sprintf(socketsPattern, o.pid, o.start) }
+func socketsPrefix(o owner) string { return fmt.Sprintf("%s%d-%s-", socketsDirPrefix, o.pid, o.start) }
 
 // sweepSockets removes the socket directories of servers that are gone.
 func sweepSockets() (removed int) {
 	entries, _ := os.ReadDir(os.TempDir())
 	for _, e := range entries {
-		var pid int
-		var start string
-		name := e.Name()
-		if !e.IsDir() || !strings.HasPrefix(name, "mcp-code-runner-sockets-") {
+		rest, ok := strings.CutPrefix(e.Name(), socketsDirPrefix)
+		fields := strings.Split(rest, "-") // pid, start time, random
+		if !ok || !e.IsDir() || len(fields) != 3 {
 			continue
 		}
-		rest := strings.Split(strings.TrimPrefix(name, "mcp-code-runner-sockets-"), "-")
-		if len(rest) != 3 {
+		pid, err := strconv.Atoi(fields[0])
+		if err != nil {
 			continue
 		}
-		if _, err := fmt.Sscanf(rest[0], "%d", &pid); err != nil {
-			continue
-		}
-		start = rest[1]
-		if s := processStart(pid); s != "" && s == start {
+		if s := processStart(pid); s != "" && s == fields[1] {
 			continue // its server still runs
 		}
-		if os.RemoveAll(filepath.Join(os.TempDir(), name)) == nil {
+		if os.RemoveAll(filepath.Join(os.TempDir(), e.Name())) == nil {
 			removed++
 		}
 	}
@@ -147,7 +143,7 @@ type stdoutSink struct {
 	mu      sync.Mutex
 	channel int
 	conn    *net.UnixConn // the agent's connection, once it is the channel
-	reader  *bufio.Reader // reads conn, for every job of the sandbox (sessions have many)
+	reader  *bufio.Reader // reads conn
 	pipe    *io.PipeWriter
 	chosen  chan struct{} // closed when the channel is settled
 }
@@ -187,24 +183,11 @@ func (s *stdoutSink) connected(c *net.UnixConn) {
 	close(s.chosen)
 }
 
-// socket returns the agent's connection if it is the channel, else nil.
-func (s *stdoutSink) socket() *net.UnixConn {
+// socket returns the agent's connection and its buffered reader (one for
+// every job of the sandbox: sessions have many) if the connection is the
+// channel, else nils.
+func (s *stdoutSink) socket() (*net.UnixConn, *bufio.Reader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.conn
-}
-
-// socketReader returns the buffered reader of the agent's connection, nil
-// if the connection is not the channel.
-func (s *stdoutSink) socketReader() *bufio.Reader {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reader
-}
-
-// current returns the channel, channelUnknown until it is settled.
-func (s *stdoutSink) current() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.channel
+	return s.conn, s.reader
 }

@@ -110,21 +110,7 @@ func TestJobForAnAgentThatDied(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// Until every thread of the agent is gone: the process's descriptors,
-	// its socket among them, close with its last thread, and the thread
-	// group's leader shows as a zombie before that.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-		if err != nil || len(tasks) == 0 {
-			break
-		}
-		if len(tasks) == 1 {
-			stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-			if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
-				break
-			}
-		}
-	}
+	testutil.WaitProcessGone(pid, 10*time.Second)
 	job := sandbox.Job{Deadline: 30 * time.Second, Request: agent.Request{Workdir: docker.WorkspacePath, OutputLimit: 4096,
 		Files:  []agent.File{{Path: "main.sh", Data: []byte("echo hi\n")}},
 		Stages: []agent.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
