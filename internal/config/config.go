@@ -2,7 +2,8 @@
 // limit, where Docker is, and how the server listens. Settings come from an
 // optional JSON file, then environment variables (MCR_*), then flags; each
 // later source overrides the earlier. Tool arguments never change a Config:
-// they can only ask for tighter limits within it (see Limits.Tighten).
+// they can only ask for tighter limits within it (engine.Validate refuses
+// anything above the operator's maxima).
 package config
 
 import (

@@ -23,9 +23,9 @@ import (
 // so the program could open the container's stdout through /proc/PID/fd/1,
 // or ptrace them, and speak the agent's frame protocol to the server. The
 // agent is now PID 1 and not dumpable, and the server bounds what it keeps
-// of any frame stream whatever the sandbox sends. A fifth weakness, fault
-// signals that still crash the agent, is open: its test,
-// TestAgentSurvivesSignals (resources_test.go), fails until it is fixed.
+// of any frame stream whatever the sandbox sends. A fifth, signals sent to
+// the agent from inside the sandbox, is covered by TestAgentSurvivesSignals
+// (resources_test.go).
 
 // TestForgedFramesCannotExhaustServerMemory attacks the server through the
 // container's attached stdout, the stream the agent's frames travel on.

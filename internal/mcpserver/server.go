@@ -1,6 +1,9 @@
-// Package mcpserver is the MCP surface of mcp-code-runner: the run_code and
-// list_languages tools, the language and output resources, the prompts, and
-// completion of their arguments. Handlers receive the engine they use; the
+// Package mcpserver is the MCP surface of mcp-code-runner: the tools (run_code
+// and list_languages; start_execution, get_execution, cancel_execution and
+// list_executions for long jobs; create_session, close_session,
+// list_sessions, write_file, read_file and list_files for sessions), the
+// language, output and artifact resources, the prompts, and completion of
+// their arguments. Handlers receive the engine they use; the
 // transport (stdio or Streamable HTTP) is chosen by the caller.
 package mcpserver
 
