@@ -27,6 +27,7 @@ type globalOptions struct {
 	dockerHost    string
 	languagesFile string
 	logLevel      string
+	logFormat     string
 	applyFlags    func(*config.Config) error
 }
 
@@ -59,7 +60,19 @@ func (g *globalOptions) logger() *slog.Logger {
 	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	if g.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// checkLogFormat refuses a --log-format other than text and json.
+func (g *globalOptions) checkLogFormat() error {
+	if g.logFormat != "text" && g.logFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+	}
+	return nil
 }
 
 func newRootCmd() *cobra.Command {
@@ -79,6 +92,8 @@ a non-root user and hard limits on time, memory, processes and output.`,
 	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker daemon address (default: DOCKER_HOST or the local socket)")
 	pf.StringVar(&g.languagesFile, "languages-file", "", "JSON file that adds or overrides language registry entries")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error (logs go to stderr)")
+	pf.StringVar(&g.logFormat, "log-format", envOr("MCR_LOG_FORMAT", "text"), "log format: text or json (one JSON object a line; env MCR_LOG_FORMAT)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.checkLogFormat() }
 	settings := pflag.NewFlagSet("settings", pflag.ContinueOnError)
 	g.applyFlags = config.Flags(settings)
 	settings.VisitAll(func(f *pflag.Flag) {
@@ -91,6 +106,13 @@ a non-root user and hard limits on time, memory, processes and output.`,
 		root.AddCommand(add(g))
 	}
 	return root
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // subcommands are registered by each subcommand's file in its init.

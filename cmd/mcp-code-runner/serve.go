@@ -27,6 +27,7 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	var (
 		httpAddr  string
 		authToken string
+		auditPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -50,14 +51,29 @@ every request must then carry "Authorization: Bearer <token>".`,
 			if authToken == "" {
 				authToken = os.Getenv("MCR_AUTH_TOKEN")
 			}
+			if !cmd.Flags().Changed("audit-log") {
+				auditPath = st.cfg.Audit.Path
+			}
+			auditLog, err := openAudit(auditPath, httpAddr == "")
+			if err != nil {
+				return err
+			}
+			if auditLog != nil {
+				defer auditLog.Close()
+			}
 			ctx := cmd.Context()
+			if err := listenMetrics(ctx, st); err != nil {
+				return err
+			}
 			startupChecks(ctx, st)
 			go sweepLoop(ctx, st)
 			st.engine.StartPool()
 			go logPool(ctx, st)
 			execs := executions.NewManager(st.engine)
 			sess := sessions.NewManager(st.engine)
-			server := mcpserver.NewServer(mcpserver.Deps{Engine: st.engine, Executions: execs, Sessions: sess}, version, st.log)
+			watchServer(st, execs, sess)
+			server := mcpserver.NewServer(mcpserver.Deps{Engine: st.engine, Executions: execs, Sessions: sess,
+				OnToolCall: toolObserver(st, auditLog)}, version, st.log)
 
 			// Runs in flight get the grace period after a shutdown signal,
 			// then they are killed (their results say so).
@@ -105,6 +121,7 @@ every request must then carry "Authorization: Bearer <token>".`,
 	}
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
 	cmd.Flags().StringVar(&authToken, "auth-token", "", "require this bearer token on HTTP requests (env MCR_AUTH_TOKEN)")
+	cmd.Flags().StringVar(&auditPath, "audit-log", "", `append the audit log (one JSON line per tool call that runs code or touches a session's files) to this file, or "-" for stdout with --http (setting audit.path)`)
 	return cmd
 }
 
@@ -126,7 +143,7 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token s
 		allowedHosts = append(allowedHosts, host)
 	}
 	mux := http.NewServeMux()
-	handler := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
+	httpOpts := mcpserver.HTTPOptions{
 		AllowedOrigins: h.AllowedOrigins,
 		AllowedHosts:   allowedHosts,
 		MaxBodyBytes:   h.MaxBodyBytes,
@@ -137,19 +154,18 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token s
 			ClientID: h.OAuthClientID, ClientSecret: h.OAuthClientSecret,
 			ResourceURL: h.PublicURL, Scopes: h.OAuthScopes,
 		},
-	})
+	}
+	handler := mcpserver.HTTPHandler(server, httpOpts)
+	if st.metrics != nil {
+		handler = st.metrics.CountRejections(handler)
+	}
 	mux.Handle("/mcp", handler)
 	if h.OAuthIssuer != "" {
 		mux.Handle(mcpserver.MetadataPath, handler)
 		mux.Handle(mcpserver.MetadataPath+"/", handler)
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := st.backend.Check(r.Context()); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
+	probeRoutes(mux, st)
+	metricsRoute(mux, st, func(next http.Handler) http.Handler { return mcpserver.Protect(next, httpOpts) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)

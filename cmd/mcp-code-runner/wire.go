@@ -9,6 +9,8 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/metrics"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
@@ -19,6 +21,8 @@ type stack struct {
 	backend *docker.Backend
 	engine  *engine.Engine
 	log     *slog.Logger
+	// metrics is nil unless the configuration serves them.
+	metrics *metrics.Metrics
 }
 
 func (s *stack) Close() { _ = s.backend.Close() }
@@ -79,5 +83,15 @@ func newStack(g *globalOptions) (*stack, error) {
 		_ = cli.Close()
 		return nil, err
 	}
-	return &stack{cfg: cfg, reg: reg, backend: backend, engine: engine.New(cfg, reg, backend, log), log: log}, nil
+	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log}
+	var sb sandbox.Backend = backend
+	if cfg.Metrics.Enabled() {
+		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})
+		sb = st.metrics.Backend(backend)
+	}
+	st.engine = engine.New(cfg, reg, sb, log)
+	if st.metrics != nil {
+		st.engine.SetObserver(st.metrics)
+	}
+	return st, nil
 }

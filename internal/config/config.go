@@ -98,6 +98,36 @@ type Config struct {
 	Artifacts Artifacts `json:"artifacts"`
 	// Sessions holds the settings of stateful sessions.
 	Sessions Sessions `json:"sessions"`
+	// Metrics holds where Prometheus metrics are served.
+	Metrics Metrics `json:"metrics"`
+	// Audit holds where the audit log goes.
+	Audit Audit `json:"audit"`
+}
+
+// Metrics configures the Prometheus endpoint. It is off unless Addr is set
+// or OnHTTPListener is true.
+type Metrics struct {
+	// Addr is a separate listener serving only /metrics, without
+	// authentication (keep it on loopback or a private network), e.g.
+	// 127.0.0.1:9464.
+	Addr string `json:"addr"`
+	// OnHTTPListener also serves /metrics on the MCP HTTP listener, behind
+	// the same authentication as /mcp.
+	OnHTTPListener bool `json:"on_http_listener"`
+	// MaxPrincipals caps the distinct principal label values; later
+	// principals are counted as "other".
+	MaxPrincipals int `json:"max_principals"`
+}
+
+// Enabled reports whether metrics are served anywhere.
+func (m Metrics) Enabled() bool { return m.Addr != "" || m.OnHTTPListener }
+
+// Audit configures the audit log: one JSON line per tool call that runs
+// code or touches a session's files.
+type Audit struct {
+	// Path is the file the lines are appended to, "-" for standard output
+	// (HTTP serving only), or "" for no audit log.
+	Path string `json:"path"`
 }
 
 // Sessions configures stateful sessions: long-lived sandboxes whose files
@@ -259,6 +289,7 @@ func Default() Config {
 			MaxIdleTimeoutSeconds: 3600,
 			MaxLifeSeconds:        4 * 3600,
 		},
+		Metrics: Metrics{MaxPrincipals: 20},
 		// Warm sandboxes for the languages assistants use most; the others
 		// take the cold path unless the operator sizes their pools.
 		Pool: Pool{
@@ -358,6 +389,12 @@ func setField(f reflect.Value, raw string) error {
 		f.SetFloat(x)
 	case reflect.String:
 		f.SetString(raw)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		f.SetBool(b)
 	case reflect.Slice:
 		var parts []string
 		for _, p := range strings.Split(raw, ",") {
@@ -419,6 +456,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.RatePerMinute < 0 {
 		errs = append(errs, errors.New("http.rate_per_minute must be 0 (no limit) or more"))
+	}
+	if c.Metrics.MaxPrincipals <= 0 {
+		errs = append(errs, errors.New("metrics.max_principals must be positive"))
 	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("http.max_body_bytes must be positive"))

@@ -38,6 +38,7 @@ type Engine struct {
 	slots     chan struct{}
 	pool      *pool.Pool // nil: cold path only
 	log       *slog.Logger
+	obs       Observer
 
 	inflight sync.WaitGroup
 	removals sync.WaitGroup // cold sandboxes being removed after their run
@@ -62,6 +63,7 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		artifacts: NewOutputStore(cfg.Artifacts.StoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second),
 		slots:     make(chan struct{}, cfg.MaxConcurrentRuns),
 		log:       log,
+		obs:       nopObserver{},
 		versions:  map[string]string{},
 		runs:      map[string]RunInfo{},
 		cancels:   map[string]context.CancelFunc{},
@@ -113,6 +115,9 @@ type RunOptions struct {
 	// Release, if set, is a run slot the caller already holds (see
 	// Reserve); Run releases it when done instead of taking its own.
 	Release func()
+	// QueueWait is how long the caller waited for Release's slot, for the
+	// observer.
+	QueueWait time.Duration
 }
 
 // Run validates req, runs it in a fresh sandbox and returns the result. A
@@ -131,10 +136,30 @@ func (e *Engine) RunInSession(ctx context.Context, sb sandbox.Session, req Reque
 	return e.run(ctx, req, opts, sb)
 }
 
-func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session sandbox.Session) (*Result, error) {
+func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session sandbox.Session) (res *Result, err error) {
 	start := time.Now()
 	e.inflight.Add(1)
 	defer e.inflight.Done()
+	// The language is named once validated: a request's own string is
+	// not a metric label.
+	stats := RunStats{Session: session != nil, QueueWait: opts.QueueWait}
+	if opts.Release != nil {
+		stats.Reached |= StageQueued
+	}
+	defer func() {
+		stats.Total = time.Since(start)
+		if res != nil {
+			stats.Language, stats.Status = res.Language, res.Status
+			stats.StdoutBytes, stats.StderrBytes = res.StdoutBytes, res.StderrBytes
+			if res.Compile != nil {
+				stats.StdoutBytes += res.Compile.StdoutBytes
+				stats.StderrBytes += res.Compile.StderrBytes
+			}
+		} else {
+			stats.Status = CodeOf(err)
+		}
+		e.obs.RunDone(ctx, stats)
+	}()
 	// The run slot: the caller's, or taken below; given back when the run
 	// returns, or handed to the cold sandbox's removal (removeLater).
 	slot := opts.Release
@@ -149,11 +174,16 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	}
 	lim := e.cfg.Limits
 	lang := v.lang
+	stats.Language = lang.Name
 
 	if slot == nil {
-		if slot, err = e.acquire(ctx); err != nil {
+		queued := time.Now()
+		slot, err = e.acquire(ctx)
+		stats.QueueWait = time.Since(queued)
+		if err != nil {
 			return nil, err
 		}
+		stats.Reached |= StageQueued
 	}
 
 	runID := newRunID()
@@ -209,14 +239,24 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	}
 	job := sandbox.Job{Request: request, Deadline: deadline, RunID: runID}
 	var sres *sandbox.Result
+	var sandboxID string
 	if session != nil {
+		sandboxID = session.ID()
+		execStart := time.Now()
 		sres, err = session.Call(ctx, job, opts.OnChunk)
+		stats.Exec, stats.Reached = time.Since(execStart), stats.Reached|StageExecuted
 	} else {
+		acquireStart := time.Now()
 		sb, warm, cerr := e.sandbox(ctx, lang)
+		stats.Acquire, stats.Warm = time.Since(acquireStart), warm
 		if cerr != nil {
 			return nil, e.explain(cerr, lang)
 		}
+		stats.Reached |= StageAcquired
+		execStart := time.Now()
 		sres, err = sb.Exec(ctx, job, opts.OnChunk)
+		stats.Exec, stats.Reached = time.Since(execStart), stats.Reached|StageExecuted
+		sandboxID = sb.ID()
 		// A pool sandbox can die while idle a moment before the pool
 		// notices; the job never reached it, so it goes to another one.
 		for retry := 0; warm && errors.Is(err, sandbox.ErrDead) && retry < maxDeadRetries; retry++ {
@@ -225,6 +265,7 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 			if sb, warm, cerr = e.sandbox(ctx, lang); cerr != nil {
 				return nil, e.explain(cerr, lang)
 			}
+			sandboxID = sb.ID()
 			sres, err = sb.Exec(ctx, job, opts.OnChunk)
 		}
 		if warm {
@@ -238,6 +279,7 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 		return nil, e.explain(err, lang)
 	}
 	out := e.shape(runID, lang, sres, ctx.Err() != nil)
+	out.SandboxID = sandboxID
 	out.Artifacts = e.keepArtifacts(runID, sres.Artifacts)
 	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
 	out.TotalMs = time.Since(start).Milliseconds()

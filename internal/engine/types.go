@@ -56,6 +56,9 @@ type Result struct {
 	Artifacts       []Artifact `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`
 	TotalMs         int64      `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start included (a sandbox is removed after the answer)"`
 	ExitReason      string     `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
+	// SandboxID names the sandbox the run used, for the audit log; clients
+	// do not see it.
+	SandboxID string `json:"-"`
 }
 
 // Status values.

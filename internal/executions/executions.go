@@ -106,17 +106,21 @@ func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, erro
 	if err := m.eng.Validate(req, true); err != nil {
 		return Snapshot{}, err
 	}
+	queued := time.Now()
 	release, err := m.eng.Reserve(ctx)
 	if err != nil {
 		return Snapshot{}, err
 	}
+	queueWait := time.Since(queued)
 	lang, _ := m.eng.Registry().Lookup(req.Language)
 	stages := []string{"run"}
 	if lang.Compiled() {
 		stages = []string{"compile", "run"}
 	}
 	limit := time.Duration(m.cfg.Executions.MaxDurationSeconds)*time.Second + time.Duration(m.cfg.Limits.CompileTimeoutSeconds)*time.Second + time.Minute
-	runCtx, cancel := context.WithTimeout(context.Background(), limit)
+	// The run outlives the request but keeps its values (the principal,
+	// for ownership, metrics and logs).
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	x := &Execution{
 		id: newID(), language: lang.Name, started: time.Now(), cancel: cancel, done: make(chan struct{}),
 		outCap: m.cfg.Limits.MaxOutputBytes, stages: stages,
@@ -129,13 +133,28 @@ func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, erro
 	go func() {
 		defer m.wg.Done()
 		defer cancel()
-		res, err := m.eng.Run(runCtx, req, engine.RunOptions{OnChunk: x.onChunk, Long: true, Release: release})
+		res, err := m.eng.Run(runCtx, req, engine.RunOptions{OnChunk: x.onChunk, Long: true, Release: release, QueueWait: queueWait})
 		x.mu.Lock()
 		x.result, x.err, x.ended = res, err, time.Now()
 		x.mu.Unlock()
 		close(x.done)
 	}()
 	return m.snapshot(x, 0, 0), nil
+}
+
+// Running returns how many executions have not ended (metrics).
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, x := range m.execs {
+		select {
+		case <-x.done:
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // Get returns an execution, waiting up to wait for it to end, with output

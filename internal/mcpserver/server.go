@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime/debug"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,9 @@ type Deps struct {
 	Engine     *engine.Engine
 	Executions *executions.Manager
 	Sessions   *sessions.Manager
+	// OnToolCall, if set, sees every finished tool call (the audit log and
+	// metrics); it runs on the call's goroutine before the answer is sent.
+	OnToolCall func(context.Context, ToolCall)
 }
 
 // New returns an MCP server backed by eng, with executions and sessions
@@ -55,7 +59,7 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handlers{eng: deps.Engine, execs: deps.Executions, sessions: deps.Sessions, log: log}
+	h := &handlers{eng: deps.Engine, execs: deps.Executions, sessions: deps.Sessions, log: log, onCall: deps.OnToolCall}
 	s := mcp.NewServer(&mcp.Implementation{
 		Name:    Name,
 		Title:   "Code Runner",
@@ -87,6 +91,7 @@ type handlers struct {
 	execs    *executions.Manager
 	sessions *sessions.Manager
 	log      *slog.Logger
+	onCall   func(context.Context, ToolCall)
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -137,7 +142,9 @@ func addTool[In, Out any](s *mcp.Server, h *handlers, t *mcp.Tool, fn mcp.ToolHa
 				res, err = nil, fmt.Errorf("internal error in %s (%v); the server keeps running: please report it", t.Name, r)
 			}
 		}()
+		start := time.Now()
 		res, out, err := fn(ctx, req, in)
+		h.observeCall(ctx, t.Name, start, in, out, err)
 		if err != nil {
 			return nil, nil, err
 		}

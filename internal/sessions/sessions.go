@@ -33,6 +33,9 @@ type Info struct {
 	IdleTimeoutSeconds int       `json:"idle_timeout_seconds" jsonschema:"the session closes after this long unused"`
 	ExpiresAt          time.Time `json:"expires_at" jsonschema:"when it closes if unused until then (or its maximum life ends)"`
 	Calls              int       `json:"calls" jsonschema:"runs so far"`
+	// SandboxID names the session's sandbox, for the audit log; clients do
+	// not see it.
+	SandboxID string `json:"-"`
 }
 
 // File is an entry of list_files, or the answer of read_file.
@@ -261,6 +264,25 @@ func (m *Manager) drop(s *session) {
 	}
 }
 
+// Count returns how many sessions are live (metrics).
+func (m *Manager) Count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions)
+}
+
+// SandboxOf returns the sandbox of a live session, or "" (for the audit
+// log, after a tool call on the session succeeded).
+func (m *Manager) SandboxOf(id string) string {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	m.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	return s.sb.ID()
+}
+
 // List returns the live sessions, newest first.
 func (m *Manager) List() []Info {
 	m.mu.Lock()
@@ -284,7 +306,8 @@ func (m *Manager) info(s *session) Info {
 		expires = end
 	}
 	return Info{SessionID: s.id, Language: s.lang.Name, Stateful: s.lang.Kernel != nil, CreatedAt: s.created,
-		LastUsedAt: s.lastUsed, IdleTimeoutSeconds: int(s.idle.Seconds()), ExpiresAt: expires, Calls: s.calls}
+		LastUsedAt: s.lastUsed, IdleTimeoutSeconds: int(s.idle.Seconds()), ExpiresAt: expires, Calls: s.calls,
+		SandboxID: s.sb.ID()}
 }
 
 // reap closes sessions past their idle timeout or maximum life.
