@@ -13,7 +13,9 @@ import (
 
 func TestReadiness(t *testing.T) {
 	reachable := func(context.Context) error { return nil }
-	down := func(context.Context) error { return errors.New("dial unix /var/run/docker.sock: connect: no such file") }
+	down := func(context.Context) error {
+		return errors.New("dial unix /var/run/docker.sock: connect: no such file")
+	}
 	tests := []struct {
 		name       string
 		check      func(context.Context) error
