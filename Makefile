@@ -6,7 +6,9 @@ ADDR     ?= 127.0.0.1:8080
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
-.PHONY: all build docker gvisor images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean
+IMAGE    ?= mcp-code-runner:latest
+
+.PHONY: all build image docker gvisor images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean
 
 all: build
 
@@ -17,6 +19,10 @@ all: build
 build:
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN) ./cmd/mcp-code-runner
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN)-agent ./cmd/mcp-code-runner-agent
+
+# The server as a container image (Dockerfile; run it with docker-compose.yml).
+image: build docker
+	bash scripts/build-image.sh $(BIN) $(IMAGE)
 
 # Install (if missing) and start the Docker daemon.
 docker:

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -63,6 +66,51 @@ func isExecutable(path string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
+// shareAgent copies the agent binary into dir under a name that holds its
+// content's hash (servers of other versions can share the directory), and
+// makes dir the temporary directory, where the agents' sockets are made:
+// both must be at paths the Docker daemon sees too.
+func shareAgent(agent, dir string) (string, error) {
+	fail := func(err error) (string, error) {
+		return "", fmt.Errorf("shared_dir %s: %w; it must be a writable directory at the same path for this server and the Docker daemon (see the README's container section)", dir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return fail(err)
+	} else if !fi.IsDir() {
+		return fail(errors.New("not a directory"))
+	}
+	data, err := os.ReadFile(agent)
+	if err != nil {
+		return fail(err)
+	}
+	sum := sha256.Sum256(data)
+	dst := filepath.Join(dir, agentBinaryName+"-"+hex.EncodeToString(sum[:6]))
+	if fi, err := os.Stat(dst); err != nil || fi.Size() != int64(len(data)) {
+		tmp, err := os.CreateTemp(dir, ".agent-*")
+		if err != nil {
+			return fail(err)
+		}
+		_, werr := tmp.Write(data)
+		if cerr := tmp.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = os.Chmod(tmp.Name(), 0o755)
+		}
+		if werr == nil {
+			werr = os.Rename(tmp.Name(), dst)
+		}
+		if werr != nil {
+			_ = os.Remove(tmp.Name())
+			return fail(werr)
+		}
+	}
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		return fail(err)
+	}
+	return dst, nil
+}
+
 // newStack builds the engine on the Docker backend from the global options.
 func newStack(g *globalOptions) (*stack, error) {
 	cfg, reg, err := g.load()
@@ -77,6 +125,11 @@ func newStack(g *globalOptions) (*stack, error) {
 	agent, err := agentPath(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.SharedDir != "" {
+		if agent, err = shareAgent(agent, cfg.SharedDir); err != nil {
+			return nil, err
+		}
 	}
 	backend, err := docker.New(cli, docker.Options{AgentPath: agent, Runtime: cfg.Runtime, Logger: log})
 	if err != nil {

@@ -72,6 +72,12 @@ type Config struct {
 	// process; empty means mcp-code-runner-agent beside this executable,
 	// else this executable (its hidden agent subcommand).
 	AgentPath string `json:"agent_path"`
+	// SharedDir, when set, is a directory that this server and the Docker
+	// daemon both see at the same path: when the server runs in a
+	// container, a bind mount of that host path at the same path. The agent
+	// binary is copied there (the daemon mounts it into sandboxes from its
+	// own file system) and the agents' sockets are made there.
+	SharedDir string `json:"shared_dir"`
 	// LanguagesFile adds or overrides language registry entries.
 	LanguagesFile string `json:"languages_file"`
 	// MaxConcurrentRuns caps executions in flight.

@@ -24,10 +24,24 @@ type owner struct {
 
 func currentOwner() owner {
 	host, _ := os.Hostname()
+	// PIDs name processes only within a PID namespace: a server in a
+	// container on the host's network has the host's name but other PIDs,
+	// and must not take the host's servers for dead (nor they it).
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil && !isInitialPIDNamespace(ns) {
+		host += "+" + strings.NewReplacer("pid:[", "pidns", "]", "").Replace(ns)
+	}
 	pid := os.Getpid()
 	start := processStart(pid)
 	return owner{id: fmt.Sprintf("%s/%d/%s", host, pid, start), host: host, pid: pid, start: start}
 }
+
+// initialPIDNamespace is the inode of the host's PID namespace, fixed by
+// the kernel (PROC_PID_INIT_INO).
+const initialPIDNamespace = "pid:[4026531836]"
+
+// isInitialPIDNamespace reports whether ns (a /proc/self/ns/pid link) is
+// the host's: servers there keep the plain host name in their labels.
+func isInitialPIDNamespace(ns string) bool { return ns == initialPIDNamespace }
 
 // processStart reads field 22 of /proc/PID/stat: with the PID it names one
 // process for the life of the boot, even after the PID is reused.

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# ensure-test-tools.sh: installs (if missing) the programs that tests drive
+# besides Docker: Prometheus, which scrapes the server in
+# internal/e2e/metrics_test.go (only its binary: the system service is not
+# started), and docker-compose, which runs docker-compose.yml in
+# internal/e2e/image_test.go. Both come from Debian's archive.
+set -euo pipefail
+
+missing=()
+command -v prometheus >/dev/null || missing+=(prometheus)
+command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || missing+=(docker-compose)
+if [[ ${#missing[@]} -eq 0 ]]; then
+	echo "test tools present: $(prometheus --version 2>&1 | head -n1); $(docker-compose version --short 2>/dev/null || docker compose version --short)"
+	exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+	echo "missing ${missing[*]}: install them with: sudo apt-get install -y ${missing[*]}" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Concurrent apt runs (scripts/ensure-docker.sh) wait for the lock.
+apt_get() { apt-get -o DPkg::Lock::Timeout=300 "$@"; }
+for try in 1 2 3; do
+	if apt_get update -qq && apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+		break
+	fi
+	if [[ $try -eq 3 ]]; then
+		echo "installing ${missing[*]} failed" >&2
+		exit 1
+	fi
+	sleep $((try * 5))
+done
+# The package's service is not wanted: the tests start their own.
+if command -v service >/dev/null && service prometheus status >/dev/null 2>&1; then
+	service prometheus stop >/dev/null 2>&1 || true
+fi
+echo "installed ${missing[*]}: $(prometheus --version 2>&1 | head -n1)"
