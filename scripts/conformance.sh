@@ -94,7 +94,7 @@ start_server() {
 			if ! kill -0 "$SERVER_PID" 2>/dev/null; then
 				break
 			fi
-			if healthy "http://127.0.0.1:$port/healthz"; then
+			if healthy "http://127.0.0.1:$port/readyz"; then
 				URL="http://127.0.0.1:$port/mcp"
 				echo "conformance: server $SERVER_PID serving $URL (log: $OUT/server.log)"
 				return 0
@@ -107,7 +107,7 @@ start_server() {
 		fi
 		echo "conformance: port $port was taken; retrying (attempt $attempt)" >&2
 	done
-	echo "conformance: the server did not become healthy at 127.0.0.1:$port/healthz; its log:" >&2
+	echo "conformance: the server did not become ready at 127.0.0.1:$port/readyz; its log:" >&2
 	cat "$OUT/server.log" >&2
 	return 1
 }

@@ -108,7 +108,7 @@ export function httpServerFor(transport) {
 
 /**
  * Starts `BIN serve --http 127.0.0.1:PORT` on a free port and waits until
- * /healthz answers 200 (Docker reachable). Returns { url, stop, logs }.
+ * /readyz answers 200 (Docker reachable, warm pools filling). Returns { url, stop, logs }.
  */
 export async function startHttpServer({ attempts = 3 } = {}) {
     let lastErr;
@@ -142,7 +142,7 @@ export async function startHttpServer({ attempts = 3 } = {}) {
         let lastStatus = 'no answer';
         while (Date.now() < deadline && !exited) {
             try {
-                const res = await fetch(`http://${addr}/healthz`, { signal: AbortSignal.timeout(2000) });
+                const res = await fetch(`http://${addr}/readyz`, { signal: AbortSignal.timeout(2000) });
                 lastStatus = `${res.status} ${(await res.text()).trim()}`;
                 if (res.status === 200) {
                     return { url: `http://${addr}/mcp`, addr, port, proc, stop, logs };
@@ -153,7 +153,7 @@ export async function startHttpServer({ attempts = 3 } = {}) {
             await sleep(100);
         }
         await stop();
-        lastErr = new Error(`server on ${addr} did not become healthy (last /healthz: ${lastStatus}; exit: ${JSON.stringify(exited)})\n${logs()}`);
+        lastErr = new Error(`server on ${addr} did not become healthy (last /readyz: ${lastStatus}; exit: ${JSON.stringify(exited)})\n${logs()}`);
         // A port taken between freePort() and the server's listen: try another.
         if (!/address already in use/i.test(err.text)) break;
     }
