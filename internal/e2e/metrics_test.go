@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,7 +50,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // startLogged starts cmd, logging its stderr as the test's, and stops it
-// at the end of the test.
+// at the end of the test: SIGTERM (the server then removes its sandboxes),
+// SIGKILL after a minute.
 func startLogged(t *testing.T, name string, cmd *exec.Cmd) {
 	t.Helper()
 	stderr, err := cmd.StderrPipe()
@@ -67,7 +69,18 @@ func startLogged(t *testing.T, name string, cmd *exec.Cmd) {
 			t.Log(name+":", sc.Text())
 		}
 	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-logged; _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		exited := make(chan struct{})
+		go func() { <-logged; _ = cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(time.Minute):
+			t.Errorf("%s did not exit within a minute of SIGTERM", name)
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
 }
 
 func httpGet(t *testing.T, u string) (int, string) {
