@@ -85,7 +85,7 @@ func shareAgent(agent, dir string) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	dst := filepath.Join(dir, agentBinaryName+"-"+hex.EncodeToString(sum[:6]))
-	if fi, err := os.Stat(dst); err != nil || fi.Size() != int64(len(data)) {
+	if fi, err := os.Stat(dst); err != nil || fi.Size() != int64(len(data)) { //nolint:gosec // dst is in the operator's shared_dir
 		tmp, err := os.CreateTemp(dir, ".agent-*")
 		if err != nil {
 			return fail(err)
@@ -98,7 +98,7 @@ func shareAgent(agent, dir string) (string, error) {
 			werr = os.Chmod(tmp.Name(), 0o755)
 		}
 		if werr == nil {
-			werr = os.Rename(tmp.Name(), dst)
+			werr = os.Rename(tmp.Name(), dst) //nolint:gosec // dst is in the operator's shared_dir
 		}
 		if werr != nil {
 			_ = os.Remove(tmp.Name())

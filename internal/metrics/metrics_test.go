@@ -65,7 +65,7 @@ func TestRejectionsAreCountedByReason(t *testing.T) {
 	m := New(Options{})
 	statuses := []int{http.StatusUnauthorized, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusForbidden, http.StatusOK}
 	for _, code := range statuses {
-		h := m.CountRejections(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) }))
+		h := m.CountRejections(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }))
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", nil))
 	}
 	m.ToolCall("run_code", engine.CodeBusy)

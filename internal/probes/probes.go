@@ -20,7 +20,7 @@ const checkTimeout = 3 * time.Second
 // nothing else on purpose: restarting the server would not bring back a
 // Docker daemon that is down, so that belongs to readiness.
 func Liveness() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		fmt.Fprintln(w, "ok")
