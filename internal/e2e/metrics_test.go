@@ -181,7 +181,7 @@ scrape_configs:
 		t.Helper()
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 		if err != nil || res.IsError {
-			t.Fatalf("%s: %v %+v", tool, err, res)
+			t.Fatalf("%s: %v %s", tool, err, contentText(res))
 		}
 		var out map[string]any
 		data, _ := json.Marshal(res.StructuredContent)
@@ -193,7 +193,7 @@ scrape_configs:
 	}
 	session := call("create_session", map[string]any{"language": "python"})
 	sessionID, _ := session["session_id"].(string)
-	call("run_code", map[string]any{"session_id": sessionID, "code": "x = 41\nx + 1"})
+	call("run_code", map[string]any{"language": "python", "session_id": sessionID, "code": "x = 41\nx + 1"})
 	// One request without the token: refused with 401, counted as auth.
 	if code, _ := httpGet(t, "http://"+addr+"/mcp"); code != http.StatusUnauthorized {
 		t.Fatalf("GET /mcp without a token: %d, want 401", code)
@@ -264,6 +264,19 @@ scrape_configs:
 	if last := lines[len(lines)-1]; last["tool"] != "close_session" || last["session_id"] != sessionID || last["principal"] != "local" {
 		t.Errorf("audit log's last line: %v, want close_session of %s by local", last, sessionID)
 	}
+}
+
+func contentText(res *mcp.CallToolResult) string {
+	if res == nil {
+		return "no result"
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text + "\n")
+		}
+	}
+	return b.String()
 }
 
 func eq(want float64) func(float64) bool      { return func(v float64) bool { return v == want } }
