@@ -87,8 +87,12 @@ func metricsRoute(mux *http.ServeMux, st *stack, protect func(http.Handler) http
 		mux.Handle("/metrics", protect(st.metrics.Handler()))
 		return
 	}
+	text := metricsDisabledText
+	if addr := st.cfg.Metrics.Addr; addr != "" {
+		text = "metrics are served on their own listener, at http://" + addr + "/metrics, not on this one; set metrics.on_http_listener (--metrics-on-http-listener=true) to serve them here too, behind the same authentication as /mcp\n"
+	}
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, metricsDisabledText, http.StatusNotFound)
+		http.Error(w, text, http.StatusNotFound)
 	})
 }
 

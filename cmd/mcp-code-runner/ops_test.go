@@ -21,7 +21,7 @@ func TestMetricsRoute(t *testing.T) {
 		wantBody   string
 	}{
 		{"off: a scrape gets 404 saying how to turn metrics on", config.Metrics{}, 404, "metrics are not served on this listener: set metrics.addr"},
-		{"on a separate listener only: 404 here", config.Metrics{Addr: "127.0.0.1:9464"}, 404, "--metrics-on-http-listener=true"},
+		{"on a separate listener only: 404 here, pointing there", config.Metrics{Addr: "127.0.0.1:9464"}, 404, "metrics are served on their own listener, at http://127.0.0.1:9464/metrics"},
 		{"on the MCP listener: behind its authentication", config.Metrics{OnHTTPListener: true}, 401, "Unauthorized"},
 	}
 	for _, tt := range tests {
