@@ -308,3 +308,29 @@ func TestServeRefusesUnwritableAuditLog(t *testing.T) {
 		t.Fatalf("serve with an unwritable audit log: err %v, output %s", err, out)
 	}
 }
+
+// TestProbesWithoutDocker: with the Docker daemon unreachable the server
+// still serves, /healthz (liveness) answers 200 and /readyz answers 503
+// with the reason.
+func TestProbesWithoutDocker(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--http", addr,
+		"--docker-host", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"), "--pool-size", "0", "--pool-sizes", "bash=1"))
+	var code int
+	var body string
+	waitFor(t, "the server answers /healthz", 30*time.Second, func() bool {
+		code, body = httpGet(t, "http://"+addr+"/healthz")
+		return code != 0
+	})
+	if code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz: %d %q, want 200 ok", code, body)
+	}
+	code, body = httpGet(t, "http://"+addr+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "not ready: the sandbox backend is unreachable") {
+		t.Errorf("/readyz: %d %q, want 503 saying the backend is unreachable", code, body)
+	}
+	code, body = httpGet(t, "http://"+addr+"/metrics")
+	if code != http.StatusNotFound || !strings.Contains(body, "metrics are not served on this listener") {
+		t.Errorf("/metrics with metrics off: %d %q, want 404 saying how to turn them on", code, body)
+	}
+}
