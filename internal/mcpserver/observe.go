@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
@@ -34,12 +35,18 @@ type ToolCall struct {
 }
 
 // ErrorCode returns the engine code of the call's error ("busy",
-// "invalid_argument", ...), or "" when the call succeeded.
+// "invalid_argument", "quota", ...), or "" when the call succeeded. A
+// refusal over a per-principal quota is "quota" whatever error type
+// carries it, as long as its message names the quota.
 func (c ToolCall) ErrorCode() string {
 	if c.Err == nil {
 		return ""
 	}
-	return engine.CodeOf(c.Err)
+	code := engine.CodeOf(c.Err)
+	if code == engine.CodeInternal && strings.Contains(c.Err.Error(), "quota") {
+		return "quota"
+	}
+	return code
 }
 
 // describeCall fills a ToolCall from a tool's typed input and output.
