@@ -38,9 +38,16 @@ serves Streamable HTTP at /mcp on the given address, in stateless mode so
 that clients of both protocol eras (2025-11-25 and 2026-07-28) work.
 
 A non-loopback --http address needs --auth-token (or MCR_AUTH_TOKEN):
-every request must then carry "Authorization: Bearer <token>".`,
+every request must then carry "Authorization: Bearer <token>".
+
+Operations: /healthz (liveness) and /readyz (readiness) are served without
+authentication; --metrics-addr serves Prometheus metrics on a listener of
+their own (--metrics-on-http-listener=true also on the MCP listener, behind
+its authentication); --audit-log appends one JSON line per tool call that
+runs code or touches a session's files; --log-format json for JSON logs.`,
 		Example: `  mcp-code-runner serve
-  mcp-code-runner serve --http 127.0.0.1:8080`,
+  mcp-code-runner serve --http 127.0.0.1:8080
+  mcp-code-runner serve --http 127.0.0.1:8080 --metrics-addr 127.0.0.1:9464 --audit-log audit.log --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := newStack(g)
