@@ -132,11 +132,11 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 // RunInSession runs req in a session's sandbox: files persist, and for a
 // language with a kernel (and no stdin or args) the code runs as a cell of
 // the session's long-lived interpreter.
-func (e *Engine) RunInSession(ctx context.Context, sb sandbox.Session, req Request, opts RunOptions) (*Result, error) {
+func (e *Engine) RunInSession(ctx context.Context, sb sandbox.Sandbox, req Request, opts RunOptions) (*Result, error) {
 	return e.run(ctx, req, opts, sb)
 }
 
-func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session sandbox.Session) (res *Result, err error) {
+func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session sandbox.Sandbox) (res *Result, err error) {
 	start := time.Now()
 	e.inflight.Add(1)
 	defer e.inflight.Done()
@@ -314,7 +314,7 @@ func (e *Engine) removeLater(sb sandbox.Sandbox, slot func()) {
 }
 
 // NewSession starts a sandbox for a session of lang that may live for life.
-func (e *Engine) NewSession(ctx context.Context, lang languages.Language, life time.Duration) (sandbox.Session, error) {
+func (e *Engine) NewSession(ctx context.Context, lang languages.Language, life time.Duration) (sandbox.Sandbox, error) {
 	t := e.Template(lang)
 	t.MaxLife = life + time.Duration(e.cfg.Limits.MaxTimeoutSeconds)*time.Second + deadlineGrace
 	t.Purpose = "session-" + lang.Name
@@ -322,12 +322,7 @@ func (e *Engine) NewSession(ctx context.Context, lang languages.Language, life t
 	if err != nil {
 		return nil, e.explain(err, lang)
 	}
-	s, ok := sb.(sandbox.Session)
-	if !ok {
-		sb.Close()
-		return nil, &Error{Code: CodeInternal, Message: "this sandbox backend does not support sessions"}
-	}
-	return s, nil
+	return sb, nil
 }
 
 // RunInfo describes a run in flight.

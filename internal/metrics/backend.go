@@ -32,11 +32,7 @@ func (b *timedBackend) Create(ctx context.Context, t sandbox.Template) (sandbox.
 	if err != nil {
 		return nil, err
 	}
-	ts := &timedSandbox{Sandbox: sb, m: b.m}
-	if s, ok := sb.(sandbox.Session); ok {
-		return &timedSession{timedSandbox: ts, session: s}, nil
-	}
-	return ts, nil
+	return &timedSandbox{Sandbox: sb, m: b.m}, nil
 }
 
 // timedSandbox times its first Close (the removal; later ones do nothing).
@@ -53,18 +49,6 @@ func (s *timedSandbox) Close() {
 		s.m.SandboxRemoved(time.Since(start))
 	})
 }
-
-// timedSession keeps a session's methods visible through the wrapper.
-type timedSession struct {
-	*timedSandbox
-	session sandbox.Session
-}
-
-func (s *timedSession) Call(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
-	return s.session.Call(ctx, job, onChunk)
-}
-
-func (s *timedSession) Gone() <-chan struct{} { return s.session.Gone() }
 
 // CountRejections wraps an HTTP handler so that the refusals of the layers
 // inside it (authentication, rate limit, Host and Origin checks) are

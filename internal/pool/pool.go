@@ -273,7 +273,7 @@ func (p *Pool) stale(e *entry) bool {
 		return true
 	}
 	select {
-	case <-e.sb.Dead():
+	case <-e.sb.Ended():
 		return true
 	default:
 		return false

@@ -54,16 +54,23 @@ type Job struct {
 	RunID string
 }
 
-// Sandbox is a started sandbox whose agent waits for its one job.
+// Sandbox is a started sandbox whose agent waits for its job. Every backend
+// makes its sandboxes with agentconn.New from a byte stream to the agent,
+// so every sandbox can serve a session (Call) as well as one job (Exec).
 type Sandbox interface {
 	// ID names the sandbox (the container ID).
 	ID() string
 	// Exec sends job to the agent and returns what it produced. A sandbox
-	// runs exactly one job; a second Exec fails. Output received before a
-	// failure is kept in the result.
+	// runs exactly one job this way; a second Exec fails (ErrUsed). Output
+	// received before a failure is kept in the result.
 	Exec(ctx context.Context, job Job, onChunk func(Chunk)) (*Result, error)
-	// Dead is closed when the sandbox ended before it got a job.
-	Dead() <-chan struct{}
+	// Call runs one job of a session and leaves the sandbox ready for the
+	// next, keeping its workspace and processes. A caller that goes away
+	// cancels the job, not the sandbox.
+	Call(ctx context.Context, job Job, onChunk func(Chunk)) (*Result, error)
+	// Ended is closed when the sandbox has ended: for an idle sandbox, that
+	// it died before it got a job.
+	Ended() <-chan struct{}
 	// Close removes the sandbox; it is safe to call more than once.
 	Close()
 }
@@ -135,17 +142,6 @@ var ErrImageMissing = errors.New("runtime image missing")
 
 // ErrUnavailable wraps errors about a backend that cannot be reached.
 var ErrUnavailable = errors.New("sandbox backend unavailable")
-
-// Session is a sandbox that takes many jobs, one after another, keeping
-// its workspace and processes between them.
-type Session interface {
-	Sandbox
-	// Call runs one job and leaves the sandbox ready for the next. A caller
-	// that goes away cancels the job, not the sandbox.
-	Call(ctx context.Context, job Job, onChunk func(Chunk)) (*Result, error)
-	// Gone is closed when the sandbox has ended.
-	Gone() <-chan struct{}
-}
 
 // ErrUsed is returned by Exec on a sandbox that already ran a job.
 var ErrUsed = errors.New("sandbox already ran a job; sandboxes are never reused")

@@ -51,7 +51,7 @@ type File struct {
 type session struct {
 	id       string
 	lang     languages.Language
-	sb       sandbox.Session
+	sb       sandbox.Sandbox
 	created  time.Time
 	idle     time.Duration
 	callMu   sync.Mutex // one call at a time
@@ -130,7 +130,7 @@ func (m *Manager) get(id string) (*session, error) {
 		return nil, invalid("unknown session %q: it never existed, was closed, or expired after being idle; create_session starts a new one", id)
 	}
 	select {
-	case <-s.sb.Gone():
+	case <-s.sb.Ended():
 		m.drop(s)
 		return nil, invalid("session %q ended (its sandbox stopped: out of memory, or killed at a deadline); create_session starts a new one", id)
 	default:

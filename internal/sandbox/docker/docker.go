@@ -1,10 +1,11 @@
 // Package docker is the Docker sandbox backend: every run gets a new
-// container, hardened by default, driven through the attached stream by the
-// in-container agent, and removed afterwards whatever happens.
+// container, hardened by default, and removed afterwards whatever happens.
+// The container's agent is reached on a Unix socket, or on the attached
+// standard streams where the socket cannot cross to it; either is the
+// byte stream agentconn speaks the agent protocol over.
 package docker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,9 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
 )
 
 // Labels that mark a container as one of ours.
@@ -280,34 +280,34 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		}
 		return nil, b.classify(err, t.Image, "creating sandbox container")
 	}
-	sb := &dockerSandbox{b: b, id: created.ID, dead: make(chan struct{}), listener: listener}
+	l := &link{b: b, id: created.ID, ended: make(chan struct{}), listener: listener}
+	sb := agentconn.New(created.ID, l, b.log)
 	if err := ctx.Err(); err != nil {
 		sb.Close()
 		return nil, fmt.Errorf("creating sandbox container: %w", err)
 	}
 	// Attach before start, or the first output could be missed.
-	att, err := b.cli.ContainerAttach(ctx, sb.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	att, err := b.cli.ContainerAttach(ctx, l.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		sb.Close()
 		return nil, b.classify(err, t.Image, "attaching to sandbox container")
 	}
-	sb.att = att.HijackedResponse
+	l.att = att.HijackedResponse
 	frames, demuxed := io.Pipe()
-	sb.frames = frames
-	sb.diag = &cappedBuffer{limit: 64 << 10}
+	l.frames = frames
 	channel := channelStdio
 	if listener != nil {
 		channel = channelUnknown
 	}
-	sb.stdout = newStdoutSink(demuxed, channel)
-	if _, err := b.cli.ContainerStart(ctx, sb.id, client.ContainerStartOptions{}); err != nil {
+	l.stdout = newStdoutSink(demuxed, channel)
+	if _, err := b.cli.ContainerStart(ctx, l.id, client.ContainerStartOptions{}); err != nil {
 		sb.Close()
 		return nil, b.classify(err, t.Image, "starting sandbox container")
 	}
 	if listener != nil {
 		go func() {
 			if c, err := listener.accept(); err == nil {
-				sb.stdout.connected(c)
+				l.stdout.connected(c)
 			}
 		}()
 		go func() {
@@ -317,299 +317,82 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 			// later may connect to it. A sandbox that ended first will not
 			// connect now.
 			select {
-			case <-sb.stdout.chosen:
-			case <-sb.dead:
+			case <-l.stdout.chosen:
+			case <-l.ended:
 			}
 			listener.close()
 		}()
 	}
 	go func() {
-		_, err := stdcopy.StdCopy(sb.stdout, sb.diag, att.Reader)
+		_, err := stdcopy.StdCopy(l.stdout, &l.diag, att.Reader)
 		demuxed.CloseWithError(err)
-		close(sb.dead)
+		close(l.ended)
 	}()
 	return sb, nil
 }
 
-// dockerSandbox is one started container.
-type dockerSandbox struct {
+// link is one started container, and its agent's stream: the agent's
+// socket connection, or (when the agent could not connect) the attached
+// standard streams. It is the container's agentconn.Link.
+type link struct {
 	b        *Backend
 	id       string
 	att      client.HijackedResponse
 	listener *agentListener // nil without a socket
 	stdout   *stdoutSink    // settles the channel: the socket or the streams
 	frames   *io.PipeReader // the agent's frames when it serves on the streams
-	diag     *cappedBuffer
-	dead     chan struct{} // closed when the attached stream ends
-	used     atomic.Bool
-	closed   sync.Once
-	writeMu  sync.Mutex // one frame at a time on the attached stdin
+	diag     agentconn.Diagnostics
+	ended    chan struct{} // closed when the attached stream ends
 }
 
-func (s *dockerSandbox) ID() string { return s.id }
+func (l *link) Ended() <-chan struct{} { return l.ended }
 
-func (s *dockerSandbox) Gone() <-chan struct{} { return s.dead }
+func (l *link) Diagnostics() string { return l.diag.String() }
 
-func (s *dockerSandbox) Dead() <-chan struct{} {
-	if s.used.Load() {
-		return nil // ending after its job is not dying while idle
+// Stream waits until the channel is settled: by the time a pool sandbox is
+// handed out it is, but a cold one's agent may still be booting. A sandbox
+// that ended, or a caller that went away, meanwhile gets the attached
+// streams, which then end at once.
+func (l *link) Stream(ctx context.Context) (agentconn.Stream, error) {
+	select {
+	case <-l.stdout.chosen:
+	case <-l.ended:
+	case <-ctx.Done():
 	}
-	return s.dead
+	if conn := l.stdout.socket(); conn != nil {
+		return agentconn.Stream{Reader: conn, Writer: conn, CloseWrite: conn.CloseWrite}, nil
+	}
+	return agentconn.Stream{Reader: l.frames, Writer: l.att.Conn, CloseWrite: l.att.CloseWrite}, nil
 }
+
+// Kill stops the container and closes both channels, which ends a read of
+// the agent's frames.
+func (l *link) Kill(ctx context.Context) {
+	_, _ = l.b.cli.ContainerKill(ctx, l.id, client.ContainerKillOptions{Signal: "KILL"})
+	l.att.Close()
+	if c := l.stdout.socket(); c != nil {
+		c.Close()
+	}
+}
+
+func (l *link) OOMKilled(ctx context.Context) bool { return l.b.oomKilled(ctx, l.id) }
 
 // Close removes the container with a fresh context: the run's own may be
 // cancelled already (client gone, timeout), and the container must go
 // regardless.
-func (s *dockerSandbox) Close() {
-	s.closed.Do(func() {
-		if s.att.Conn != nil {
-			s.att.Close()
-		}
-		if s.listener != nil {
-			s.listener.close()
-		}
-		if s.stdout != nil {
-			if c, _ := s.stdout.socket(); c != nil {
-				c.Close()
-			}
-		}
-		s.b.remove(s.id)
-	})
-}
-
-// Exec sends the job in one frame and reads the agent's frames until Done,
-// the deadline, or the caller's context ends.
-func (s *dockerSandbox) Exec(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
-	if !s.used.CompareAndSwap(false, true) {
-		return nil, sandbox.ErrUsed
+func (l *link) Close() {
+	if l.att.Conn != nil {
+		l.att.Close()
 	}
-	return s.exchange(ctx, job, onChunk, false)
-}
-
-// Call sends one job of a session and reads its answer; the sandbox stays
-// for the next. The caller serializes calls. A caller that goes away
-// cancels the job inside the sandbox; only the deadline kills the sandbox.
-func (s *dockerSandbox) Call(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
-	s.used.Store(true)
-	return s.exchange(ctx, job, onChunk, true)
-}
-
-func (s *dockerSandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk), session bool) (*sandbox.Result, error) {
-	select {
-	case <-s.dead:
-		return nil, fmt.Errorf("%w: %s", sandbox.ErrDead, strings.TrimSpace(s.diag.String()))
-	default:
+	if l.listener != nil {
+		l.listener.close()
 	}
-	payload, err := json.Marshal(job.Request)
-	if err != nil {
-		return nil, fmt.Errorf("encoding request: %w", err)
-	}
-	if len(payload) > agent.MaxFrameBytes {
-		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), agent.MaxFrameBytes)
-	}
-	b := s.b
-	var killed sync.Once
-	res := &sandbox.Result{}
-	kill := func(reason string) {
-		killed.Do(func() {
-			res.Killed = true
-			b.log.Debug("killing sandbox", "run", job.RunID, "reason", reason)
-			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			_, _ = b.cli.ContainerKill(kctx, s.id, client.ContainerKillOptions{Signal: "KILL"})
-			s.att.Close()
-			if c, _ := s.stdout.socket(); c != nil {
-				c.Close()
-			}
-		})
-	}
-	deadline := time.AfterFunc(job.Deadline, func() { kill("deadline") })
-	defer deadline.Stop()
-
-	// Which channel the agent serves on is settled by the time a pool
-	// sandbox is handed out; a cold one's agent may still be booting.
-	select {
-	case <-s.stdout.chosen:
-	case <-s.dead:
-	case <-ctx.Done():
-	}
-	var (
-		w          io.Writer = s.att.Conn
-		r          io.Reader = s.frames
-		closeWrite           = s.att.CloseWrite
-	)
-	conn, connReader := s.stdout.socket()
-	if conn != nil {
-		w, r, closeWrite = conn, connReader, conn.CloseWrite
-	}
-	send := func() error {
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-		err := agent.WriteFrame(w, agent.Frame{Kind: agent.KindRequest, Payload: payload})
-		if err != nil {
-			b.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
-		}
-		if !session {
-			// Closing our write side tells the agent nothing more comes.
-			_ = closeWrite()
-		}
-		return err
-	}
-	sent := time.Now()
-	if len(payload) > inlineRequestBytes {
-		go send() // the agent may answer before it has read it all
-	} else if err := send(); err != nil && !session && conn != nil {
-		// The agent's end of the socket is closed (EPIPE): it died before
-		// the job reached it, so nothing ran and another sandbox can take
-		// the job. (On the attached streams the daemon takes the bytes
-		// whatever the container's state, so there it shows as an
-		// incomplete result instead.)
-		return nil, fmt.Errorf("%w: sending the job: %v %s", sandbox.ErrDead, err, strings.TrimSpace(s.diag.String()))
-	}
-
-	stopWatch := context.AfterFunc(ctx, func() {
-		if !session {
-			kill("caller went away")
-			return
-		}
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-		_ = agent.WriteFrame(w, agent.Frame{Kind: agent.KindCancel})
-	})
-	defer stopWatch()
-
-	done := b.readFrames(r, job.Request, res, onChunk)
-	res.Elapsed = time.Since(sent)
-	killed.Do(func() {}) // settle res.Killed
-	res.Diagnostics = s.diag.String()
-	if !done {
-		res.Incomplete = true
-		res.OOMKilled = b.oomKilled(ctx, s.id)
-		if !res.Killed && !res.OOMKilled && res.Diagnostics != "" {
-			b.log.Warn("sandbox agent ended early", "run", job.RunID, "stderr", res.Diagnostics)
+	if l.stdout != nil {
+		if c := l.stdout.socket(); c != nil {
+			c.Close()
 		}
 	}
-	for _, st := range res.Stages {
-		if st.OOMKilled {
-			res.OOMKilled = true
-		}
-	}
-	return res, nil
-}
-
-// inlineRequestBytes is the largest request written before the answer is
-// read rather than beside it: it fits the buffers between here and the
-// agent, so writing it cannot wait for the agent to read.
-const inlineRequestBytes = 32 << 10
-
-// hostFrameLimit bounds one frame read from a sandbox: the largest
-// legitimate one is an artifact of artifacts.max_file_bytes in JSON.
-const hostFrameLimit = 24 << 20
-
-// maxListEntries bounds the file entries of one answer (list_files).
-const maxListEntries = 10001
-
-// readFrames consumes the agent's frames into res; it reports whether the
-// Done frame arrived. Whatever the sandbox sends, what is kept is bounded:
-// the agent enforces the output limit, but a hostile program could write
-// frames of its own, so the server enforces it again (per stage and stream),
-// and bounds stages, file entries and their content.
-func (b *Backend) readFrames(r io.Reader, req agent.Request, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
-	stages := req.Stages
-	maxStages := max(len(stages), 1)
-	outLimit := req.OutputLimit
-	if outLimit <= 0 {
-		outLimit = 1 << 20
-	}
-	dataLimit := int64(64 << 20)
-	if req.Artifacts != nil {
-		dataLimit = req.Artifacts.MaxTotalBytes
-	}
-	if req.MaxReadBytes > 0 {
-		dataLimit = req.MaxReadBytes
-	}
-	var dataKept int64
-	// A stage's entry exists from its first frame, named after the request,
-	// so output of a stage that never reported (killed) is kept.
-	stage := func(i uint8) *sandbox.StageOutput {
-		for len(res.Stages) <= int(i) {
-			st := sandbox.StageOutput{}
-			if n := len(res.Stages); n < len(stages) {
-				st.Name = stages[n].Name
-			}
-			res.Stages = append(res.Stages, st)
-		}
-		return &res.Stages[i]
-	}
-	keep := func(buf *[]byte, p []byte) []byte {
-		room := outLimit - int64(len(*buf))
-		if room <= 0 {
-			return nil
-		}
-		if int64(len(p)) > room {
-			p = p[:room]
-		}
-		*buf = append(*buf, p...)
-		return p
-	}
-	for {
-		f, err := agent.ReadFrameLimit(r, hostFrameLimit)
-		if err != nil {
-			return false
-		}
-		if int(f.Stage) >= maxStages {
-			return false // not a frame the agent would send
-		}
-		switch f.Kind {
-		case agent.KindHello:
-			// An agent that could not reach its socket says so first.
-		case agent.KindStdout, agent.KindStderr:
-			st := stage(f.Stage)
-			stream := sandbox.Stdout
-			var kept []byte
-			if f.Kind == agent.KindStdout {
-				kept = keep(&st.Stdout, f.Payload)
-			} else {
-				kept = keep(&st.Stderr, f.Payload)
-				stream = sandbox.Stderr
-			}
-			if onChunk != nil && len(kept) > 0 {
-				onChunk(sandbox.Chunk{Stage: int(f.Stage), Stream: stream, Data: kept})
-			}
-		case agent.KindStage:
-			st := stage(f.Stage)
-			out, errOut := st.Stdout, st.Stderr
-			if err := json.Unmarshal(f.Payload, &st.StageResult); err != nil {
-				return false
-			}
-			st.Stdout, st.Stderr = out, errOut
-		case agent.KindArtifact:
-			if len(res.Artifacts) >= maxListEntries {
-				continue
-			}
-			var a agent.Artifact
-			if err := json.Unmarshal(f.Payload, &a); err != nil {
-				return false
-			}
-			if n := int64(len(a.Data)); n > 0 {
-				if dataKept+n > dataLimit {
-					a.Data, a.Skipped = nil, "over the size limit of the files returned"
-				} else {
-					dataKept += n
-				}
-			}
-			res.Artifacts = append(res.Artifacts, a)
-		case agent.KindDone:
-			var d agent.Done
-			if err := json.Unmarshal(f.Payload, &d); err != nil {
-				return false
-			}
-			res.AgentError = d.Error
-			return true
-		default:
-			return false
-		}
-	}
+	l.b.remove(l.id)
 }
 
 // oomKilled waits briefly for the container to stop and reports whether the
@@ -652,26 +435,4 @@ func (b *Backend) classify(err error, image, what string) error {
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}
-}
-
-// cappedBuffer keeps the first limit bytes written to it.
-type cappedBuffer struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	limit int
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.limit - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *cappedBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
 }

@@ -1,11 +1,14 @@
 package docker
 
-import "github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+import (
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
+)
 
 // Channel names the channel sb's agent serves on: "socket", "streams", or
 // "unknown" while it boots.
 func Channel(sb sandbox.Sandbox) string {
-	s := sb.(*dockerSandbox).stdout
+	s := sb.(*agentconn.Sandbox).Link().(*link).stdout
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.channel {

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -143,7 +142,6 @@ type stdoutSink struct {
 	mu      sync.Mutex
 	channel int
 	conn    *net.UnixConn // the agent's connection, once it is the channel
-	reader  *bufio.Reader // reads conn
 	pipe    *io.PipeWriter
 	chosen  chan struct{} // closed when the channel is settled
 }
@@ -179,15 +177,13 @@ func (s *stdoutSink) connected(c *net.UnixConn) {
 		c.Close()
 		return
 	}
-	s.channel, s.conn, s.reader = channelSocket, c, bufio.NewReaderSize(c, 64<<10)
+	s.channel, s.conn = channelSocket, c
 	close(s.chosen)
 }
 
-// socket returns the agent's connection and its buffered reader (one for
-// every job of the sandbox: sessions have many) if the connection is the
-// channel, else nils.
-func (s *stdoutSink) socket() (*net.UnixConn, *bufio.Reader) {
+// socket returns the agent's connection if it is the channel, else nil.
+func (s *stdoutSink) socket() *net.UnixConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.conn, s.reader
+	return s.conn
 }

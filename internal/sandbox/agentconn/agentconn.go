@@ -1,0 +1,233 @@
+// Package agentconn is the host half of the agent protocol, the same for
+// every backend: it sends a job to a sandbox's agent in one frame, reads the
+// agent's frames back, and bounds what it keeps whatever the sandbox sends.
+//
+// A backend supplies only a Link: a byte stream to its agent plus the
+// signals the protocol needs from outside the sandbox (kill, OOM, ended,
+// diagnostics). New turns a Link into a sandbox.Sandbox, so a backend
+// implements Create and its Link and nothing else of the protocol.
+package agentconn
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// Stream is a byte stream to one sandbox's agent.
+type Stream struct {
+	// Reader carries the agent's frames. It is read for every job of the
+	// sandbox (sessions have many) through one buffer agentconn keeps, so
+	// it need not be buffered itself.
+	Reader io.Reader
+	// Writer carries frames to the agent. A write that fails means the
+	// frame did not reach the agent.
+	Writer io.Writer
+	// CloseWrite, if set, tells the agent that nothing more comes; a
+	// one-shot sandbox calls it after its job.
+	CloseWrite func() error
+}
+
+// Link is what a backend supplies for one sandbox: the stream to its agent
+// and the signals only the outside of the sandbox can give.
+type Link interface {
+	// Stream returns the stream to the agent, waiting while the agent is
+	// still choosing it (booting). It is called once per sandbox, by its
+	// first job; an error returned while Ended is closed reads as
+	// sandbox.ErrDead.
+	Stream(ctx context.Context) (Stream, error)
+	// Kill stops the sandbox from outside (its deadline passed, or the
+	// caller went away) and ends the stream, so that a blocked read
+	// returns. It is called at most once per job and may be called after
+	// the sandbox ended.
+	Kill(ctx context.Context)
+	// OOMKilled reports, after the stream ended without the agent's Done,
+	// whether the sandbox hit its memory limit. It may wait briefly for the
+	// sandbox to stop.
+	OOMKilled(ctx context.Context) bool
+	// Ended is closed when the sandbox has ended (the agent's stream is
+	// closed for good).
+	Ended() <-chan struct{}
+	// Diagnostics returns what the agent printed on its standard error so
+	// far, bounded (see Diagnostics).
+	Diagnostics() string
+	// Close removes the sandbox. It is called once.
+	Close()
+}
+
+// Sandbox is a sandbox.Sandbox driven over a Link.
+type Sandbox struct {
+	id   string
+	link Link
+	log  *slog.Logger
+
+	used   atomic.Bool
+	closed sync.Once
+
+	streamMu sync.Mutex
+	stream   *Stream       // nil until the first job got it
+	reader   *bufio.Reader // reads stream.Reader, for every job
+	writeMu  sync.Mutex    // one frame at a time to the agent
+}
+
+var _ sandbox.Sandbox = (*Sandbox)(nil)
+
+// New returns the sandbox named id whose agent link reaches; log receives
+// its logs (nil discards them).
+func New(id string, link Link, log *slog.Logger) *Sandbox {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sandbox{id: id, link: link, log: log}
+}
+
+// ID names the sandbox.
+func (s *Sandbox) ID() string { return s.id }
+
+// Link returns the backend's link to the sandbox's agent.
+func (s *Sandbox) Link() Link { return s.link }
+
+// Ended is closed when the sandbox has ended.
+func (s *Sandbox) Ended() <-chan struct{} { return s.link.Ended() }
+
+// Close removes the sandbox; it is safe to call more than once.
+func (s *Sandbox) Close() { s.closed.Do(s.link.Close) }
+
+// Exec sends the job in one frame and reads the agent's frames until Done,
+// the deadline, or the caller's context ends (which kills the sandbox).
+func (s *Sandbox) Exec(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
+	if !s.used.CompareAndSwap(false, true) {
+		return nil, sandbox.ErrUsed
+	}
+	return s.exchange(ctx, job, onChunk, false)
+}
+
+// Call sends one job of a session and reads its answer; the sandbox stays
+// for the next. The caller serializes calls. A caller that goes away
+// cancels the job inside the sandbox; only the deadline kills the sandbox.
+func (s *Sandbox) Call(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
+	s.used.Store(true)
+	return s.exchange(ctx, job, onChunk, true)
+}
+
+// dead is the ErrDead of a sandbox that ended before its job reached it.
+func (s *Sandbox) dead(what string) error {
+	return fmt.Errorf("%w: %s%s", sandbox.ErrDead, what, strings.TrimSpace(s.link.Diagnostics()))
+}
+
+// getStream returns the agent's stream and the one reader of its frames.
+func (s *Sandbox) getStream(ctx context.Context) (*Stream, *bufio.Reader, error) {
+	s.streamMu.Lock()
+	defer s.streamMu.Unlock()
+	if s.stream == nil {
+		st, err := s.link.Stream(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.stream, s.reader = &st, bufio.NewReaderSize(st.Reader, 64<<10)
+	}
+	return s.stream, s.reader, nil
+}
+
+func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk), session bool) (*sandbox.Result, error) {
+	select {
+	case <-s.link.Ended():
+		return nil, s.dead("")
+	default:
+	}
+	payload, err := json.Marshal(job.Request)
+	if err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
+	}
+	if len(payload) > agent.MaxFrameBytes {
+		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), agent.MaxFrameBytes)
+	}
+	var killed sync.Once
+	res := &sandbox.Result{}
+	kill := func(reason string) {
+		killed.Do(func() {
+			res.Killed = true
+			s.log.Debug("killing sandbox", "run", job.RunID, "reason", reason)
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			s.link.Kill(kctx)
+		})
+	}
+	deadline := time.AfterFunc(job.Deadline, func() { kill("deadline") })
+	defer deadline.Stop()
+
+	stream, r, err := s.getStream(ctx)
+	if err != nil {
+		select {
+		case <-s.link.Ended():
+			return nil, s.dead("")
+		default:
+			return nil, fmt.Errorf("reaching the sandbox's agent: %w", err)
+		}
+	}
+	send := func() error {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		err := agent.WriteFrame(stream.Writer, agent.Frame{Kind: agent.KindRequest, Payload: payload})
+		if err != nil {
+			s.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
+		}
+		if !session && stream.CloseWrite != nil {
+			// Closing our write side tells the agent nothing more comes.
+			_ = stream.CloseWrite()
+		}
+		return err
+	}
+	sent := time.Now()
+	if len(payload) > inlineRequestBytes {
+		go send() // the agent may answer before it has read it all
+	} else if err := send(); err != nil && !session {
+		// The agent's end is closed (EPIPE): it died before the job
+		// reached it, so nothing ran and another sandbox can take the job.
+		// (A stream that takes the bytes whatever the sandbox's state, as
+		// Docker's attached streams do, shows this as an incomplete result
+		// instead.)
+		return nil, s.dead(fmt.Sprintf("sending the job: %v ", err))
+	}
+
+	stopWatch := context.AfterFunc(ctx, func() {
+		if !session {
+			kill("caller went away")
+			return
+		}
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		_ = agent.WriteFrame(stream.Writer, agent.Frame{Kind: agent.KindCancel})
+	})
+	defer stopWatch()
+
+	done := readFrames(r, job.Request, res, onChunk)
+	res.Elapsed = time.Since(sent)
+	killed.Do(func() {}) // settle res.Killed
+	res.Diagnostics = s.link.Diagnostics()
+	if !done {
+		res.Incomplete = true
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		res.OOMKilled = s.link.OOMKilled(octx)
+		cancel()
+		if !res.Killed && !res.OOMKilled && res.Diagnostics != "" {
+			s.log.Warn("sandbox agent ended early", "run", job.RunID, "stderr", res.Diagnostics)
+		}
+	}
+	for _, st := range res.Stages {
+		if st.OOMKilled {
+			res.OOMKilled = true
+		}
+	}
+	return res, nil
+}

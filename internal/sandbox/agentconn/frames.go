@@ -1,0 +1,163 @@
+package agentconn
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sync"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// inlineRequestBytes is the largest request written before the answer is
+// read rather than beside it: it fits the buffers between here and the
+// agent, so writing it cannot wait for the agent to read.
+const inlineRequestBytes = 32 << 10
+
+// HostFrameLimit bounds one frame read from a sandbox: the largest
+// legitimate one is an artifact of artifacts.max_file_bytes in JSON.
+const HostFrameLimit = 24 << 20
+
+// MaxListEntries bounds the file entries of one answer (list_files).
+const MaxListEntries = 10001
+
+// DefaultOutputLimit is the output kept per stage and stream of a request
+// that sets none.
+const DefaultOutputLimit = 1 << 20
+
+// DefaultDataLimit bounds the file content kept from one answer of a
+// request that sets no artifact or read limit.
+const DefaultDataLimit = 64 << 20
+
+// readFrames consumes the agent's frames into res; it reports whether the
+// Done frame arrived. Whatever the sandbox sends, what is kept is bounded:
+// the agent enforces the output limit, but a hostile program could write
+// frames of its own, so the server enforces it again (per stage and stream),
+// and bounds stages, file entries and their content.
+func readFrames(r io.Reader, req agent.Request, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
+	stages := req.Stages
+	maxStages := max(len(stages), 1)
+	outLimit := req.OutputLimit
+	if outLimit <= 0 {
+		outLimit = DefaultOutputLimit
+	}
+	dataLimit := int64(DefaultDataLimit)
+	if req.Artifacts != nil {
+		dataLimit = req.Artifacts.MaxTotalBytes
+	}
+	if req.MaxReadBytes > 0 {
+		dataLimit = req.MaxReadBytes
+	}
+	var dataKept int64
+	// A stage's entry exists from its first frame, named after the request,
+	// so output of a stage that never reported (killed) is kept.
+	stage := func(i uint8) *sandbox.StageOutput {
+		for len(res.Stages) <= int(i) {
+			st := sandbox.StageOutput{}
+			if n := len(res.Stages); n < len(stages) {
+				st.Name = stages[n].Name
+			}
+			res.Stages = append(res.Stages, st)
+		}
+		return &res.Stages[i]
+	}
+	keep := func(buf *[]byte, p []byte) []byte {
+		room := outLimit - int64(len(*buf))
+		if room <= 0 {
+			return nil
+		}
+		if int64(len(p)) > room {
+			p = p[:room]
+		}
+		*buf = append(*buf, p...)
+		return p
+	}
+	for {
+		f, err := agent.ReadFrameLimit(r, HostFrameLimit)
+		if err != nil {
+			return false
+		}
+		if int(f.Stage) >= maxStages {
+			return false // not a frame the agent would send
+		}
+		switch f.Kind {
+		case agent.KindHello:
+			// An agent that could not reach its socket says so first.
+		case agent.KindStdout, agent.KindStderr:
+			st := stage(f.Stage)
+			stream := sandbox.Stdout
+			var kept []byte
+			if f.Kind == agent.KindStdout {
+				kept = keep(&st.Stdout, f.Payload)
+			} else {
+				kept = keep(&st.Stderr, f.Payload)
+				stream = sandbox.Stderr
+			}
+			if onChunk != nil && len(kept) > 0 {
+				onChunk(sandbox.Chunk{Stage: int(f.Stage), Stream: stream, Data: kept})
+			}
+		case agent.KindStage:
+			st := stage(f.Stage)
+			out, errOut := st.Stdout, st.Stderr
+			if err := json.Unmarshal(f.Payload, &st.StageResult); err != nil {
+				return false
+			}
+			st.Stdout, st.Stderr = out, errOut
+		case agent.KindArtifact:
+			if len(res.Artifacts) >= MaxListEntries {
+				continue
+			}
+			var a agent.Artifact
+			if err := json.Unmarshal(f.Payload, &a); err != nil {
+				return false
+			}
+			if n := int64(len(a.Data)); n > 0 {
+				if dataKept+n > dataLimit {
+					a.Data, a.Skipped = nil, "over the size limit of the files returned"
+				} else {
+					dataKept += n
+				}
+			}
+			res.Artifacts = append(res.Artifacts, a)
+		case agent.KindDone:
+			var d agent.Done
+			if err := json.Unmarshal(f.Payload, &d); err != nil {
+				return false
+			}
+			res.AgentError = d.Error
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// DiagnosticsLimit is how much of an agent's standard error a Diagnostics
+// keeps.
+const DiagnosticsLimit = 64 << 10
+
+// Diagnostics keeps the first DiagnosticsLimit bytes written to it: a
+// backend copies its agent's standard error there for Link.Diagnostics.
+type Diagnostics struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write keeps what fits and reports all of p written, so that a copy into
+// it never stops.
+func (d *Diagnostics) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if room := DiagnosticsLimit - d.buf.Len(); room > 0 {
+		d.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// String returns what was kept.
+func (d *Diagnostics) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.buf.String()
+}
