@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,10 +47,10 @@ func Serve(in io.Reader, out io.Writer) error {
 	defer a.closeKernels()
 	// Buffered, so that a frame's header and payload come in one read.
 	r := bufio.NewReaderSize(in, 64<<10)
-	next := func() (Frame, error) {
+	next := func() (wire.Frame, error) {
 		for {
-			f, err := ReadFrame(r)
-			if err != nil || f.Kind != KindCancel {
+			f, err := wire.ReadFrame(r)
+			if err != nil || f.Kind != wire.KindCancel {
 				return f, err
 			}
 			a.cancelCurrent()
@@ -58,10 +59,10 @@ func Serve(in io.Reader, out io.Writer) error {
 	served := 0
 	f, err := next()
 	for err == nil {
-		if f.Kind != KindRequest {
-			return fmt.Errorf("%w: expected a request, got kind %q", ErrBadFrame, f.Kind)
+		if f.Kind != wire.KindRequest {
+			return fmt.Errorf("%w: expected a request, got kind %q", wire.ErrBadFrame, f.Kind)
 		}
-		var req Request
+		var req wire.Request
 		if err := json.Unmarshal(f.Payload, &req); err != nil {
 			return fmt.Errorf("decoding request: %w", err)
 		}
@@ -89,7 +90,7 @@ func Serve(in io.Reader, out io.Writer) error {
 
 // readResult is a frame read, or why none could be.
 type readResult struct {
-	f   Frame
+	f   wire.Frame
 	err error
 }
 
@@ -124,42 +125,42 @@ func (a *server) end() {
 }
 
 // handle runs req; cancel is closed when a Cancel frame asks to stop it.
-func (a *server) handle(req Request, cancel <-chan struct{}) error {
+func (a *server) handle(req wire.Request, cancel <-chan struct{}) error {
 	defer a.end()
 	switch req.Op {
-	case OpRun:
+	case wire.OpRun:
 		waitPrestart()
 		return runRequest(a.w, req, cancel)
-	case OpWriteFile:
-		done := Done{}
+	case wire.OpWriteFile:
+		done := wire.Done{}
 		if err := writeFiles(req.Workdir, req.Files); err != nil {
 			done.Error = err.Error()
 		}
-		return a.w.json(KindDone, 0, done)
-	case OpReadFile:
-		return a.w.json(KindDone, 0, readFile(a.w, req))
-	case OpListFiles:
-		return a.w.json(KindDone, 0, listFiles(a.w, req))
-	case OpKernel:
+		return a.w.json(wire.KindDone, 0, done)
+	case wire.OpReadFile:
+		return a.w.json(wire.KindDone, 0, readFile(a.w, req))
+	case wire.OpListFiles:
+		return a.w.json(wire.KindDone, 0, listFiles(a.w, req))
+	case wire.OpKernel:
 		return a.runKernel(req, cancel)
 	default:
-		return a.w.json(KindDone, 0, Done{Error: fmt.Sprintf("unknown operation %q", req.Op)})
+		return a.w.json(wire.KindDone, 0, wire.Done{Error: fmt.Sprintf("unknown operation %q", req.Op)})
 	}
 }
 
 // runRequest writes the files, runs the stages, collects the artifacts and
 // ends with the Done frame.
-func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) (err error) {
+func runRequest(w *frameWriter, req wire.Request, cancel <-chan struct{}) (err error) {
 	defer func() {
 		if ferr := w.flush(); err == nil {
 			err = ferr
 		}
 	}()
-	done := Done{}
+	done := wire.Done{}
 	clearWarmScript()
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
 		done.Error = err.Error()
-		return w.json(KindDone, 0, done)
+		return w.json(wire.KindDone, 0, done)
 	}
 	var before map[string]fileState
 	if req.Artifacts != nil {
@@ -173,7 +174,7 @@ func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) (err error)
 			// together: the host needs them all before it can answer.
 			w.hold()
 		}
-		if err := w.json(KindStage, uint8(i), res); err != nil {
+		if err := w.json(wire.KindStage, uint8(i), res); err != nil {
 			return err
 		}
 		if last {
@@ -186,39 +187,12 @@ func runRequest(w *frameWriter, req Request, cancel <-chan struct{}) (err error)
 	if err := w.err(); err != nil {
 		return err
 	}
-	return w.json(KindDone, 0, done)
-}
-
-// ValidPath reports whether p is a clean path inside the workspace: relative,
-// not climbing out, no empty or dot elements, no NUL bytes.
-func ValidPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("path is empty")
-	case len(p) > 4096:
-		return errors.New("path is longer than 4096 bytes")
-	case strings.ContainsRune(p, 0):
-		return errors.New("path contains a NUL byte")
-	case strings.HasPrefix(p, "/"):
-		return fmt.Errorf("path %q is absolute; give a path relative to the workspace", p)
-	}
-	for _, el := range strings.Split(p, "/") {
-		switch el {
-		case "..":
-			return fmt.Errorf("path %q climbs out of the workspace", p)
-		case "", ".":
-			return fmt.Errorf("path %q is not clean (empty or '.' element); write it like dir/file.txt", p)
-		}
-	}
-	if path.Clean(p) != p {
-		return fmt.Errorf("path %q is not clean", p)
-	}
-	return nil
+	return w.json(wire.KindDone, 0, done)
 }
 
 // writeFiles writes files under workdir through an os.Root, so that no path
 // can escape it even through a symlink.
-func writeFiles(workdir string, files []File) error {
+func writeFiles(workdir string, files []wire.File) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -228,7 +202,7 @@ func writeFiles(workdir string, files []File) error {
 	}
 	defer release()
 	for _, f := range files {
-		if err := ValidPath(f.Path); err != nil {
+		if err := wire.ValidPath(f.Path); err != nil {
 			return err
 		}
 		if dir := path.Dir(f.Path); dir != "." {
@@ -286,24 +260,24 @@ type frameWriter struct {
 // heldBytes is the most frames held back before they are written anyway.
 const heldBytes = 64 << 10
 
-func (fw *frameWriter) write(f Frame) error {
+func (fw *frameWriter) write(f wire.Frame) error {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
 	if fw.failed != nil {
 		return fw.failed
 	}
 	if fw.holding {
-		if len(f.Payload) > MaxFrameBytes {
-			fw.failed = fmt.Errorf("frame payload of %d bytes exceeds %d", len(f.Payload), MaxFrameBytes)
+		if len(f.Payload) > wire.MaxFrameBytes {
+			fw.failed = fmt.Errorf("frame payload of %d bytes exceeds %d", len(f.Payload), wire.MaxFrameBytes)
 			return fw.failed
 		}
-		fw.held = appendFrame(fw.held, f)
+		fw.held = wire.AppendFrame(fw.held, f)
 		if len(fw.held) >= heldBytes {
 			fw.writeHeld()
 		}
 		return fw.failed
 	}
-	fw.failed = WriteFrame(fw.w, f)
+	fw.failed = wire.WriteFrame(fw.w, f)
 	return fw.failed
 }
 
@@ -341,7 +315,7 @@ func (fw *frameWriter) json(kind byte, stage uint8, v any) error {
 	if err != nil {
 		return err
 	}
-	return fw.write(Frame{Kind: kind, Stage: stage, Payload: b})
+	return fw.write(wire.Frame{Kind: kind, Stage: stage, Payload: b})
 }
 
 func (fw *frameWriter) err() error {
@@ -362,7 +336,7 @@ func pump(fw *frameWriter, kind byte, stage uint8, r io.Reader, limit int64) (to
 				keep = max(room, 0)
 			}
 			if keep > 0 {
-				_ = fw.write(Frame{Kind: kind, Stage: stage, Payload: buf[:keep]})
+				_ = fw.write(wire.Frame{Kind: kind, Stage: stage, Payload: buf[:keep]})
 			}
 			total += int64(n)
 			dropped += int64(n) - keep
@@ -383,7 +357,7 @@ type stageProc struct {
 
 // startStage starts st's command in workdir with pipes for its output; its
 // input is st.Stdin, or /dev/null when that is empty.
-func startStage(st Stage, workdir string) (*stageProc, error) {
+func startStage(st wire.Stage, workdir string) (*stageProc, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating pipe: %v", err)
@@ -422,8 +396,8 @@ func startStage(st Stage, workdir string) (*stageProc, error) {
 	return &stageProc{cmd: cmd, outR: outR, errR: errR, stdinW: stdinW}, nil
 }
 
-func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, files []File, limit int64, killAll bool, cancel <-chan struct{}) StageResult {
-	res := StageResult{Name: st.Name}
+func runStage(fw *frameWriter, idx uint8, st wire.Stage, workdir string, files []wire.File, limit int64, killAll bool, cancel <-chan struct{}) wire.StageResult {
+	res := wire.StageResult{Name: st.Name}
 	if len(st.Argv) == 0 {
 		res.Error, res.ExitCode = "stage has no command", 127
 		return res
@@ -453,11 +427,11 @@ func runStage(fw *frameWriter, idx uint8, st Stage, workdir string, files []File
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		res.StdoutBytes, res.StdoutDropped = pump(fw, KindStdout, idx, outR, limit)
+		res.StdoutBytes, res.StdoutDropped = pump(fw, wire.KindStdout, idx, outR, limit)
 	}()
 	go func() {
 		defer wg.Done()
-		res.StderrBytes, res.StderrDropped = pump(fw, KindStderr, idx, errR, limit)
+		res.StderrBytes, res.StderrDropped = pump(fw, wire.KindStderr, idx, errR, limit)
 	}()
 
 	var timedOut sync.Once

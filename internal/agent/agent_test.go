@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -12,72 +11,30 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
 
-func TestFrameRoundTrip(t *testing.T) {
-	var buf bytes.Buffer
-	in := []Frame{{Kind: KindStdout, Stage: 1, Payload: []byte("hi")}, {Kind: KindDone, Payload: []byte("{}")}, {Kind: KindStderr}}
-	for _, f := range in {
-		if err := WriteFrame(&buf, f); err != nil {
-			t.Fatal(err)
+func TestEveryWarmProgramOfTheContractIsBuiltIn(t *testing.T) {
+	for _, name := range wire.WarmPrograms {
+		if _, ok := warmPrograms[name]; !ok {
+			t.Errorf("wire.WarmPrograms names %q, which the agent does not have", name)
 		}
 	}
-	for i, want := range in {
-		got, err := ReadFrame(&buf)
-		if err != nil {
-			t.Fatalf("frame %d: %v", i, err)
-		}
-		if got.Kind != want.Kind || got.Stage != want.Stage || !bytes.Equal(got.Payload, want.Payload) {
-			t.Errorf("frame %d = %+v, want %+v", i, got, want)
-		}
-	}
-	if _, err := ReadFrame(&buf); err != io.EOF {
-		t.Errorf("after the last frame: %v, want EOF", err)
-	}
-}
-
-func TestReadFrameRejects(t *testing.T) {
-	cases := []struct {
-		name string
-		data []byte
-		want error
-	}{
-		{"unknown kind", []byte{'Z', 0, 0, 0, 0, 0}, ErrBadFrame},
-		{"oversized", []byte{'O', 0, 0xff, 0xff, 0xff, 0xff}, ErrBadFrame},
-		{"cut header", []byte{'O', 0, 0}, io.ErrUnexpectedEOF},
-		{"cut payload", []byte{'O', 0, 0, 0, 0, 5, 'a'}, io.ErrUnexpectedEOF},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if _, err := ReadFrame(bytes.NewReader(c.data)); !errors.Is(err, c.want) {
-				t.Errorf("got %v, want %v", err, c.want)
-			}
-		})
-	}
-}
-
-func TestValidPath(t *testing.T) {
-	good := []string{"a", "a.txt", "dir/sub/file.py", ".hidden", "a..b", "..a"}
-	bad := []string{"", "/abs", "..", "../x", "a/../b", "a/./b", "a//b", "a/", "./a", ".", "a\x00b", strings.Repeat("a", 5000)}
-	for _, p := range good {
-		if err := ValidPath(p); err != nil {
-			t.Errorf("ValidPath(%q) = %v, want ok", p, err)
-		}
-	}
-	for _, p := range bad {
-		if err := ValidPath(p); err == nil {
-			t.Errorf("ValidPath(%q) accepted", p)
+	for name := range warmPrograms {
+		if !wire.HasWarmProgram(name) {
+			t.Errorf("the agent's warm program %q is missing from wire.WarmPrograms", name)
 		}
 	}
 }
 
 // serve runs a request through Serve on this host (KillStragglers stays off)
 // and decodes the frames.
-func serve(t *testing.T, req Request) (stages []StageResult, stdout, stderr map[uint8]string, done Done) {
+func serve(t *testing.T, req wire.Request) (stages []wire.StageResult, stdout, stderr map[uint8]string, done wire.Done) {
 	t.Helper()
 	payload, _ := json.Marshal(req)
 	var in, out bytes.Buffer
-	if err := WriteFrame(&in, Frame{Kind: KindRequest, Payload: payload}); err != nil {
+	if err := wire.WriteFrame(&in, wire.Frame{Kind: wire.KindRequest, Payload: payload}); err != nil {
 		t.Fatal(err)
 	}
 	if err := Serve(&in, &out); err != nil {
@@ -85,7 +42,7 @@ func serve(t *testing.T, req Request) (stages []StageResult, stdout, stderr map[
 	}
 	stdout, stderr = map[uint8]string{}, map[uint8]string{}
 	for {
-		f, err := ReadFrame(&out)
+		f, err := wire.ReadFrame(&out)
 		if err == io.EOF {
 			t.Fatal("no Done frame")
 		}
@@ -93,15 +50,15 @@ func serve(t *testing.T, req Request) (stages []StageResult, stdout, stderr map[
 			t.Fatal(err)
 		}
 		switch f.Kind {
-		case KindStdout:
+		case wire.KindStdout:
 			stdout[f.Stage] += string(f.Payload)
-		case KindStderr:
+		case wire.KindStderr:
 			stderr[f.Stage] += string(f.Payload)
-		case KindStage:
-			var r StageResult
+		case wire.KindStage:
+			var r wire.StageResult
 			_ = json.Unmarshal(f.Payload, &r)
 			stages = append(stages, r)
-		case KindDone:
+		case wire.KindDone:
 			_ = json.Unmarshal(f.Payload, &done)
 			return
 		}
@@ -110,11 +67,11 @@ func serve(t *testing.T, req Request) (stages []StageResult, stdout, stderr map[
 
 func TestServeStages(t *testing.T) {
 	dir := t.TempDir()
-	stages, stdout, stderr, done := serve(t, Request{
+	stages, stdout, stderr, done := serve(t, wire.Request{
 		Workdir:     dir,
 		OutputLimit: 10,
-		Files:       []File{{Path: "sub/in.txt", Data: []byte("from file")}},
-		Stages: []Stage{
+		Files:       []wire.File{{Path: "sub/in.txt", Data: []byte("from file")}},
+		Stages: []wire.Stage{
 			{Name: "compile", Argv: []string{"sh", "-c", "cat sub/in.txt; echo warn >&2"}, TimeoutMs: 5000, StopOnFailure: true},
 			{Name: "run", Argv: []string{"sh", "-c", "cat; echo 0123456789ABCDEF; exit 4", "x"}, Stdin: []byte("in:"), TimeoutMs: 5000},
 		},
@@ -135,20 +92,20 @@ func TestServeStages(t *testing.T) {
 }
 
 func TestServeStopsAfterFailedStageAndTimesOut(t *testing.T) {
-	stages, _, _, _ := serve(t, Request{Workdir: t.TempDir(), OutputLimit: 100, Stages: []Stage{
+	stages, _, _, _ := serve(t, wire.Request{Workdir: t.TempDir(), OutputLimit: 100, Stages: []wire.Stage{
 		{Name: "compile", Argv: []string{"sh", "-c", "exit 2"}, TimeoutMs: 5000, StopOnFailure: true},
 		{Name: "run", Argv: []string{"true"}, TimeoutMs: 5000},
 	}})
 	if len(stages) != 1 || stages[0].ExitCode != 2 {
 		t.Errorf("stages %+v; want only the failed compile", stages)
 	}
-	stages, stdout, _, _ := serve(t, Request{Workdir: t.TempDir(), OutputLimit: 100, Stages: []Stage{
+	stages, stdout, _, _ := serve(t, wire.Request{Workdir: t.TempDir(), OutputLimit: 100, Stages: []wire.Stage{
 		{Name: "run", Argv: []string{"sh", "-c", "echo a; sleep 10"}, TimeoutMs: 300},
 	}})
 	if len(stages) != 1 || !stages[0].TimedOut || stages[0].Signal != "SIGKILL" || stdout[0] != "a\n" {
 		t.Errorf("timeout: %+v stdout %q", stages, stdout[0])
 	}
-	stages, _, _, _ = serve(t, Request{Workdir: t.TempDir(), Stages: []Stage{{Name: "run", Argv: []string{"/no/such/cmd"}, TimeoutMs: 300}}})
+	stages, _, _, _ = serve(t, wire.Request{Workdir: t.TempDir(), Stages: []wire.Stage{{Name: "run", Argv: []string{"/no/such/cmd"}, TimeoutMs: 300}}})
 	if stages[0].ExitCode != 127 || !strings.Contains(stages[0].Error, "/no/such/cmd") {
 		t.Errorf("missing command: %+v", stages[0])
 	}
@@ -162,7 +119,7 @@ func TestServeRefusesBadPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"../escaped.txt", "/abs.txt", "link/escaped.txt"} {
-		stages, _, _, done := serve(t, Request{Workdir: dir, Files: []File{{Path: p, Data: []byte("x")}}, Stages: []Stage{{Name: "run", Argv: []string{"true"}, TimeoutMs: 1000}}})
+		stages, _, _, done := serve(t, wire.Request{Workdir: dir, Files: []wire.File{{Path: p, Data: []byte("x")}}, Stages: []wire.Stage{{Name: "run", Argv: []string{"true"}, TimeoutMs: 1000}}})
 		if done.Error == "" || len(stages) != 0 {
 			t.Errorf("path %q: done %+v stages %d; want a refusal and no stage run", p, done, len(stages))
 		}
@@ -179,7 +136,7 @@ func TestServeRefusesBadPaths(t *testing.T) {
 func TestPrestartHoldsTheFirstJob(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("MCR_SECRET", "agent-only")
-	spec, _ := json.Marshal(Prestart{
+	spec, _ := json.Marshal(wire.Prestart{
 		Argv: []string{"sh", "-c", `sleep 0.3; echo "made ${MCR_SECRET:-none} $LANG_EXTRA" > "$1/marker"; exec >/dev/null; sleep 1`, "prestart", dir},
 		Env:  []string{"LANG_EXTRA=extra"},
 	})
@@ -187,7 +144,7 @@ func TestPrestartHoldsTheFirstJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prestarted = nil })
-	stages, stdout, _, done := serve(t, Request{Workdir: dir, OutputLimit: 100, Stages: []Stage{
+	stages, stdout, _, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 100, Stages: []wire.Stage{
 		{Name: "compile", Argv: []string{"cat", "marker"}, TimeoutMs: 5000},
 	}})
 	if done.Error != "" || len(stages) != 1 || stages[0].ExitCode != 0 {
@@ -200,8 +157,8 @@ func TestPrestartHoldsTheFirstJob(t *testing.T) {
 
 func TestPrestartRejectsBadSpecs(t *testing.T) {
 	for _, spec := range []string{"[", `{"argv":[]}`, `"sh"`} {
-		if err := StartPrestart(spec); err == nil || !strings.Contains(err.Error(), PrestartEnv) {
-			t.Errorf("StartPrestart(%q) = %v, want an error naming %s", spec, err, PrestartEnv)
+		if err := StartPrestart(spec); err == nil || !strings.Contains(err.Error(), wire.PrestartEnv) {
+			t.Errorf("StartPrestart(%q) = %v, want an error naming %s", spec, err, wire.PrestartEnv)
 		}
 	}
 	if err := StartPrestart(""); err != nil {
@@ -212,7 +169,7 @@ func TestPrestartRejectsBadSpecs(t *testing.T) {
 // startWarmIn starts the warm interpreter w in a new directory, made the
 // working directory, and returns it; the test forgets the interpreter at
 // its end.
-func startWarmIn(t *testing.T, w Warm) string {
+func startWarmIn(t *testing.T, w wire.Warm) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -250,10 +207,10 @@ f()
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := startWarmIn(t, Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Env: env, Replaces: []string{"python3", "-u", "main.py"}})
-			stages, stdout, stderr, done := serve(t, Request{Workdir: dir, OutputLimit: 4096,
-				Files: []File{{Path: "main.py", Data: []byte(script)}},
-				Stages: []Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py", "a b", "c"}, Env: c.env,
+			dir := startWarmIn(t, wire.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Env: env, Replaces: []string{"python3", "-u", "main.py"}})
+			stages, stdout, stderr, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
+				Files: []wire.File{{Path: "main.py", Data: []byte(script)}},
+				Stages: []wire.Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py", "a b", "c"}, Env: c.env,
 					Stdin: []byte("in"), TimeoutMs: 10000}}})
 			if done.Error != "" || len(stages) != 1 {
 				t.Fatalf("done %+v, stages %+v", done, stages)
@@ -282,10 +239,10 @@ func TestWarmInterpreterReportsSyntaxErrors(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed")
 	}
-	dir := startWarmIn(t, Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Replaces: []string{"python3", "-u", "main.py"}})
-	stages, _, stderr, _ := serve(t, Request{Workdir: dir, OutputLimit: 4096,
-		Files:  []File{{Path: "main.py", Data: []byte("print('ok'\n")}},
-		Stages: []Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, TimeoutMs: 10000}}})
+	dir := startWarmIn(t, wire.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Replaces: []string{"python3", "-u", "main.py"}})
+	stages, _, stderr, _ := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
+		Files:  []wire.File{{Path: "main.py", Data: []byte("print('ok'\n")}},
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, TimeoutMs: 10000}}})
 	if len(stages) != 1 || stages[0].ExitCode != 1 || !strings.Contains(stderr[0], "SyntaxError") || strings.Contains(stderr[0], "Traceback") {
 		t.Errorf("stages %+v, stderr %q", stages, stderr[0])
 	}
@@ -328,12 +285,12 @@ exit 3
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := startWarmIn(t, Warm{Name: ScriptWarm, Argv: []string{"bash", "main.sh"}, Env: env, Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
+			dir := startWarmIn(t, wire.Warm{Name: wire.ScriptWarm, Argv: []string{"bash", "main.sh"}, Env: env, Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
 			warmPID := warm.cmd.Process.Pid
 			time.Sleep(1100 * time.Millisecond) // so that $SECONDS would show the wait
-			stages, stdout, stderr, done := serve(t, Request{Workdir: dir, OutputLimit: 4096,
-				Files:  []File{{Path: "main.sh", Data: []byte(script)}},
-				Stages: []Stage{{Name: "run", Argv: c.argv, Env: c.env, Stdin: []byte("in"), TimeoutMs: 10000}}})
+			stages, stdout, stderr, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
+				Files:  []wire.File{{Path: "main.sh", Data: []byte(script)}},
+				Stages: []wire.Stage{{Name: "run", Argv: c.argv, Env: c.env, Stdin: []byte("in"), TimeoutMs: 10000}}})
 			if done.Error != "" || len(stages) != 1 {
 				t.Fatalf("done %+v, stages %+v", done, stages)
 			}
@@ -363,7 +320,7 @@ func TestWarmScriptInterpreterThatDied(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}
-	dir := startWarmIn(t, Warm{Name: ScriptWarm, Argv: []string{"bash", "main.sh"}, Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
+	dir := startWarmIn(t, wire.Warm{Name: wire.ScriptWarm, Argv: []string{"bash", "main.sh"}, Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
 	time.Sleep(100 * time.Millisecond) // until bash opened its FIFO
 	if err := warm.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -371,9 +328,9 @@ func TestWarmScriptInterpreterThatDied(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); alive(warm.cmd.Process.Pid) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	stages, stdout, _, done := serve(t, Request{Workdir: dir, OutputLimit: 4096,
-		Files:  []File{{Path: "main.sh", Data: []byte("echo fine")}},
-		Stages: []Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}})
+	stages, stdout, _, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
+		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo fine")}},
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}})
 	if done.Error != "" || len(stages) != 1 || stages[0].ExitCode != 0 || stdout[0] != "fine\n" {
 		t.Errorf("done %+v, stages %+v, stdout %q", done, stages, stdout[0])
 	}

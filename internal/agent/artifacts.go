@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
 
 // fileState is what a scan remembers of a file to tell whether it changed.
@@ -53,10 +55,10 @@ func scan(dir string, limit int) (map[string]fileState, error) {
 // limits, as Artifact frames. Files are opened through an os.Root and
 // checked again to be regular, so a symlink swapped in after the scan cannot
 // lead outside the workspace.
-func collect(fw *frameWriter, dir string, before map[string]fileState, lim ArtifactLimits) {
+func collect(fw *frameWriter, dir string, before map[string]fileState, lim wire.ArtifactLimits) {
 	after, err := scan(dir, lim.MaxScan)
 	if err != nil {
-		_ = fw.json(KindArtifact, 0, Artifact{Path: ".", Skipped: fmt.Sprintf("%v (more than %d entries); no files were collected", err, lim.MaxScan)})
+		_ = fw.json(wire.KindArtifact, 0, wire.Artifact{Path: ".", Skipped: fmt.Sprintf("%v (more than %d entries); no files were collected", err, lim.MaxScan)})
 		return
 	}
 	var paths []string
@@ -76,7 +78,7 @@ func collect(fw *frameWriter, dir string, before map[string]fileState, lim Artif
 	var total int64
 	for _, p := range paths {
 		st := after[p]
-		a := Artifact{Path: p, Size: st.size}
+		a := wire.Artifact{Path: p, Size: st.size}
 		switch {
 		case sent >= lim.MaxFiles:
 			a.Skipped = fmt.Sprintf("more than %d changed files", lim.MaxFiles)
@@ -94,7 +96,7 @@ func collect(fw *frameWriter, dir string, before map[string]fileState, lim Artif
 			total += a.Size
 			sent++
 		}
-		if err := fw.json(KindArtifact, 0, a); err != nil {
+		if err := fw.json(wire.KindArtifact, 0, a); err != nil {
 			return
 		}
 	}

@@ -5,54 +5,56 @@ import (
 	"io/fs"
 	"os"
 	"path"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
 
 // readFile sends one workspace file as an Artifact frame. Only regular
 // files are read, through an os.Root and without following a final symlink.
-func readFile(w *frameWriter, req Request) Done {
-	if err := ValidPath(req.Path); err != nil {
-		return Done{Error: err.Error()}
+func readFile(w *frameWriter, req wire.Request) wire.Done {
+	if err := wire.ValidPath(req.Path); err != nil {
+		return wire.Done{Error: err.Error()}
 	}
 	root, err := os.OpenRoot(req.Workdir)
 	if err != nil {
-		return Done{Error: fmt.Sprintf("opening workspace: %v", err)}
+		return wire.Done{Error: fmt.Sprintf("opening workspace: %v", err)}
 	}
 	defer root.Close()
 	info, err := root.Lstat(req.Path)
 	if err != nil {
-		return Done{Error: fmt.Sprintf("%s: no such file in the workspace", req.Path)}
+		return wire.Done{Error: fmt.Sprintf("%s: no such file in the workspace", req.Path)}
 	}
 	if !info.Mode().IsRegular() {
-		return Done{Error: fmt.Sprintf("%s is not a regular file (%s); only regular files are read", req.Path, typeOf(info.Mode()))}
+		return wire.Done{Error: fmt.Sprintf("%s is not a regular file (%s); only regular files are read", req.Path, typeOf(info.Mode()))}
 	}
 	limit := req.MaxReadBytes
 	if limit <= 0 {
 		limit = 8 << 20
 	}
 	if info.Size() > limit {
-		return Done{Error: fmt.Sprintf("%s is %d bytes, over the read limit of %d", req.Path, info.Size(), limit)}
+		return wire.Done{Error: fmt.Sprintf("%s is %d bytes, over the read limit of %d", req.Path, info.Size(), limit)}
 	}
 	data, err := readRegular(root, req.Path, limit)
 	if err != nil {
-		return Done{Error: fmt.Sprintf("%s: %v", req.Path, err)}
+		return wire.Done{Error: fmt.Sprintf("%s: %v", req.Path, err)}
 	}
-	_ = w.json(KindArtifact, 0, Artifact{Path: req.Path, Size: int64(len(data)), Data: data, Type: "file"})
-	return Done{}
+	_ = w.json(wire.KindArtifact, 0, wire.Artifact{Path: req.Path, Size: int64(len(data)), Data: data, Type: "file"})
+	return wire.Done{}
 }
 
 // listFiles sends an Artifact frame (without content) for every entry under
 // the directory, not following symlinks, at most 10000.
-func listFiles(w *frameWriter, req Request) Done {
+func listFiles(w *frameWriter, req wire.Request) wire.Done {
 	dir := "."
 	if req.Path != "" && req.Path != "." {
-		if err := ValidPath(req.Path); err != nil {
-			return Done{Error: err.Error()}
+		if err := wire.ValidPath(req.Path); err != nil {
+			return wire.Done{Error: err.Error()}
 		}
 		dir = req.Path
 	}
 	root, err := os.OpenRoot(req.Workdir)
 	if err != nil {
-		return Done{Error: fmt.Sprintf("opening workspace: %v", err)}
+		return wire.Done{Error: fmt.Sprintf("opening workspace: %v", err)}
 	}
 	defer root.Close()
 	const limit = 10000
@@ -71,16 +73,16 @@ func listFiles(w *frameWriter, req Request) Done {
 		if err != nil {
 			return nil
 		}
-		a := Artifact{Path: path.Clean(p), Type: typeOf(info.Mode())}
+		a := wire.Artifact{Path: path.Clean(p), Type: typeOf(info.Mode())}
 		if info.Mode().IsRegular() {
 			a.Size = info.Size()
 		}
-		return w.json(KindArtifact, 0, a)
+		return w.json(wire.KindArtifact, 0, a)
 	})
 	if err != nil {
-		return Done{Error: fmt.Sprintf("listing %s: %v", dir, err)}
+		return wire.Done{Error: fmt.Sprintf("listing %s: %v", dir, err)}
 	}
-	return Done{}
+	return wire.Done{}
 }
 
 func typeOf(m fs.FileMode) string {

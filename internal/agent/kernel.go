@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,7 +109,7 @@ func (s *kstream) loop() {
 }
 
 // startKernel launches the interpreter with the kernel program.
-func startKernel(call *KernelCall, workdir string) (*kernel, error) {
+func startKernel(call *wire.KernelCall, workdir string) (*kernel, error) {
 	src, err := kernelFiles.ReadFile("kernels/" + call.Name + "_kernel." + map[string]string{"python": "py", "javascript": "js"}[call.Name])
 	if err != nil {
 		return nil, fmt.Errorf("no kernel named %q", call.Name)
@@ -201,14 +202,14 @@ func (a *server) closeKernels() {
 
 // runKernel runs one cell in the session's interpreter of that language,
 // starting it first when there is none (or the last one died).
-func (a *server) runKernel(req Request, cancel <-chan struct{}) error {
+func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 	call := req.Kernel
 	if call == nil {
-		return a.w.json(KindDone, 0, Done{Error: "kernel request without a kernel call"})
+		return a.w.json(wire.KindDone, 0, wire.Done{Error: "kernel request without a kernel call"})
 	}
-	res := StageResult{Name: "run"}
+	res := wire.StageResult{Name: "run"}
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
-		return a.w.json(KindDone, 0, Done{Error: err.Error()})
+		return a.w.json(wire.KindDone, 0, wire.Done{Error: err.Error()})
 	}
 	k := a.kernels[call.Name]
 	if k != nil {
@@ -222,8 +223,8 @@ func (a *server) runKernel(req Request, cancel <-chan struct{}) error {
 		var err error
 		if k, err = startKernel(call, req.Workdir); err != nil {
 			res.Error, res.ExitCode = err.Error(), 127
-			_ = a.w.json(KindStage, 0, res)
-			return a.w.json(KindDone, 0, Done{})
+			_ = a.w.json(wire.KindStage, 0, res)
+			return a.w.json(wire.KindDone, 0, wire.Done{})
 		}
 		a.kernels[call.Name] = k
 		res.KernelRestarted = true
@@ -243,14 +244,14 @@ func (a *server) runKernel(req Request, cancel <-chan struct{}) error {
 				keep = max(room, 0)
 			}
 			if keep > 0 {
-				_ = a.w.write(Frame{Kind: kind, Stage: 0, Payload: append([]byte(nil), p[:keep]...)})
+				_ = a.w.write(wire.Frame{Kind: kind, Stage: 0, Payload: append([]byte(nil), p[:keep]...)})
 			}
 			*total += int64(len(p))
 			*dropped += int64(len(p)) - keep
 		}
 	}
-	k.out.setSink(sink(KindStdout, &res.StdoutBytes, &res.StdoutDropped))
-	k.err.setSink(sink(KindStderr, &res.StderrBytes, &res.StderrDropped))
+	k.out.setSink(sink(wire.KindStdout, &res.StdoutBytes, &res.StdoutDropped))
+	k.err.setSink(sink(wire.KindStderr, &res.StderrBytes, &res.StderrDropped))
 	defer k.out.setSink(nil)
 	defer k.err.setSink(nil)
 
@@ -310,11 +311,11 @@ func (a *server) runKernel(req Request, cancel <-chan struct{}) error {
 	if after := oomKills(); after > oomBefore { // also on a timeout, as for stages
 		res.OOMKilled = true
 	}
-	if err := a.w.json(KindStage, 0, res); err != nil {
+	if err := a.w.json(wire.KindStage, 0, res); err != nil {
 		return err
 	}
 	if req.Artifacts != nil {
 		collect(a.w, req.Workdir, before, *req.Artifacts)
 	}
-	return a.w.json(KindDone, 0, Done{})
+	return a.w.json(wire.KindDone, 0, wire.Done{})
 }

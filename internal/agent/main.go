@@ -7,29 +7,16 @@ import (
 	"io"
 	"os"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"golang.org/x/sys/unix"
 )
-
-// SandboxEnv marks the environment of a sandbox the server created; the
-// agent refuses to run without it, so nobody starts it on a host by mistake
-// (it would kill the user's processes after each stage).
-const SandboxEnv = "MCR_SANDBOX"
-
-// SocketEnv is the agent's environment variable naming a Unix socket the
-// server listens on. The agent connects to it at boot, before anything else
-// runs in the sandbox, and serves requests over it: one hop from the server,
-// where the attached standard streams pass through the daemon and its
-// container shim. If it cannot connect (a daemon in a VM, where a socket
-// does not cross the file sharing), it says so with a Hello frame on
-// standard output and serves there.
-const SocketEnv = "MCR_SOCKET"
 
 // Main is the agent process: it becomes the sandbox's init, starts what the
 // sandbox's template asks for ahead of the job, then serves requests on
 // stdin until it ends. Both the standalone agent binary and the server
 // binary's hidden `agent` subcommand call it.
 func Main() error {
-	if os.Getenv(SandboxEnv) != "1" {
+	if os.Getenv(wire.SandboxEnv) != "1" {
 		return errors.New("the agent runs only inside a sandbox that mcp-code-runner created")
 	}
 	KillStragglers = os.Getuid() != 0
@@ -38,24 +25,24 @@ func Main() error {
 	// else in the sandbox can have connected first.
 	var in io.Reader = os.Stdin
 	var out io.Writer = os.Stdout
-	if path := os.Getenv(SocketEnv); path != "" {
+	if path := os.Getenv(wire.SocketEnv); path != "" {
 		if conn, err := dialUnix(path); err == nil {
 			in, out = conn, conn
 		} else {
 			fmt.Fprintf(os.Stderr, "agent: %v; serving on standard input and output\n", err)
-			if err := WriteFrame(os.Stdout, Frame{Kind: KindHello}); err != nil {
+			if err := wire.WriteFrame(os.Stdout, wire.Frame{Kind: wire.KindHello}); err != nil {
 				return fmt.Errorf("writing hello: %w", err)
 			}
 		}
 	}
 	// Either failing leaves the job to run as in a cold sandbox.
-	if err := StartPrestart(os.Getenv(PrestartEnv)); err != nil {
+	if err := StartPrestart(os.Getenv(wire.PrestartEnv)); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 	}
-	if err := StartWarm(os.Getenv(WarmEnv)); err != nil {
+	if err := StartWarm(os.Getenv(wire.WarmEnv)); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 	}
-	warmUp("/workspace")
+	warmUp(wire.WorkspacePath)
 	return Serve(in, out)
 }
 
@@ -80,11 +67,11 @@ func dialUnix(path string) (*os.File, error) {
 // Done at boot, that cost is off the run's latency (about 0.35 ms of a 5 ms
 // bash hello world for the codecs).
 func warmUp(workdir string) {
-	var req Request
+	var req wire.Request
 	_ = json.Unmarshal([]byte(`{"op":"run","workdir":"/workspace","output_limit":1,"files":[{"path":"main.sh","data":"ZWNobyBoaQo="}],`+
 		`"stages":[{"name":"run","argv":["bash","main.sh"],"env":["A=b"],"stdin":"eA==","timeout_ms":1}]}`), &req)
-	_, _ = json.Marshal(StageResult{Name: "run"})
-	_, _ = json.Marshal(Done{})
+	_, _ = json.Marshal(wire.StageResult{Name: "run"})
+	_, _ = json.Marshal(wire.Done{})
 	if r, err := os.OpenRoot(workdir); err == nil {
 		bootWorkspace.dir, bootWorkspace.root = workdir, r
 	}

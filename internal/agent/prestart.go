@@ -8,18 +8,9 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
-
-// PrestartEnv is the agent's environment variable that carries a Prestart as
-// JSON. Like every MCR_ variable it is not passed on to the stages.
-const PrestartEnv = "MCR_PRESTART"
-
-// Prestart is a command a warm sandbox starts before its job arrives, such
-// as a compiler server that loads and warms up ahead of the program.
-type Prestart struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env,omitempty"`
-}
 
 // prestartTimeout bounds how long a job waits for the prestart command to say
 // it has started.
@@ -53,9 +44,9 @@ func StartPrestart(spec string) error {
 	if spec == "" {
 		return nil
 	}
-	var p Prestart
+	var p wire.Prestart
 	if err := json.Unmarshal([]byte(spec), &p); err != nil || len(p.Argv) == 0 {
-		return fmt.Errorf("%s is not a prestart command (JSON with a non-empty argv): %q", PrestartEnv, spec)
+		return fmt.Errorf("%s is not a prestart command (JSON with a non-empty argv): %q", wire.PrestartEnv, spec)
 	}
 	dir, err := os.Getwd()
 	if err != nil {

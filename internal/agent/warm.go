@@ -13,54 +13,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"golang.org/x/sys/unix"
 )
 
-// WarmEnv is the agent's environment variable that carries a Warm as JSON.
-// Like every MCR_ variable it is not passed on to the stages.
-const WarmEnv = "MCR_WARM"
-
-// Warm describes an interpreter that a warm sandbox starts before its job
-// and hands the job's run stage to, so the run does not wait for the
-// interpreter to start. The interpreter runs a program built into the agent
-// that reads the run command on fd 3 and then behaves as that command would
-// have: NUL-terminated fields, the first the index in the command of the
-// script (the last word of Replaces), then the command's words.
-type Warm struct {
-	// Name picks the program built into the agent ("python").
-	Name string `json:"name"`
-	// Argv starts the interpreter; "{program}" is replaced by the program's
-	// source.
-	Argv []string `json:"argv"`
-	// Env is the language's environment. The warm interpreter serves only a
-	// stage whose environment is exactly this: the interpreter read its
-	// environment when it started.
-	Env []string `json:"env,omitempty"`
-	// Replaces is the run command the interpreter stands for
-	// (["python3", "main.py"]); a stage's command must start with it.
-	Replaces []string `json:"replaces"`
-	// Script, when set, makes this a script-reading interpreter (Name
-	// "script"): Argv is the run command itself (["bash", "main.sh"]) and
-	// Script its script file, relative to the working directory. The agent
-	// puts a FIFO there and starts the command, which opens it and waits;
-	// the job's script is written into the FIFO when its run comes, so the
-	// interpreter runs it as the file it was started with. Only a stage
-	// that is exactly the command (no arguments) fits.
-	Script string `json:"script,omitempty"`
-}
-
-// ScriptWarm is the Warm.Name of script-reading interpreters.
-const ScriptWarm = "script"
-
-// warmPrograms are the programs a Warm may name.
+// warmPrograms are the programs a Warm may name (wire.WarmPrograms), by
+// their files among the embedded kernels.
 var warmPrograms = map[string]string{"python": "kernels/python_warm.py"}
-
-// HasWarmProgram reports whether the agent has a warm program of that name.
-func HasWarmProgram(name string) bool { _, ok := warmPrograms[name]; return ok || name == ScriptWarm }
 
 // warmProc is the started warm interpreter, waiting for its job.
 type warmProc struct {
-	spec    Warm
+	spec    wire.Warm
 	dir     string
 	cmd     *exec.Cmd
 	stdin   *os.File // write end of its standard input
@@ -85,9 +48,9 @@ func StartWarm(spec string) error {
 	if spec == "" {
 		return nil
 	}
-	var w Warm
+	var w wire.Warm
 	if err := json.Unmarshal([]byte(spec), &w); err != nil || len(w.Argv) == 0 || len(w.Replaces) == 0 {
-		return fmt.Errorf("%s is not a warm interpreter (JSON with argv and replaces): %q", WarmEnv, spec)
+		return fmt.Errorf("%s is not a warm interpreter (JSON with argv and replaces): %q", wire.WarmEnv, spec)
 	}
 	dir, err := os.Getwd()
 	if err != nil {
@@ -95,9 +58,9 @@ func StartWarm(spec string) error {
 	}
 	argv := slices.Clone(w.Argv)
 	fifo := ""
-	if w.Name == ScriptWarm {
-		if w.Script == "" || ValidPath(w.Script) != nil || !slices.Equal(w.Argv, w.Replaces) {
-			return fmt.Errorf("%s: a script interpreter needs a plain script path and argv equal to replaces: %q", WarmEnv, spec)
+	if w.Name == wire.ScriptWarm {
+		if w.Script == "" || wire.ValidPath(w.Script) != nil || !slices.Equal(w.Argv, w.Replaces) {
+			return fmt.Errorf("%s: a script interpreter needs a plain script path and argv equal to replaces: %q", wire.WarmEnv, spec)
 		}
 		fifo = filepath.Join(dir, w.Script)
 		if err := unix.Mkfifo(fifo, 0o600); err != nil {
@@ -106,7 +69,7 @@ func StartWarm(spec string) error {
 	} else {
 		file, ok := warmPrograms[w.Name]
 		if !ok {
-			return fmt.Errorf("%s names an unknown warm program %q", WarmEnv, w.Name)
+			return fmt.Errorf("%s names an unknown warm program %q", wire.WarmEnv, w.Name)
 		}
 		program, err := kernelFiles.ReadFile(file)
 		if err != nil {
@@ -203,7 +166,7 @@ func clearWarmScript() {
 // returns nil when the stage must start its own process; an interpreter that
 // does not fit is stopped, since no later stage of a one-job sandbox can use
 // it either.
-func takeWarm(st Stage, workdir string, files []File) *stageProc {
+func takeWarm(st wire.Stage, workdir string, files []wire.File) *stageProc {
 	w := warm
 	if w == nil {
 		return nil
@@ -241,7 +204,7 @@ func takeWarm(st Stage, workdir string, files []File) *stageProc {
 // stage that is the command alone. The script's first line gets
 // "SECONDS=0; " before it, so that $SECONDS counts from the run, not from
 // the sandbox's start (line numbers are unchanged).
-func (w *warmProc) takeScript(st Stage, workdir string, files []File, fits bool) *stageProc {
+func (w *warmProc) takeScript(st wire.Stage, workdir string, files []wire.File, fits bool) *stageProc {
 	if !fits || len(st.Argv) != len(w.spec.Replaces) || w.opened == nil {
 		w.stop()
 		return nil
@@ -249,7 +212,7 @@ func (w *warmProc) takeScript(st Stage, workdir string, files []File, fits bool)
 	// The job's own copy of the script when it is what the workspace holds
 	// (files is nil after a first stage); else the workspace's.
 	var script []byte
-	if i := slices.IndexFunc(files, func(f File) bool { return f.Path == w.spec.Script }); i >= 0 {
+	if i := slices.IndexFunc(files, func(f wire.File) bool { return f.Path == w.spec.Script }); i >= 0 {
 		script = files[i].Data
 	} else {
 		var err error

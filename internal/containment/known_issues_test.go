@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
@@ -96,7 +96,7 @@ echo DONE`
 				piece[i] = 'A'
 			}
 			var hdr [6]byte
-			hdr[0] = agent.KindStdout
+			hdr[0] = wire.KindStdout
 			binary.BigEndian.PutUint32(hdr[2:], frameSize)
 			for i := 0; i < frames; i++ {
 				if _, err := f.Write(hdr[:]); err != nil {

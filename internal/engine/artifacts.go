@@ -8,7 +8,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 )
 
@@ -60,7 +60,7 @@ func IsImage(mimeType string) bool {
 func ArtifactURI(runID, p string) string { return ArtifactURIPrefix + runID + "/" + p }
 
 // keepArtifacts stores the agent's files and describes them.
-func (e *Engine) keepArtifacts(runID string, files []agent.Artifact) []Artifact {
+func (e *Engine) keepArtifacts(runID string, files []wire.Artifact) []Artifact {
 	if len(files) == 0 {
 		return nil
 	}
@@ -84,8 +84,8 @@ func (e *Engine) keepArtifacts(runID string, files []agent.Artifact) []Artifact 
 // Artifacts returns the store of kept artifacts.
 func (e *Engine) Artifacts() *OutputStore { return e.artifacts }
 
-func artifactLimits(c config.Artifacts) *agent.ArtifactLimits {
-	return &agent.ArtifactLimits{
+func artifactLimits(c config.Artifacts) *wire.ArtifactLimits {
+	return &wire.ArtifactLimits{
 		MaxFiles: c.MaxFiles, MaxFileBytes: int64(c.MaxFileBytes), MaxTotalBytes: int64(c.MaxTotalBytes),
 		MaxScan: 20000,
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
@@ -212,23 +212,23 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	for _, k := range names {
 		env = append(env, k+"="+req.Env[k])
 	}
-	request := agent.Request{Workdir: "/workspace", OutputLimit: int64(lim.MaxOutputBytes),
+	request := wire.Request{Workdir: wire.WorkspacePath, OutputLimit: int64(lim.MaxOutputBytes),
 		Artifacts: artifactLimits(e.cfg.Artifacts), Session: session != nil}
 	useKernel := session != nil && lang.Kernel != nil && req.Stdin == "" && len(req.Args) == 0
 	if useKernel {
-		request.Op = agent.OpKernel
+		request.Op = wire.OpKernel
 		request.Files = v.files[1:] // the code goes to the interpreter, not a file
-		request.Kernel = &agent.KernelCall{Name: lang.Kernel.Name, Argv: lang.Kernel.Run, Env: env,
+		request.Kernel = &wire.KernelCall{Name: lang.Kernel.Name, Argv: lang.Kernel.Run, Env: env,
 			Code: req.Code, TimeoutMs: int64(v.timeout) * 1000}
 	} else {
 		request.Files = v.files
 		if lang.Compiled() {
-			request.Stages = append(request.Stages, agent.Stage{
+			request.Stages = append(request.Stages, wire.Stage{
 				Name: "compile", Argv: lang.Compile, Env: env,
 				TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
 			})
 		}
-		request.Stages = append(request.Stages, agent.Stage{
+		request.Stages = append(request.Stages, wire.Stage{
 			Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
 			Stdin: []byte(req.Stdin), TimeoutMs: int64(v.timeout) * 1000,
 		})
@@ -404,16 +404,16 @@ func (e *Engine) StartPool() {
 		if len(l.Prestart) > 0 {
 			// Only warm sandboxes: a cold one gets its job at once, and a
 			// server started beside the compile would only compete with it.
-			t.Prestart = &agent.Prestart{Argv: l.Prestart, Env: l.Env}
+			t.Prestart = &wire.Prestart{Argv: l.Prestart, Env: l.Env}
 		}
 		switch {
-		case l.Warm != nil && !agent.HasWarmProgram(l.Warm.Name):
+		case l.Warm != nil && !wire.HasWarmProgram(l.Warm.Name):
 			e.log.Error("language registry: unknown warm program; the language's warm sandboxes start no interpreter ahead",
 				"language", l.Name, "warm", l.Warm.Name)
-		case l.Warm != nil && l.Warm.Name == agent.ScriptWarm:
-			t.Warm = &agent.Warm{Name: l.Warm.Name, Argv: l.Run, Env: l.Env, Replaces: l.Run, Script: l.File}
+		case l.Warm != nil && l.Warm.Name == wire.ScriptWarm:
+			t.Warm = &wire.Warm{Name: l.Warm.Name, Argv: l.Run, Env: l.Env, Replaces: l.Run, Script: l.File}
 		case l.Warm != nil:
-			t.Warm = &agent.Warm{Name: l.Warm.Name, Argv: l.Warm.Run, Env: l.Env, Replaces: l.Run}
+			t.Warm = &wire.Warm{Name: l.Warm.Name, Argv: l.Warm.Run, Env: l.Env, Replaces: l.Run}
 		}
 		templates[l.Name] = t
 		sizes[l.Name] = e.cfg.Pool.SizeFor(l.Name)

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
@@ -16,7 +16,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 // validated is a request that passed every check, with files decoded.
 type validated struct {
 	lang    languages.Language
-	files   []agent.File
+	files   []wire.File
 	timeout int
 }
 
@@ -78,11 +78,11 @@ func validate(req Request, reg *languages.Registry, lim config.Limits) (*validat
 	if len(req.Files) > lim.MaxFiles {
 		return nil, invalid("%d files given, the limit is %d; pack them into an archive file instead", len(req.Files), lim.MaxFiles)
 	}
-	files := []agent.File{{Path: lang.File, Data: []byte(req.Code)}}
+	files := []wire.File{{Path: lang.File, Data: []byte(req.Code)}}
 	seen := map[string]bool{lang.File: true}
 	total := 0
 	for i, f := range req.Files {
-		if err := agent.ValidPath(f.Path); err != nil {
+		if err := wire.ValidPath(f.Path); err != nil {
 			return nil, invalid("files[%d]: %v", i, err)
 		}
 		if seen[f.Path] {
@@ -100,7 +100,7 @@ func validate(req Request, reg *languages.Registry, lim config.Limits) (*validat
 		if total > lim.MaxTotalFileBytes {
 			return nil, invalid("files add up to more than %d bytes; send fewer or smaller files", lim.MaxTotalFileBytes)
 		}
-		files = append(files, agent.File{Path: f.Path, Data: data})
+		files = append(files, wire.File{Path: f.Path, Data: data})
 	}
 	return &validated{lang: lang, files: files, timeout: timeout}, nil
 }
@@ -108,7 +108,7 @@ func validate(req Request, reg *languages.Registry, lim config.Limits) (*validat
 // DecodeFile checks an input file's path and decodes its content within the
 // per-file limit.
 func DecodeFile(f InputFile, lim config.Limits) ([]byte, error) {
-	if err := agent.ValidPath(f.Path); err != nil {
+	if err := wire.ValidPath(f.Path); err != nil {
 		return nil, err
 	}
 	var data []byte

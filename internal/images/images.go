@@ -34,6 +34,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
 
@@ -55,9 +56,6 @@ const (
 	// language's version command printed.
 	LabelRuntimeVersionPrefix = "io.mcp-code-runner.runtime-version."
 )
-
-// SandboxUser is the user the version commands (and every sandbox) run as.
-const SandboxUser = "10001:10001"
 
 // Options control Build.
 type Options struct {
@@ -424,8 +422,8 @@ func RunVersion(ctx context.Context, cli *client.Client, image string, l languag
 		Config: &container.Config{
 			Cmd:             l.Version,
 			Env:             l.Env,
-			User:            SandboxUser,
-			WorkingDir:      "/workspace",
+			User:            wire.SandboxUser,
+			WorkingDir:      wire.WorkspacePath,
 			AttachStdout:    true,
 			AttachStderr:    true,
 			NetworkDisabled: true,
@@ -437,8 +435,8 @@ func RunVersion(ctx context.Context, cli *client.Client, image string, l languag
 			SecurityOpt:    []string{"no-new-privileges"},
 			LogConfig:      container.LogConfig{Type: "none"},
 			Tmpfs: map[string]string{
-				"/tmp":       "rw,nosuid,nodev,size=64m",
-				"/workspace": "rw,nosuid,nodev,size=16m,uid=10001,gid=10001,mode=0755",
+				"/tmp":             "rw,nosuid,nodev,size=64m",
+				wire.WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,size=16m,uid=%d,gid=%d,mode=0755", wire.SandboxUID, wire.SandboxGID),
 			},
 			Resources: container.Resources{Memory: 512 << 20, MemorySwap: 512 << 20, PidsLimit: &pids},
 		},

@@ -9,7 +9,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
 
 // Resources are the hard limits of one sandbox.
@@ -37,16 +37,16 @@ type Template struct {
 	Purpose string
 	// Prestart, if set, is what the agent starts as soon as the sandbox is
 	// up, before its job (see languages.Language.Prestart).
-	Prestart *agent.Prestart
+	Prestart *wire.Prestart
 	// Warm, if set, is the interpreter the agent starts for the job's run
 	// stage before the job arrives (see languages.Language.Warm).
-	Warm *agent.Warm
+	Warm *wire.Warm
 }
 
 // Job is the one request a sandbox runs.
 type Job struct {
 	// Request is what the agent runs.
-	Request agent.Request
+	Request wire.Request
 	// Deadline bounds the job from the moment it is sent; past it the
 	// sandbox is killed and the result says so.
 	Deadline time.Duration
@@ -93,7 +93,7 @@ type Chunk struct {
 
 // StageOutput is one stage's result with the output the agent forwarded.
 type StageOutput struct {
-	agent.StageResult
+	wire.StageResult
 	Stdout []byte
 	Stderr []byte
 }
@@ -114,7 +114,7 @@ type Result struct {
 	// Diagnostics holds what the agent printed on its stderr.
 	Diagnostics string
 	// Artifacts are the files the run created or changed, when asked for.
-	Artifacts []agent.Artifact
+	Artifacts []wire.Artifact
 	// Elapsed is the time from sending the job to its end.
 	Elapsed time.Duration
 }

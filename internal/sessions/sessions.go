@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -165,7 +165,7 @@ func (m *Manager) Run(ctx context.Context, req engine.Request, opts engine.RunOp
 }
 
 // call sends a file operation to the session's agent.
-func (m *Manager) call(ctx context.Context, id string, req agent.Request) (*sandbox.Result, *session, error) {
+func (m *Manager) call(ctx context.Context, id string, req wire.Request) (*sandbox.Result, *session, error) {
 	s, err := m.get(id)
 	if err != nil {
 		return nil, nil, err
@@ -173,7 +173,7 @@ func (m *Manager) call(ctx context.Context, id string, req agent.Request) (*sand
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	defer s.touch()
-	req.Workdir, req.Session = "/workspace", true
+	req.Workdir, req.Session = wire.WorkspacePath, true
 	res, err := s.sb.Call(ctx, sandbox.Job{Request: req, Deadline: time.Minute, RunID: "files-" + id}, nil)
 	if err != nil {
 		return nil, s, err
@@ -193,29 +193,29 @@ func (m *Manager) WriteFiles(ctx context.Context, id string, files []engine.Inpu
 	if len(files) == 0 {
 		return invalid("no files given")
 	}
-	var out []agent.File
+	var out []wire.File
 	for i, f := range files {
 		data, err := engine.DecodeFile(f, lim)
 		if err != nil {
 			return invalid("files[%d]: %v", i, err)
 		}
-		out = append(out, agent.File{Path: f.Path, Data: data})
+		out = append(out, wire.File{Path: f.Path, Data: data})
 	}
-	_, _, err := m.call(ctx, id, agent.Request{Op: agent.OpWriteFile, Files: out})
+	_, _, err := m.call(ctx, id, wire.Request{Op: wire.OpWriteFile, Files: out})
 	return err
 }
 
 // ReadFile returns one file of the session's workspace.
-func (m *Manager) ReadFile(ctx context.Context, id, path string) (agent.Artifact, error) {
-	if err := agent.ValidPath(path); err != nil {
-		return agent.Artifact{}, invalid("%v", err)
+func (m *Manager) ReadFile(ctx context.Context, id, path string) (wire.Artifact, error) {
+	if err := wire.ValidPath(path); err != nil {
+		return wire.Artifact{}, invalid("%v", err)
 	}
-	res, _, err := m.call(ctx, id, agent.Request{Op: agent.OpReadFile, Path: path, MaxReadBytes: int64(m.eng.Config().Artifacts.MaxFileBytes)})
+	res, _, err := m.call(ctx, id, wire.Request{Op: wire.OpReadFile, Path: path, MaxReadBytes: int64(m.eng.Config().Artifacts.MaxFileBytes)})
 	if err != nil {
-		return agent.Artifact{}, err
+		return wire.Artifact{}, err
 	}
 	if len(res.Artifacts) != 1 {
-		return agent.Artifact{}, invalid("%s could not be read", path)
+		return wire.Artifact{}, invalid("%s could not be read", path)
 	}
 	return res.Artifacts[0], nil
 }
@@ -223,11 +223,11 @@ func (m *Manager) ReadFile(ctx context.Context, id, path string) (agent.Artifact
 // ListFiles lists the session's workspace (or a directory in it).
 func (m *Manager) ListFiles(ctx context.Context, id, dir string) ([]File, error) {
 	if dir != "" && dir != "." {
-		if err := agent.ValidPath(dir); err != nil {
+		if err := wire.ValidPath(dir); err != nil {
 			return nil, invalid("%v", err)
 		}
 	}
-	res, _, err := m.call(ctx, id, agent.Request{Op: agent.OpListFiles, Path: dir})
+	res, _, err := m.call(ctx, id, wire.Request{Op: wire.OpListFiles, Path: dir})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -149,8 +149,8 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 	if err != nil {
 		return nil, fmt.Errorf("encoding request: %w", err)
 	}
-	if len(payload) > agent.MaxFrameBytes {
-		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), agent.MaxFrameBytes)
+	if len(payload) > wire.MaxFrameBytes {
+		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), wire.MaxFrameBytes)
 	}
 	var killed sync.Once
 	res := &sandbox.Result{}
@@ -178,7 +178,7 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 	send := func() error {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
-		err := agent.WriteFrame(stream.Writer, agent.Frame{Kind: agent.KindRequest, Payload: payload})
+		err := wire.WriteFrame(stream.Writer, wire.Frame{Kind: wire.KindRequest, Payload: payload})
 		if err != nil {
 			s.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
 		}
@@ -207,7 +207,7 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 		}
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
-		_ = agent.WriteFrame(stream.Writer, agent.Frame{Kind: agent.KindCancel})
+		_ = wire.WriteFrame(stream.Writer, wire.Frame{Kind: wire.KindCancel})
 	})
 	defer stopWatch()
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
 )
@@ -97,13 +98,13 @@ func (l *pipeLink) Close() {
 	l.fromAgent.Close()
 }
 
-func job(t *testing.T, deadline time.Duration, stages ...agent.Stage) sandbox.Job {
+func job(t *testing.T, deadline time.Duration, stages ...wire.Stage) sandbox.Job {
 	return sandbox.Job{Deadline: deadline, RunID: t.Name(),
-		Request: agent.Request{Workdir: t.TempDir(), OutputLimit: 1 << 10, Stages: stages}}
+		Request: wire.Request{Workdir: t.TempDir(), OutputLimit: 1 << 10, Stages: stages}}
 }
 
-func sh(name, script string, timeout time.Duration) agent.Stage {
-	return agent.Stage{Name: name, Argv: []string{"sh", "-c", script}, TimeoutMs: timeout.Milliseconds()}
+func sh(name, script string, timeout time.Duration) wire.Stage {
+	return wire.Stage{Name: name, Argv: []string{"sh", "-c", script}, TimeoutMs: timeout.Milliseconds()}
 }
 
 func TestExecRunsOneJobOnTheRealAgentAndRefusesASecond(t *testing.T) {
@@ -232,7 +233,7 @@ func TestAnAgentThatEndedBeforeItsJobIsDead(t *testing.T) {
 // whatever they say.
 func hostile(frames ...[]byte) serveFunc {
 	return func(in io.Reader, out io.Writer) error {
-		if _, err := agent.ReadFrame(in); err != nil {
+		if _, err := wire.ReadFrame(in); err != nil {
 			return err
 		}
 		for _, f := range frames {
@@ -257,8 +258,8 @@ func jsonFrame(kind byte, v any) []byte {
 
 func TestOutputBeyondTheRequestsLimitIsDroppedByTheHost(t *testing.T) {
 	chunk := []byte(strings.Repeat("x", 600))
-	sb, _ := start(t, hostile(frame(agent.KindStdout, 0, chunk), frame(agent.KindStdout, 0, chunk),
-		frame(agent.KindStderr, 0, chunk), frame(agent.KindStdout, 0, chunk), jsonFrame(agent.KindDone, agent.Done{})))
+	sb, _ := start(t, hostile(frame(wire.KindStdout, 0, chunk), frame(wire.KindStdout, 0, chunk),
+		frame(wire.KindStderr, 0, chunk), frame(wire.KindStdout, 0, chunk), jsonFrame(wire.KindDone, wire.Done{})))
 	streamed := 0
 	res, err := sb.Exec(context.Background(), job(t, time.Minute, sh("run", "true", time.Second)), func(c sandbox.Chunk) { streamed += len(c.Data) })
 	if err != nil || res.Incomplete {
@@ -270,9 +271,9 @@ func TestOutputBeyondTheRequestsLimitIsDroppedByTheHost(t *testing.T) {
 }
 
 func TestFramesTheAgentWouldNotSendEndTheAnswer(t *testing.T) {
-	huge := []byte{agent.KindArtifact, 0, 0, 0, 0, 0}
+	huge := []byte{wire.KindArtifact, 0, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(huge[2:], agentconn.HostFrameLimit+1)
-	done := jsonFrame(agent.KindDone, agent.Done{})
+	done := jsonFrame(wire.KindDone, wire.Done{})
 	// Each case but the last is followed by a valid Done frame, which must
 	// not be read as the end of a valid answer.
 	cases := []struct {
@@ -280,15 +281,15 @@ func TestFramesTheAgentWouldNotSendEndTheAnswer(t *testing.T) {
 		frames [][]byte
 	}{
 		{"a frame over the host's limit", [][]byte{huge, done}},
-		{"a stage the request does not have", [][]byte{frame(agent.KindStdout, 1, []byte("x")), done}},
+		{"a stage the request does not have", [][]byte{frame(wire.KindStdout, 1, []byte("x")), done}},
 		{"an unknown kind", [][]byte{frame('Z', 0, nil), done}},
-		{"a request from the sandbox", [][]byte{frame(agent.KindRequest, 0, []byte("{}")), done}},
-		{"a stage result that is not JSON", [][]byte{frame(agent.KindStage, 0, []byte("{")), done}},
+		{"a request from the sandbox", [][]byte{frame(wire.KindRequest, 0, []byte("{}")), done}},
+		{"a stage result that is not JSON", [][]byte{frame(wire.KindStage, 0, []byte("{")), done}},
 		{"a stream cut inside a frame", [][]byte{done[:len(done)-1]}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sb, l := start(t, hostile(append([][]byte{frame(agent.KindStdout, 0, []byte("before"))}, c.frames...)...))
+			sb, l := start(t, hostile(append([][]byte{frame(wire.KindStdout, 0, []byte("before"))}, c.frames...)...))
 			l.oom = true
 			res, err := sb.Exec(context.Background(), job(t, time.Minute, sh("run", "true", time.Second)), nil)
 			if err != nil {
@@ -303,11 +304,11 @@ func TestFramesTheAgentWouldNotSendEndTheAnswer(t *testing.T) {
 
 func TestFileContentBeyondTheRequestsLimitIsSkipped(t *testing.T) {
 	file := func(name string, n int) []byte {
-		return jsonFrame(agent.KindArtifact, agent.Artifact{Path: name, Size: int64(n), Data: []byte(strings.Repeat("d", n))})
+		return jsonFrame(wire.KindArtifact, wire.Artifact{Path: name, Size: int64(n), Data: []byte(strings.Repeat("d", n))})
 	}
-	sb, _ := start(t, hostile(file("a", 600), file("b", 600), file("c", 300), jsonFrame(agent.KindDone, agent.Done{})))
+	sb, _ := start(t, hostile(file("a", 600), file("b", 600), file("c", 300), jsonFrame(wire.KindDone, wire.Done{})))
 	j := job(t, time.Minute, sh("run", "true", time.Second))
-	j.Request.Artifacts = &agent.ArtifactLimits{MaxFiles: 10, MaxFileBytes: 1000, MaxTotalBytes: 1000, MaxScan: 100}
+	j.Request.Artifacts = &wire.ArtifactLimits{MaxFiles: 10, MaxFileBytes: 1000, MaxTotalBytes: 1000, MaxScan: 100}
 	res, err := sb.Exec(context.Background(), j, nil)
 	if err != nil || res.Incomplete || len(res.Artifacts) != 3 {
 		t.Fatalf("%v %+v", err, res)
@@ -322,7 +323,7 @@ func TestFileContentBeyondTheRequestsLimitIsSkipped(t *testing.T) {
 func TestAnAgentErrorIsReported(t *testing.T) {
 	sb, _ := start(t, agent.Serve)
 	j := job(t, time.Minute)
-	j.Request.Files = []agent.File{{Path: "../escape", Data: []byte("x")}}
+	j.Request.Files = []wire.File{{Path: "../escape", Data: []byte("x")}}
 	res, err := sb.Exec(context.Background(), j, nil)
 	if err != nil || res.Incomplete || res.AgentError == "" {
 		t.Fatalf("%v %+v, want the agent's refusal", err, res)

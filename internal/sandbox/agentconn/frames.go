@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -35,7 +35,7 @@ const DefaultDataLimit = 64 << 20
 // the agent enforces the output limit, but a hostile program could write
 // frames of its own, so the server enforces it again (per stage and stream),
 // and bounds stages, file entries and their content.
-func readFrames(r io.Reader, req agent.Request, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
+func readFrames(r io.Reader, req wire.Request, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
 	stages := req.Stages
 	maxStages := max(len(stages), 1)
 	outLimit := req.OutputLimit
@@ -74,7 +74,7 @@ func readFrames(r io.Reader, req agent.Request, res *sandbox.Result, onChunk fun
 		return p
 	}
 	for {
-		f, err := agent.ReadFrameLimit(r, HostFrameLimit)
+		f, err := wire.ReadFrameLimit(r, HostFrameLimit)
 		if err != nil {
 			return false
 		}
@@ -82,13 +82,13 @@ func readFrames(r io.Reader, req agent.Request, res *sandbox.Result, onChunk fun
 			return false // not a frame the agent would send
 		}
 		switch f.Kind {
-		case agent.KindHello:
+		case wire.KindHello:
 			// An agent that could not reach its socket says so first.
-		case agent.KindStdout, agent.KindStderr:
+		case wire.KindStdout, wire.KindStderr:
 			st := stage(f.Stage)
 			stream := sandbox.Stdout
 			var kept []byte
-			if f.Kind == agent.KindStdout {
+			if f.Kind == wire.KindStdout {
 				kept = keep(&st.Stdout, f.Payload)
 			} else {
 				kept = keep(&st.Stderr, f.Payload)
@@ -97,18 +97,18 @@ func readFrames(r io.Reader, req agent.Request, res *sandbox.Result, onChunk fun
 			if onChunk != nil && len(kept) > 0 {
 				onChunk(sandbox.Chunk{Stage: int(f.Stage), Stream: stream, Data: kept})
 			}
-		case agent.KindStage:
+		case wire.KindStage:
 			st := stage(f.Stage)
 			out, errOut := st.Stdout, st.Stderr
 			if err := json.Unmarshal(f.Payload, &st.StageResult); err != nil {
 				return false
 			}
 			st.Stdout, st.Stderr = out, errOut
-		case agent.KindArtifact:
+		case wire.KindArtifact:
 			if len(res.Artifacts) >= MaxListEntries {
 				continue
 			}
-			var a agent.Artifact
+			var a wire.Artifact
 			if err := json.Unmarshal(f.Payload, &a); err != nil {
 				return false
 			}
@@ -120,8 +120,8 @@ func readFrames(r io.Reader, req agent.Request, res *sandbox.Result, onChunk fun
 				}
 			}
 			res.Artifacts = append(res.Artifacts, a)
-		case agent.KindDone:
-			var d agent.Done
+		case wire.KindDone:
+			var d wire.Done
 			if err := json.Unmarshal(f.Payload, &d); err != nil {
 				return false
 			}

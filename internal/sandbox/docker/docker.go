@@ -23,7 +23,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
 )
@@ -39,12 +39,9 @@ const (
 	LabelPurpose   = "io.mcp-code-runner.purpose"
 )
 
-// Paths and identities inside every sandbox.
-const (
-	AgentPath     = "/opt/mcp-code-runner/agent"
-	WorkspacePath = "/workspace"
-	SandboxUser   = "10001:10001"
-)
+// AgentPath is where every container sees the agent binary. The workspace
+// and the user are the contract's (wire.WorkspacePath, wire.SandboxUser).
+const AgentPath = "/opt/mcp-code-runner/agent"
 
 // tmpfsInodes is the most files and directories each tmpfs may hold.
 const tmpfsInodes = 65536
@@ -187,9 +184,9 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		Image:           t.Image,
 		Cmd:             []string{AgentPath, "agent"},
 		Entrypoint:      []string{},
-		User:            SandboxUser,
-		WorkingDir:      WorkspacePath,
-		Env:             []string{agent.SandboxEnv + "=1", "HOME=/tmp", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		User:            wire.SandboxUser,
+		WorkingDir:      wire.WorkspacePath,
+		Env:             []string{wire.SandboxEnv + "=1", "HOME=/tmp", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		OpenStdin:       true,
 		StdinOnce:       true,
 		AttachStdin:     true,
@@ -213,8 +210,9 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		Tmpfs: map[string]string{
 			// nr_inodes bounds the files too: a flood of empty files then gets
 			// ENOSPC instead of spending the memory limit on inodes.
-			"/tmp":        fmt.Sprintf("rw,nosuid,nodev,size=%dm,nr_inodes=%d,mode=1777", r.TmpMB, tmpfsInodes),
-			WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,exec,size=%dm,nr_inodes=%d,uid=10001,gid=10001,mode=0755", r.WorkspaceMB, tmpfsInodes),
+			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm,nr_inodes=%d,mode=1777", r.TmpMB, tmpfsInodes),
+			wire.WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,exec,size=%dm,nr_inodes=%d,uid=%d,gid=%d,mode=0755",
+				r.WorkspaceMB, tmpfsInodes, wire.SandboxUID, wire.SandboxGID),
 		},
 		ShmSize: 16 << 20,
 		Mounts: []mount.Mount{{
@@ -237,10 +235,10 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 	}
 	// What the agent starts before the job (warm sandboxes only).
 	if t.Prestart != nil {
-		cfg.Env = append(cfg.Env, jsonEnv(agent.PrestartEnv, t.Prestart))
+		cfg.Env = append(cfg.Env, jsonEnv(wire.PrestartEnv, t.Prestart))
 	}
 	if t.Warm != nil {
-		cfg.Env = append(cfg.Env, jsonEnv(agent.WarmEnv, t.Warm))
+		cfg.Env = append(cfg.Env, jsonEnv(wire.WarmEnv, t.Warm))
 	}
 	return cfg, host
 }
@@ -266,7 +264,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 				testHookListening(l)
 			}
 			hostCfg.Mounts = append(hostCfg.Mounts, l.mount())
-			cfg.Env = append(cfg.Env, agent.SocketEnv+"="+SocketDir+"/"+socketName)
+			cfg.Env = append(cfg.Env, wire.SocketEnv+"="+SocketDir+"/"+socketName)
 		}
 	}
 	// The create call is not cancelled with ctx: a cancellation while the

@@ -13,7 +13,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -141,13 +141,13 @@ func TestContainerConfigCarriesWhatStartsAhead(t *testing.T) {
 	base := sandbox.Template{Image: "img", Purpose: "p", MaxLife: time.Minute,
 		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8}}
 	warm := base
-	warm.Prestart = &agent.Prestart{Argv: []string{"server"}, Env: []string{"A=1"}}
-	warm.Warm = &agent.Warm{Name: "python", Argv: []string{"python3", "-c", "{program}"}, Replaces: []string{"python3", "main.py"}}
+	warm.Prestart = &wire.Prestart{Argv: []string{"server"}, Env: []string{"A=1"}}
+	warm.Warm = &wire.Warm{Name: "python", Argv: []string{"python3", "-c", "{program}"}, Replaces: []string{"python3", "main.py"}}
 
 	coldCfg, coldHost := b.ContainerConfig(base)
 	warmCfg, warmHost := b.ContainerConfig(warm)
 	for _, kv := range coldCfg.Env {
-		if strings.HasPrefix(kv, agent.PrestartEnv+"=") || strings.HasPrefix(kv, agent.WarmEnv+"=") {
+		if strings.HasPrefix(kv, wire.PrestartEnv+"=") || strings.HasPrefix(kv, wire.WarmEnv+"=") {
 			t.Errorf("a cold sandbox carries %s", kv)
 		}
 	}
@@ -157,13 +157,13 @@ func TestContainerConfigCarriesWhatStartsAhead(t *testing.T) {
 			got[name] = value
 		}
 	}
-	var p agent.Prestart
-	if err := json.Unmarshal([]byte(got[agent.PrestartEnv]), &p); err != nil || !slices.Equal(p.Argv, warm.Prestart.Argv) || !slices.Equal(p.Env, warm.Prestart.Env) {
-		t.Errorf("%s = %q (%v)", agent.PrestartEnv, got[agent.PrestartEnv], err)
+	var p wire.Prestart
+	if err := json.Unmarshal([]byte(got[wire.PrestartEnv]), &p); err != nil || !slices.Equal(p.Argv, warm.Prestart.Argv) || !slices.Equal(p.Env, warm.Prestart.Env) {
+		t.Errorf("%s = %q (%v)", wire.PrestartEnv, got[wire.PrestartEnv], err)
 	}
-	var w agent.Warm
-	if err := json.Unmarshal([]byte(got[agent.WarmEnv]), &w); err != nil || w.Name != "python" || !slices.Equal(w.Replaces, warm.Warm.Replaces) {
-		t.Errorf("%s = %q (%v)", agent.WarmEnv, got[agent.WarmEnv], err)
+	var w wire.Warm
+	if err := json.Unmarshal([]byte(got[wire.WarmEnv]), &w); err != nil || w.Name != "python" || !slices.Equal(w.Replaces, warm.Warm.Replaces) {
+		t.Errorf("%s = %q (%v)", wire.WarmEnv, got[wire.WarmEnv], err)
 	}
 	if !reflect.DeepEqual(coldHost, warmHost) {
 		t.Error("the host configuration of a warm sandbox differs from a cold one's")

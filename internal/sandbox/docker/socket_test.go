@@ -12,7 +12,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -33,9 +33,9 @@ func TestAgentChannel(t *testing.T) {
 	}
 	lang := mustLang(t, reg, "bash")
 	tmpl := eng.Template(lang)
-	job := sandbox.Job{Deadline: 30 * time.Second, Request: agent.Request{Workdir: docker.WorkspacePath, OutputLimit: 4096,
-		Files:  []agent.File{{Path: "main.sh", Data: []byte("echo hi; ls -A " + docker.SocketDir + "\n")}},
-		Stages: []agent.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
+	job := sandbox.Job{Deadline: 30 * time.Second, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
+		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo hi; ls -A " + docker.SocketDir + "\n")}},
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
 	for _, c := range []struct {
 		name   string
 		broken bool
@@ -111,9 +111,9 @@ func TestJobForAnAgentThatDied(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitProcessGone(pid, 10*time.Second)
-	job := sandbox.Job{Deadline: 30 * time.Second, Request: agent.Request{Workdir: docker.WorkspacePath, OutputLimit: 4096,
-		Files:  []agent.File{{Path: "main.sh", Data: []byte("echo hi\n")}},
-		Stages: []agent.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
+	job := sandbox.Job{Deadline: 30 * time.Second, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
+		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo hi\n")}},
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
 	res, err := sb.Exec(ctx, job, nil)
 	if !errors.Is(err, sandbox.ErrDead) {
 		t.Fatalf("want sandbox.ErrDead, got %v (result %+v)", err, res)

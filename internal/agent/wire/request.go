@@ -1,103 +1,12 @@
-// Package agent is the small process that runs first in every sandbox. The
-// engine sends it one framed Request on its attached stdin (files, stages,
-// standard input, limits); the agent writes the files into the workspace,
-// runs each stage under its limits and streams framed output and results back
-// on its stdout. Moving everything through the attached stream avoids the
-// Docker archive API, which cannot see into tmpfs mounts, and lets one
-// container run a whole compile-and-run with no further API round trips.
-package agent
+package wire
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"path"
+	"slices"
+	"strings"
 )
-
-// Frame kinds, the first byte of every frame header.
-const (
-	// KindRequest carries the JSON Request (engine to agent).
-	KindRequest byte = 'Q'
-	// KindStdout carries a chunk of a stage's standard output.
-	KindStdout byte = 'O'
-	// KindStderr carries a chunk of a stage's standard error.
-	KindStderr byte = 'E'
-	// KindStage carries a JSON StageResult when a stage ends.
-	KindStage byte = 'S'
-	// KindDone carries a JSON Done after the last stage; nothing follows.
-	KindDone byte = 'D'
-	// KindArtifact carries a JSON Artifact: a file the run created or changed.
-	KindArtifact byte = 'A'
-	// KindCancel (engine to agent, no payload) stops the request running now;
-	// the sandbox stays usable (sessions).
-	KindCancel byte = 'C'
-	// KindHello (agent to engine, no payload) is the first frame on standard
-	// output of an agent that was given a socket (SocketEnv) and could not
-	// connect to it: it serves on its standard input and output instead.
-	KindHello byte = 'H'
-)
-
-// MaxFrameBytes bounds one frame's payload, so a corrupt or hostile stream
-// cannot make a reader allocate without limit.
-const MaxFrameBytes = 64 << 20
-
-// headerLen is kind (1) + stage index (1) + payload length (4, big endian).
-const headerLen = 6
-
-// Frame is one message of the protocol.
-type Frame struct {
-	Kind    byte
-	Stage   uint8
-	Payload []byte
-}
-
-// WriteFrame writes one frame to w in a single Write call.
-func WriteFrame(w io.Writer, f Frame) error {
-	if len(f.Payload) > MaxFrameBytes {
-		return fmt.Errorf("frame payload of %d bytes exceeds %d", len(f.Payload), MaxFrameBytes)
-	}
-	_, err := w.Write(appendFrame(make([]byte, 0, headerLen+len(f.Payload)), f))
-	return err
-}
-
-// appendFrame appends f, encoded, to dst; the caller checks its size.
-func appendFrame(dst []byte, f Frame) []byte {
-	dst = append(dst, f.Kind, f.Stage, 0, 0, 0, 0)
-	binary.BigEndian.PutUint32(dst[len(dst)-4:], uint32(len(f.Payload)))
-	return append(dst, f.Payload...)
-}
-
-// ErrBadFrame reports a stream that is not a valid frame sequence.
-var ErrBadFrame = errors.New("malformed frame")
-
-// ReadFrame reads one frame from r. It returns io.EOF only at a clean frame
-// boundary; a stream cut inside a frame gives io.ErrUnexpectedEOF.
-func ReadFrame(r io.Reader) (Frame, error) { return ReadFrameLimit(r, MaxFrameBytes) }
-
-// ReadFrameLimit is ReadFrame with a smaller bound on the payload.
-func ReadFrameLimit(r io.Reader, limit int) (Frame, error) {
-	var h [headerLen]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return Frame{}, err
-	}
-	switch h[0] {
-	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact, KindCancel, KindHello:
-	default:
-		return Frame{}, fmt.Errorf("%w: unknown kind 0x%02x", ErrBadFrame, h[0])
-	}
-	n := binary.BigEndian.Uint32(h[2:6])
-	if n > uint32(min(limit, MaxFrameBytes)) {
-		return Frame{}, fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrBadFrame, n, min(limit, MaxFrameBytes))
-	}
-	f := Frame{Kind: h[0], Stage: h[1], Payload: make([]byte, n)}
-	if _, err := io.ReadFull(r, f.Payload); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return Frame{}, err
-	}
-	return f, nil
-}
 
 // File is one file to write into the workspace before the first stage.
 type File struct {
@@ -231,4 +140,79 @@ type StageResult struct {
 type Done struct {
 	// Error is set when the request itself was refused (a bad file path).
 	Error string `json:"error,omitempty"`
+}
+
+// ValidPath reports whether p is a clean path inside the workspace: relative,
+// not climbing out, no empty or dot elements, no NUL bytes.
+func ValidPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("path is empty")
+	case len(p) > 4096:
+		return errors.New("path is longer than 4096 bytes")
+	case strings.ContainsRune(p, 0):
+		return errors.New("path contains a NUL byte")
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path %q is absolute; give a path relative to the workspace", p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		switch el {
+		case "..":
+			return fmt.Errorf("path %q climbs out of the workspace", p)
+		case "", ".":
+			return fmt.Errorf("path %q is not clean (empty or '.' element); write it like dir/file.txt", p)
+		}
+	}
+	if path.Clean(p) != p {
+		return fmt.Errorf("path %q is not clean", p)
+	}
+	return nil
+}
+
+// Prestart is a command a warm sandbox starts before its job arrives, such
+// as a compiler server that loads and warms up ahead of the program.
+type Prestart struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env,omitempty"`
+}
+
+// Warm describes an interpreter that a warm sandbox starts before its job
+// and hands the job's run stage to, so the run does not wait for the
+// interpreter to start. The interpreter runs a program built into the agent
+// that reads the run command on fd 3 and then behaves as that command would
+// have: NUL-terminated fields, the first the index in the command of the
+// script (the last word of Replaces), then the command's words.
+type Warm struct {
+	// Name picks the program built into the agent ("python").
+	Name string `json:"name"`
+	// Argv starts the interpreter; "{program}" is replaced by the program's
+	// source.
+	Argv []string `json:"argv"`
+	// Env is the language's environment. The warm interpreter serves only a
+	// stage whose environment is exactly this: the interpreter read its
+	// environment when it started.
+	Env []string `json:"env,omitempty"`
+	// Replaces is the run command the interpreter stands for
+	// (["python3", "main.py"]); a stage's command must start with it.
+	Replaces []string `json:"replaces"`
+	// Script, when set, makes this a script-reading interpreter (Name
+	// "script"): Argv is the run command itself (["bash", "main.sh"]) and
+	// Script its script file, relative to the working directory. The agent
+	// puts a FIFO there and starts the command, which opens it and waits;
+	// the job's script is written into the FIFO when its run comes, so the
+	// interpreter runs it as the file it was started with. Only a stage
+	// that is exactly the command (no arguments) fits.
+	Script string `json:"script,omitempty"`
+}
+
+// ScriptWarm is the Warm.Name of script-reading interpreters.
+const ScriptWarm = "script"
+
+// WarmPrograms are the programs built into the agent that a Warm may name,
+// besides ScriptWarm.
+var WarmPrograms = []string{"python"}
+
+// HasWarmProgram reports whether the agent has a warm program of that name.
+func HasWarmProgram(name string) bool {
+	return name == ScriptWarm || slices.Contains(WarmPrograms, name)
 }

@@ -1,0 +1,54 @@
+package wire
+
+// Paths and identities inside every sandbox, whatever the backend.
+const (
+	// WorkspacePath is the sandbox's working directory, where requests'
+	// files are written and stages run.
+	WorkspacePath = "/workspace"
+	// SandboxUID and SandboxGID are the unprivileged user and group that
+	// the agent and every stage run as (the images' "sandbox" user).
+	SandboxUID = 10001
+	SandboxGID = 10001
+	// SandboxUser is SandboxUID:SandboxGID, as container runtimes take it.
+	SandboxUser = "10001:10001"
+)
+
+// The agent's environment: what a backend sets when it starts the agent.
+// Every MCR_ variable is the sandbox's and is not passed on to the stages.
+
+// SandboxEnv marks the environment of a sandbox the server created; the
+// agent refuses to run without it, so nobody starts it on a host by mistake
+// (it would kill the user's processes after each stage).
+const SandboxEnv = "MCR_SANDBOX"
+
+// SocketEnv is the agent's environment variable naming a Unix socket the
+// server listens on. The agent connects to it at boot, before anything else
+// runs in the sandbox, and serves requests over it: one hop from the server,
+// where the attached standard streams pass through the daemon and its
+// container shim. If it cannot connect (a daemon in a VM, where a socket
+// does not cross the file sharing), it says so with a Hello frame on
+// standard output and serves there.
+const SocketEnv = "MCR_SOCKET"
+
+// PrestartEnv is the agent's environment variable that carries a Prestart as
+// JSON. Like every MCR_ variable it is not passed on to the stages.
+const PrestartEnv = "MCR_PRESTART"
+
+// WarmEnv is the agent's environment variable that carries a Warm as JSON.
+// Like every MCR_ variable it is not passed on to the stages.
+const WarmEnv = "MCR_WARM"
+
+// LimitsEnv is the agent's environment variable that carries Limits as
+// JSON.
+const LimitsEnv = "MCR_LIMITS"
+
+// Limits are the process limits the agent applies to itself at boot, before
+// anything else runs in the sandbox, so that every process there inherits
+// them whatever the backend (one that cannot set them from outside still
+// gets them). Zero leaves a limit as the sandbox started with it.
+type Limits struct {
+	// NoFile is the most files a process may have open (RLIMIT_NOFILE).
+	NoFile int `json:"nofile,omitempty"`
+	// FileSizeBytes is the largest file a process may write (RLIMIT_FSIZE).
+	FileSizeBytes int64 `json:"fsize_bytes,omitempty"`
+}
