@@ -54,7 +54,11 @@ on a shared machine, compare ratios across runs.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench.Run(cmd.Context(), st.cfg, st.reg, st.backend, o)
+			b, err := st.dockerBackend()
+			if err != nil {
+				return err
+			}
+			return bench.Run(cmd.Context(), st.cfg, st.reg, b, o)
 		},
 	}
 	f := cmd.Flags()

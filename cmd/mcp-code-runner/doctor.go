@@ -75,14 +75,19 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		return
 	}
 	defer st.Close()
-	d.ok("agent binary %s is static and mountable", st.backend.AgentPath())
-	if st.backend.UsesSockets() {
+	db, err := st.dockerBackend()
+	if err != nil {
+		d.fail("use the Docker backend", "sandbox backend: %v", err)
+		return
+	}
+	d.ok("agent binary %s is static and mountable", db.AgentPath())
+	if db.UsesSockets() {
 		d.ok("agents connect to the server over per-sandbox Unix sockets in %s (falling back to the attached streams where a socket cannot reach the sandbox)", os.TempDir())
 	} else {
 		d.ok("agents use the containers' attached streams (the daemon is not local, or the runtime is gVisor)")
 	}
 
-	cli := st.backend.Client()
+	cli := db.Client()
 	if err := st.backend.Check(ctx); err != nil {
 		d.fail("start Docker: `make docker` (installs docker.io and starts dockerd), `systemctl start docker`, or `dockerd &`", "Docker daemon: %v", err)
 		return

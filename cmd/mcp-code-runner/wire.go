@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/metrics"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -21,7 +22,7 @@ import (
 type stack struct {
 	cfg     config.Config
 	reg     *languages.Registry
-	backend *docker.Backend
+	backend sandbox.Backend
 	engine  *engine.Engine
 	log     *slog.Logger
 	// metrics is nil unless the configuration serves them.
@@ -29,6 +30,16 @@ type stack struct {
 }
 
 func (s *stack) Close() { _ = s.backend.Close() }
+
+// dockerBackend returns the backend for the commands that inspect Docker
+// itself (doctor, bench).
+func (s *stack) dockerBackend() (*docker.Backend, error) {
+	b, ok := s.backend.(*docker.Backend)
+	if !ok {
+		return nil, fmt.Errorf("this command needs the Docker sandbox backend, not %T", s.backend)
+	}
+	return b, nil
+}
 
 // agentBinaryName is the standalone agent that `make build` puts beside
 // this binary: it starts in a fraction of the time and memory this binary
@@ -142,7 +153,7 @@ func newStack(g *globalOptions) (*stack, error) {
 		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})
 		sb = st.metrics.Backend(backend)
 	}
-	st.engine = engine.New(cfg, reg, sb, log)
+	st.engine = engine.New(cfg, reg, sb, log, engine.WithRuntimeVersions(images.NewLocalVersions(cli, reg)))
 	if st.metrics != nil {
 		st.engine.SetObserver(st.metrics)
 	}

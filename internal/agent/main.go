@@ -21,6 +21,10 @@ func Main() error {
 	}
 	KillStragglers = os.Getuid() != 0
 	BecomeInit()
+	// Before anything else runs here, so that everything inherits them.
+	if err := ApplyLimits(os.Getenv(wire.LimitsEnv)); err != nil {
+		return err
+	}
 	// Connected before the prestart and warm processes start, so nothing
 	// else in the sandbox can have connected first.
 	var in io.Reader = os.Stdin

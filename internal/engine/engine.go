@@ -20,9 +20,21 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
-// VersionLabelPrefix begins the image label that records a language's
-// runtime version, set when the image is built.
-const VersionLabelPrefix = "io.mcp-code-runner.runtime-version."
+// RuntimeVersions finds the runtime version recorded for a language when
+// its image was built (images.LocalVersions reads it from the local image
+// store).
+type RuntimeVersions interface {
+	RuntimeVersion(ctx context.Context, lang languages.Language) (string, error)
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithRuntimeVersions makes results and the language list report runtime
+// versions from v; without it they report none.
+func WithRuntimeVersions(v RuntimeVersions) Option {
+	return func(e *Engine) { e.versionSource = v }
+}
 
 // deadlineGrace is added to the stage timeouts for the sandbox's own start
 // and stop when the backend bounds its whole life.
@@ -46,16 +58,17 @@ type Engine struct {
 	runs     map[string]RunInfo
 	cancels  map[string]context.CancelFunc
 
-	versionsMu sync.Mutex
-	versions   map[string]string // language -> runtime version
+	versionSource RuntimeVersions // nil: none reported
+	versionsMu    sync.Mutex
+	versions      map[string]string // language -> runtime version
 }
 
 // New returns an engine.
-func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, log *slog.Logger) *Engine {
+func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, log *slog.Logger, opts ...Option) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{
+	e := &Engine{
 		cfg:       cfg,
 		reg:       reg,
 		backend:   backend,
@@ -68,6 +81,10 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		runs:      map[string]RunInfo{},
 		cancels:   map[string]context.CancelFunc{},
 	}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
 // Registry returns the language registry.
@@ -82,8 +99,8 @@ func (e *Engine) Outputs() *OutputStore { return e.outputs }
 // Backend returns the sandbox backend.
 func (e *Engine) Backend() sandbox.Backend { return e.backend }
 
-// RuntimeVersion returns the runtime version of a language as recorded on its
-// image, or "" when the image is missing or unlabelled.
+// RuntimeVersion returns the runtime version of a language as recorded when
+// its image was built, or "" when the image is missing or has none.
 func (e *Engine) RuntimeVersion(ctx context.Context, lang languages.Language) string {
 	e.versionsMu.Lock()
 	v, ok := e.versions[lang.Name]
@@ -91,12 +108,11 @@ func (e *Engine) RuntimeVersion(ctx context.Context, lang languages.Language) st
 	if ok {
 		return v
 	}
-	labels, err := e.backend.ImageLabels(ctx, e.reg.ImageOf(lang).Tag)
-	if err != nil {
+	if e.versionSource == nil {
 		return ""
 	}
-	v = labels[VersionLabelPrefix+lang.Name]
-	if v != "" {
+	v, err := e.versionSource.RuntimeVersion(ctx, lang)
+	if err == nil && v != "" {
 		e.versionsMu.Lock()
 		e.versions[lang.Name] = v
 		e.versionsMu.Unlock()
@@ -515,8 +531,9 @@ func (e *Engine) explain(err error, lang languages.Language) error {
 			"the %s runtime image %s is not built on this host; build it with `mcp-code-runner images build %s` (or `make images`), then retry",
 			lang.Name, e.reg.ImageOf(lang).Tag, lang.Name)}
 	case errors.Is(err, sandbox.ErrUnavailable):
+		// The backend's error says what to do about it.
 		return &Error{Code: CodeUnavailable, Err: err, Message: fmt.Sprintf(
-			"cannot reach the Docker daemon (%v); start it (`make docker`, `systemctl start docker` or `dockerd &`) and run `mcp-code-runner doctor`", err)}
+			"the sandbox backend cannot be reached: %v; then run `mcp-code-runner doctor`", err)}
 	default:
 		return &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("the sandbox failed: %v; run `mcp-code-runner doctor` to check the setup", err)}
 	}

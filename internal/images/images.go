@@ -534,3 +534,30 @@ func RuntimeVersions(ctx context.Context, cli *client.Client, reg *languages.Reg
 	}
 	return out
 }
+
+// LocalVersions reads the runtime versions that Build records in the labels
+// of the images in the local Docker image store.
+type LocalVersions struct {
+	cli *client.Client
+	reg *languages.Registry
+}
+
+// NewLocalVersions returns the versions recorded on the images of reg that
+// cli's daemon holds.
+func NewLocalVersions(cli *client.Client, reg *languages.Registry) *LocalVersions {
+	return &LocalVersions{cli: cli, reg: reg}
+}
+
+// RuntimeVersion returns the version recorded for l when its image was
+// built; "" when the image has none.
+func (v *LocalVersions) RuntimeVersion(ctx context.Context, l languages.Language) (string, error) {
+	tag := v.reg.ImageOf(l).Tag
+	res, err := v.cli.ImageInspect(ctx, tag)
+	if err != nil {
+		return "", fmt.Errorf("inspecting image %s: %w", tag, err)
+	}
+	if res.Config == nil {
+		return "", nil
+	}
+	return res.Config.Labels[LabelRuntimeVersionPrefix+l.Name], nil
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -54,7 +55,8 @@ func offlineEngine(t *testing.T) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engine.New(config.Default(), languages.Builtin(), b, nil)
+	reg := languages.Builtin()
+	return engine.New(config.Default(), reg, b, nil, engine.WithRuntimeVersions(images.NewLocalVersions(cli, reg)))
 }
 
 // TestToolSchemasSnapshot pins each tool's name, annotations and schemas:

@@ -6,21 +6,54 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
 
-// Resources are the hard limits of one sandbox.
+// Resources are the hard limits of one sandbox. The backend enforces the
+// sandbox's own (memory, CPUs, processes, the sizes of the workspace and
+// /tmp); the agent applies the per-process ones to itself at boot
+// (wire.Limits, from AgentEnv), so every backend gets them.
 type Resources struct {
 	MemoryMB    int
 	CPUs        float64
 	PidsLimit   int
 	WorkspaceMB int
 	TmpMB       int
-	NoFile      int
-	FileSizeMB  int
+	// NoFile is the most files a process may have open; the agent applies it.
+	NoFile int
+	// FileSizeMB is the largest file a process may write; the agent
+	// applies it.
+	FileSizeMB int
+}
+
+// AgentLimits are the per-process limits of r that the agent applies.
+func (r Resources) AgentLimits() wire.Limits {
+	return wire.Limits{NoFile: r.NoFile, FileSizeBytes: int64(r.FileSizeMB) << 20}
+}
+
+// AgentEnv is the environment every backend starts a sandbox's agent with:
+// the mark of a sandbox, a home and a path, the limits it applies itself,
+// and what it starts before the job (warm sandboxes only).
+func AgentEnv(t Template) []string {
+	env := []string{wire.SandboxEnv + "=1", "HOME=/tmp", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		jsonEnv(wire.LimitsEnv, t.Resources.AgentLimits())}
+	if t.Prestart != nil {
+		env = append(env, jsonEnv(wire.PrestartEnv, t.Prestart))
+	}
+	if t.Warm != nil {
+		env = append(env, jsonEnv(wire.WarmEnv, t.Warm))
+	}
+	return env
+}
+
+// jsonEnv is the environment entry name=JSON of v.
+func jsonEnv(name string, v any) string {
+	spec, _ := json.Marshal(v) // plain structs of strings and numbers: cannot fail
+	return name + "=" + string(spec)
 }
 
 // Template is what a sandbox is made from, before it has a job: the image
@@ -58,7 +91,7 @@ type Job struct {
 // makes its sandboxes with agentconn.New from a byte stream to the agent,
 // so every sandbox can serve a session (Call) as well as one job (Exec).
 type Sandbox interface {
-	// ID names the sandbox (the container ID).
+	// ID names the sandbox (its container, pod or VM).
 	ID() string
 	// Exec sends job to the agent and returns what it produced. A sandbox
 	// runs exactly one job this way; a second Exec fails (ErrUsed). Output
@@ -119,7 +152,9 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// Backend makes sandboxes.
+// Backend makes sandboxes. A backend starts the agent in each sandbox and
+// gives agentconn a byte stream to it; its errors wrap ErrImageMissing or
+// ErrUnavailable where they apply and say what to do.
 type Backend interface {
 	// Create starts a new sandbox from t, hardened, its agent waiting for a
 	// job. The caller must Close it.
@@ -128,11 +163,11 @@ type Backend interface {
 	Check(ctx context.Context) error
 	// CheckImage reports whether image is present, with what to do if not.
 	CheckImage(ctx context.Context, image string) error
-	// ImageLabels returns the labels of a runtime image (runtime versions are
-	// recorded there when the image is built).
-	ImageLabels(ctx context.Context, image string) (map[string]string, error)
 	// Sweep removes sandboxes that a dead server left behind.
 	Sweep(ctx context.Context) (removed int, err error)
+	// RemoveOwn removes every sandbox this server made; it is for shutdown,
+	// after the runs in flight have ended.
+	RemoveOwn(ctx context.Context) (removed int, err error)
 	// Close releases the backend's resources.
 	Close() error
 }
@@ -140,7 +175,8 @@ type Backend interface {
 // ErrImageMissing wraps errors about a runtime image that is not present.
 var ErrImageMissing = errors.New("runtime image missing")
 
-// ErrUnavailable wraps errors about a backend that cannot be reached.
+// ErrUnavailable wraps errors about a backend that cannot be reached; the
+// backend's message says how to make it reachable.
 var ErrUnavailable = errors.New("sandbox backend unavailable")
 
 // ErrUsed is returned by Exec on a sandbox that already ran a job.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
@@ -150,7 +151,8 @@ func Engine(t testing.TB, cfg *config.Config) (*engine.Engine, *docker.Backend) 
 		c = *cfg
 	}
 	b := Backend(t)
-	return engine.New(c, languages.Builtin(), b, nil), b
+	reg := languages.Builtin()
+	return engine.New(c, reg, b, nil, engine.WithRuntimeVersions(images.NewLocalVersions(b.Client(), reg))), b
 }
 
 // NoLeftovers fails the test if any container of this process remains.

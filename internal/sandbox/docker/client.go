@@ -23,13 +23,16 @@ func NewClient(host string) (*client.Client, error) {
 	return cli, nil
 }
 
+// startDaemonHint says what to do about a daemon that does not answer.
+const startDaemonHint = "start the Docker daemon (`make docker`, `systemctl start docker` or `dockerd &`) and check that this user may use its socket"
+
 // Ping checks that the daemon answers within a few seconds and returns a
 // message that says what to do when it does not.
 func Ping(ctx context.Context, cli *client.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return fmt.Errorf("the Docker daemon at %s is not reachable (%v): start it (`dockerd &`, `systemctl start docker`, or `make docker`) and check that this user may use its socket", cli.DaemonHost(), err)
+		return fmt.Errorf("the Docker daemon at %s is not reachable (%v): %s", cli.DaemonHost(), err, startDaemonHint)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ package docker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -132,7 +131,7 @@ func (b *Backend) Close() error {
 // Check pings the daemon.
 func (b *Backend) Check(ctx context.Context) error {
 	if err := Ping(ctx, b.cli); err != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err) // Ping says what to do
 	}
 	return nil
 }
@@ -146,22 +145,10 @@ func (b *Backend) CheckImage(ctx context.Context, image string) error {
 	case cerrdefs.IsNotFound(err):
 		return fmt.Errorf("%w: image %s is not present", sandbox.ErrImageMissing, image)
 	case client.IsErrConnectionFailed(err):
-		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		return b.unavailable("inspecting image "+image, err)
 	default:
 		return fmt.Errorf("inspecting image %s: %w", image, err)
 	}
-}
-
-// ImageLabels returns the labels of image.
-func (b *Backend) ImageLabels(ctx context.Context, image string) (map[string]string, error) {
-	ins, err := b.cli.ImageInspect(ctx, image)
-	if err != nil {
-		return nil, b.classify(err, image, "inspecting image")
-	}
-	if ins.Config == nil {
-		return map[string]string{}, nil
-	}
-	return ins.Config.Labels, nil
 }
 
 // ContainerConfig returns the hardened configuration of a sandbox for spec.
@@ -186,7 +173,7 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		Entrypoint:      []string{},
 		User:            wire.SandboxUser,
 		WorkingDir:      wire.WorkspacePath,
-		Env:             []string{wire.SandboxEnv + "=1", "HOME=/tmp", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		Env:             sandbox.AgentEnv(t),
 		OpenStdin:       true,
 		StdinOnce:       true,
 		AttachStdin:     true,
@@ -226,6 +213,8 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			MemorySwap: memory,
 			NanoCPUs:   int64(r.CPUs * 1e9),
 			PidsLimit:  &pids,
+			// The agent applies nofile and fsize itself (wire.Limits); set
+			// here too, they bind it from its first instruction.
 			Ulimits: []*container.Ulimit{
 				{Name: "nofile", Soft: int64(r.NoFile), Hard: int64(r.NoFile)},
 				{Name: "fsize", Soft: int64(r.FileSizeMB) << 20, Hard: int64(r.FileSizeMB) << 20},
@@ -233,20 +222,7 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			},
 		},
 	}
-	// What the agent starts before the job (warm sandboxes only).
-	if t.Prestart != nil {
-		cfg.Env = append(cfg.Env, jsonEnv(wire.PrestartEnv, t.Prestart))
-	}
-	if t.Warm != nil {
-		cfg.Env = append(cfg.Env, jsonEnv(wire.WarmEnv, t.Warm))
-	}
 	return cfg, host
-}
-
-// jsonEnv is the environment entry name=JSON of v.
-func jsonEnv(name string, v any) string {
-	spec, _ := json.Marshal(v) // plain structs of strings: cannot fail
-	return name + "=" + string(spec)
 }
 
 // Create makes, attaches and starts a container from t; its agent then
@@ -424,12 +400,18 @@ func (b *Backend) remove(id string) {
 	// The periodic sweep removes it once its expiry passes.
 }
 
+// unavailable is the ErrUnavailable of a daemon that could not be reached
+// while doing what, with what to do about it.
+func (b *Backend) unavailable(what string, err error) error {
+	return fmt.Errorf("%w: %s: %v; %s", sandbox.ErrUnavailable, what, err, startDaemonHint)
+}
+
 func (b *Backend) classify(err error, image, what string) error {
 	switch {
 	case cerrdefs.IsNotFound(err):
 		return fmt.Errorf("%w: image %s is not present (%v)", sandbox.ErrImageMissing, image, err)
 	case client.IsErrConnectionFailed(err):
-		return fmt.Errorf("%w: %s: %v", sandbox.ErrUnavailable, what, err)
+		return b.unavailable(what, err)
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}
