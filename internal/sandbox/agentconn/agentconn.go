@@ -190,7 +190,9 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 	}
 	sent := time.Now()
 	if len(payload) > inlineRequestBytes {
-		go send() // the agent may answer before it has read it all
+		// The agent may answer before it has read it all; a failure to
+		// send shows as an incomplete answer.
+		go func() { _ = send() }()
 	} else if err := send(); err != nil && !session {
 		// The agent's end is closed (EPIPE): it died before the job
 		// reached it, so nothing ran and another sandbox can take the job.

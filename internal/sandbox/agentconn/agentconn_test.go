@@ -214,7 +214,7 @@ func TestAnAgentThatEndedBeforeItsJobIsDead(t *testing.T) {
 	t.Run("its end of the stream closed", func(t *testing.T) {
 		closed := make(chan struct{})
 		release := make(chan struct{})
-		sb, _ := start(t, func(in io.Reader, out io.Writer) error {
+		sb, _ := start(t, func(in io.Reader, _ io.Writer) error {
 			in.(*os.File).Close()
 			close(closed)
 			<-release
