@@ -41,6 +41,7 @@ func TestContainerConfigIsHardened(t *testing.T) {
 		{"pids limit", host.PidsLimit != nil && *host.PidsLimit == 64},
 		{"memory = memory+swap", host.Memory == 256<<20 && host.MemorySwap == host.Memory},
 		{"cpu quota", host.NanoCPUs == 1_500_000_000},
+		{"the agent's own limits", slices.Contains(cfg.Env, wire.LimitsEnv+`={"nofile":512,"fsize_bytes":8388608}`)},
 		{"ulimits", len(host.Ulimits) == 3 && host.Ulimits[0].Hard == 512 && host.Ulimits[1].Hard == 8<<20 && host.Ulimits[2].Hard == 0},
 		{"agent is the init", host.Init != nil && !*host.Init && cfg.Cmd[0] == docker.AgentPath},
 		{"log driver none", host.LogConfig.Type == "none"},
