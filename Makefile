@@ -70,8 +70,8 @@ test-conformance: build
 FUZZTIME ?= 30s
 fuzz:
 	go test -run XXX -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./internal/engine
-	go test -run XXX -fuzz FuzzReadFrame -fuzztime $(FUZZTIME) ./internal/agent
-	go test -run XXX -fuzz FuzzValidPath -fuzztime $(FUZZTIME) ./internal/agent
+	go test -run XXX -fuzz FuzzReadFrame -fuzztime $(FUZZTIME) ./internal/agent/wire
+	go test -run XXX -fuzz FuzzValidPath -fuzztime $(FUZZTIME) ./internal/agent/wire
 
 lint:
 	gofmt -l . | (! grep .) || (echo "run gofmt -w on the files above"; exit 1)
