@@ -533,7 +533,7 @@ func (e *Engine) explain(err error, lang languages.Language) error {
 	case errors.Is(err, sandbox.ErrUnavailable):
 		// The backend's error says what to do about it.
 		return &Error{Code: CodeUnavailable, Err: err, Message: fmt.Sprintf(
-			"the sandbox backend cannot be reached: %v; then run `mcp-code-runner doctor`", err)}
+			"%v; then run `mcp-code-runner doctor`", err)}
 	default:
 		return &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("the sandbox failed: %v; run `mcp-code-runner doctor` to check the setup", err)}
 	}
