@@ -518,17 +518,9 @@ func Status(ctx context.Context, cli *client.Client, reg *languages.Registry) ([
 // cannot be inspected are left out.
 func RuntimeVersions(ctx context.Context, cli *client.Client, reg *languages.Registry) map[string]string {
 	out := map[string]string{}
-	labels := map[string]map[string]string{}
+	recorded := NewLocalVersions(cli, reg)
 	for _, l := range reg.Languages() {
-		img := reg.ImageOf(l)
-		lb, seen := labels[img.Tag]
-		if !seen {
-			if res, err := cli.ImageInspect(ctx, img.Tag); err == nil && res.Config != nil {
-				lb = res.Config.Labels
-			}
-			labels[img.Tag] = lb
-		}
-		if v := lb[LabelRuntimeVersionPrefix+l.Name]; v != "" {
+		if v, err := recorded.RuntimeVersion(ctx, l); err == nil && v != "" {
 			out[l.Name] = v
 		}
 	}
