@@ -42,9 +42,10 @@ type Stream struct {
 // and the signals only the outside of the sandbox can give.
 type Link interface {
 	// Stream returns the stream to the agent, waiting while the agent is
-	// still choosing it (booting). It is called once per sandbox, by its
-	// first job; an error returned while Ended is closed reads as
-	// sandbox.ErrDead.
+	// still choosing it (booting). The sandbox's first job calls it, and
+	// the stream it returns then serves every later job; after an error
+	// the next job calls it again. An error returned while Ended is closed
+	// reads as sandbox.ErrDead.
 	Stream(ctx context.Context) (Stream, error)
 	// Kill stops the sandbox from outside (its deadline passed, or the
 	// caller went away) and ends the stream, so that a blocked read
