@@ -108,6 +108,9 @@ type Config struct {
 	Metrics Metrics `json:"metrics"`
 	// Audit holds where the audit log goes.
 	Audit Audit `json:"audit"`
+	// Quotas bound what each principal (token, OAuth subject) may hold at
+	// once, within the server-wide limits above.
+	Quotas Quotas `json:"quotas"`
 }
 
 // Metrics configures the Prometheus endpoint. It is off unless Addr is set
@@ -134,6 +137,29 @@ type Audit struct {
 	// Path is the file the lines are appended to, "-" for standard output
 	// (HTTP serving only), or "" for no audit log.
 	Path string `json:"path"`
+}
+
+// Quotas bound each principal's share of the server, so that one client
+// cannot starve the others. 0 means no quota of that kind: the server-wide
+// limit alone applies.
+type Quotas struct {
+	// ConcurrentRuns caps one principal's runs in flight (run_code,
+	// executions, session runs); the server-wide cap is max_concurrent_runs.
+	ConcurrentRuns int `json:"concurrent_runs"`
+	// Sessions caps one principal's live sessions; the server-wide cap is
+	// sessions.max_sessions.
+	Sessions int `json:"sessions"`
+	// ExecutionsKept caps one principal's executions, running or kept after
+	// the end; its oldest ended ones are forgotten first. The server-wide
+	// cap is executions.max_kept.
+	ExecutionsKept int `json:"executions_kept"`
+	// OutputStoreMB caps one principal's kept full outputs; its oldest go
+	// first, never another principal's. The server-wide cap is
+	// output_store_mb.
+	OutputStoreMB int `json:"output_store_mb"`
+	// ArtifactStoreMB caps one principal's kept artifacts, likewise; the
+	// server-wide cap is artifacts.store_mb.
+	ArtifactStoreMB int `json:"artifact_store_mb"`
 }
 
 // Sessions configures stateful sessions: long-lived sandboxes whose files
@@ -221,9 +247,14 @@ type HTTP struct {
 	AllowedHosts []string `json:"allowed_hosts"`
 	// MaxBodyBytes caps a request body.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
-	// AuthTokens are bearer tokens accepted on every request; a listener on
-	// a non-loopback address requires at least one (or OAuth).
+	// AuthTokens are bearer tokens accepted on every request, each
+	// "NAME=TOKEN" (NAME owns the work made with it) or a bare TOKEN (named
+	// token-<first 8 hex digits of its SHA-256>); a listener on a
+	// non-loopback address requires at least one (or OAuth).
 	AuthTokens []string `json:"auth_tokens"`
+	// Operators names the tokens (by NAME) with the operator role: they may
+	// list and cancel every principal's sessions and executions.
+	Operators []string `json:"operators"`
 	// RatePerMinute limits requests per client (token or address).
 	RatePerMinute int `json:"rate_per_minute"`
 	// PublicURL is the server's /mcp URL as clients reach it: the OAuth
@@ -239,6 +270,9 @@ type HTTP struct {
 	OAuthClientSecret string `json:"oauth_client_secret"`
 	// OAuthScopes are required of every token.
 	OAuthScopes []string `json:"oauth_scopes"`
+	// OAuthOperatorScope, when set, gives the operator role to OAuth tokens
+	// that carry this scope.
+	OAuthOperatorScope string `json:"oauth_operator_scope"`
 }
 
 // Default returns the built-in configuration.
@@ -465,6 +499,12 @@ func (c Config) Validate() error {
 	}
 	if c.Metrics.MaxPrincipals <= 0 {
 		errs = append(errs, errors.New("metrics.max_principals must be positive"))
+	}
+	if q := c.Quotas; q.ConcurrentRuns < 0 || q.Sessions < 0 || q.ExecutionsKept < 0 || q.OutputStoreMB < 0 || q.ArtifactStoreMB < 0 {
+		errs = append(errs, errors.New("quotas settings must be 0 (no quota) or more"))
+	}
+	if _, err := c.HTTP.tokens(false); err != nil {
+		errs = append(errs, err)
 	}
 	if c.HTTP.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("http.max_body_bytes must be positive"))

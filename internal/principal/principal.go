@@ -25,9 +25,14 @@ const LocalName = "local"
 // Local is the principal of stdio and of an unauthenticated loopback listener.
 func Local() Principal { return Principal{Name: LocalName} }
 
-// Owns reports whether p may see and use something owned by owner: its
-// own work, or anything for an operator.
+// Owns reports whether p may manage something owned by owner: list it,
+// cancel it, close it. That is its own work, or anything for an operator.
 func (p Principal) Owns(owner string) bool { return p.Operator || p.Name == owner }
+
+// Uses reports whether p may use something owned by owner: run code in it,
+// read or write its files, read its output. Only the owner may, operators
+// included: managing the server does not need anyone's data.
+func (p Principal) Uses(owner string) bool { return p.Name == owner }
 
 type contextKey struct{}
 
