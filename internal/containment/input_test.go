@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
 
 // TestHugeCodeIsRejected sends 100 MB of code: validation rejects it (over
@@ -88,7 +89,7 @@ sys.stderr.write(hashlib.sha256(data).hexdigest())`
 		if !utf8.ValidString(r.Stdout) {
 			t.Logf("note: inline stdout carries invalid UTF-8 (JSON encoding replaces it)")
 		}
-		full, ok := h.e.Outputs().Get(r.StdoutURI)
+		full, ok := h.e.Outputs().Get(r.StdoutURI, principal.LocalName)
 		sum := sha256.Sum256(full)
 		if !ok || len(full) != 200000 || hex.EncodeToString(sum[:]) != strings.TrimSpace(r.Stderr) {
 			t.Errorf("kept output (%d bytes, found %v) does not match what the program wrote", len(full), ok)

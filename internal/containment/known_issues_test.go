@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -129,7 +130,7 @@ echo DONE`
 		if r.Status != engine.StatusOK || !strings.HasPrefix(r.Stdout, "READY\nAAAA") {
 			t.Errorf("want the run to end normally with the forged output kept up to the limit, got status %s stdout %q", r.Status, tail(r.Stdout, 100))
 		}
-		full, ok := h.e.Outputs().Get(r.StdoutURI)
+		full, ok := h.e.Outputs().Get(r.StdoutURI, principal.LocalName)
 		if !ok || len(full) != h.cfg.Limits.MaxOutputBytes {
 			t.Errorf("kept stdout: %d bytes (found %v); want exactly max_output_bytes (%d): the forged frames reached the server and were cut there",
 				len(full), ok, h.cfg.Limits.MaxOutputBytes)
@@ -143,7 +144,7 @@ echo DONE`
 // (the output store keeps results for an hour).
 func checkKeptOutput(t *testing.T, h *harness, r *engine.Result, w *heapWatch) {
 	t.Helper()
-	if full, ok := h.e.Outputs().Get(r.StdoutURI); ok && len(full) > h.cfg.Limits.MaxOutputBytes {
+	if full, ok := h.e.Outputs().Get(r.StdoutURI, principal.LocalName); ok && len(full) > h.cfg.Limits.MaxOutputBytes {
 		t.Errorf("the server kept %d bytes of stdout, over max_output_bytes (%d)", len(full), h.cfg.Limits.MaxOutputBytes)
 	}
 	runtime.GC()

@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 	"golang.org/x/sys/unix"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
@@ -322,7 +323,7 @@ while True:
 			if f.stderr && (!r.StderrTruncated || r.StderrBytes < 100<<20) {
 				t.Errorf("want stderr truncated after 100+ MiB, got truncated=%v bytes=%d", r.StderrTruncated, r.StderrBytes)
 			}
-			full, ok := h.e.Outputs().Get(r.StdoutURI)
+			full, ok := h.e.Outputs().Get(r.StdoutURI, principal.LocalName)
 			if !ok || len(full) != h.cfg.Limits.MaxOutputBytes {
 				t.Errorf("kept stdout: %d bytes (found %v), want max_output_bytes = %d", len(full), ok, h.cfg.Limits.MaxOutputBytes)
 			}

@@ -60,7 +60,7 @@ func IsImage(mimeType string) bool {
 func ArtifactURI(runID, p string) string { return ArtifactURIPrefix + runID + "/" + p }
 
 // keepArtifacts stores the agent's files and describes them.
-func (e *Engine) keepArtifacts(runID string, files []wire.Artifact) []Artifact {
+func (e *Engine) keepArtifacts(runID, owner string, files []wire.Artifact) []Artifact {
 	if len(files) == 0 {
 		return nil
 	}
@@ -72,7 +72,7 @@ func (e *Engine) keepArtifacts(runID string, files []wire.Artifact) []Artifact {
 			a.SHA256 = hex.EncodeToString(sum[:])
 			a.MIMEType = MIMEType(f.Path, f.Data)
 			a.URI = ArtifactURI(runID, f.Path)
-			e.artifacts.Put(a.URI, f.Data)
+			e.artifacts.Put(a.URI, owner, f.Data)
 		} else {
 			a.MIMEType = MIMEType(f.Path, nil)
 		}

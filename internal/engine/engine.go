@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -58,6 +59,9 @@ type Engine struct {
 	runs     map[string]RunInfo
 	cancels  map[string]context.CancelFunc
 
+	quotaMu sync.Mutex
+	running map[string]int // principal name -> run slots held
+
 	versionSource RuntimeVersions // nil: none reported
 	versionsMu    sync.Mutex
 	versions      map[string]string // language -> runtime version
@@ -72,8 +76,9 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		cfg:       cfg,
 		reg:       reg,
 		backend:   backend,
-		outputs:   NewOutputStore(cfg.OutputStoreMB<<20, cfg.OutputRetention()),
-		artifacts: NewOutputStore(cfg.Artifacts.StoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second),
+		outputs:   NewOutputStore(cfg.OutputStoreMB<<20, cfg.Quotas.OutputStoreMB<<20, cfg.OutputRetention()),
+		artifacts: NewOutputStore(cfg.Artifacts.StoreMB<<20, cfg.Quotas.ArtifactStoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second),
+		running:   map[string]int{},
 		slots:     make(chan struct{}, cfg.MaxConcurrentRuns),
 		log:       log,
 		obs:       nopObserver{},
@@ -189,6 +194,7 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 		return nil, err
 	}
 	lim := e.cfg.Limits
+	owner := principal.FromContext(ctx).Name
 	lang := v.lang
 	stats.Language = lang.Name
 
@@ -206,7 +212,7 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	ctx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	e.runsMu.Lock()
-	e.runs[runID] = RunInfo{RunID: runID, Language: lang.Name, Started: start}
+	e.runs[runID] = RunInfo{RunID: runID, Language: lang.Name, Owner: owner, Started: start}
 	e.cancels[runID] = cancelRun
 	e.runsMu.Unlock()
 	defer func() {
@@ -294,9 +300,9 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	if err != nil {
 		return nil, e.explain(err, lang)
 	}
-	out := e.shape(runID, lang, sres, ctx.Err() != nil)
+	out := e.shape(runID, owner, lang, sres, ctx.Err() != nil)
 	out.SandboxID = sandboxID
-	out.Artifacts = e.keepArtifacts(runID, sres.Artifacts)
+	out.Artifacts = e.keepArtifacts(runID, owner, sres.Artifacts)
 	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
 	out.TotalMs = time.Since(start).Milliseconds()
 	if session != nil && !useKernel && lang.Kernel != nil {
@@ -345,7 +351,9 @@ func (e *Engine) NewSession(ctx context.Context, lang languages.Language, life t
 type RunInfo struct {
 	RunID    string
 	Language string
-	Started  time.Time
+	// Owner is the name of the principal whose run it is.
+	Owner   string
+	Started time.Time
 }
 
 // Inflight lists the runs in flight.
@@ -499,26 +507,60 @@ func (e *Engine) validate(req Request, long bool) (*validated, error) {
 }
 
 // Reserve takes a run slot, waiting at most the queue timeout, for a run
-// that starts later (RunOptions.Release).
+// that starts later (RunOptions.Release). The slot counts against the
+// quota of ctx's principal.
 func (e *Engine) Reserve(ctx context.Context) (func(), error) { return e.acquire(ctx) }
 
-// acquire takes a run slot, waiting at most the queue timeout.
+// acquire takes a run slot for ctx's principal, waiting at most the queue
+// timeout. A principal at its quota of concurrent runs is answered at once:
+// its runs do not queue in front of everyone else's.
 func (e *Engine) acquire(ctx context.Context) (func(), error) {
+	owner := principal.FromContext(ctx).Name
+	unquota, err := e.takeQuota(owner)
+	if err != nil {
+		return nil, err
+	}
+	release := func() { <-e.slots; unquota() }
 	select {
 	case e.slots <- struct{}{}:
-		return func() { <-e.slots }, nil
+		return release, nil
 	default:
 	}
 	t := time.NewTimer(e.cfg.QueueTimeout())
 	defer t.Stop()
 	select {
 	case e.slots <- struct{}{}:
-		return func() { <-e.slots }, nil
+		return release, nil
 	case <-t.C:
+		unquota()
 		return nil, &Error{Code: CodeBusy, Message: fmt.Sprintf("the server is busy: all %d run slots stayed taken for %s; retry shortly", cap(e.slots), e.cfg.QueueTimeout())}
 	case <-ctx.Done():
+		unquota()
 		return nil, &Error{Code: CodeBusy, Message: "the request ended while waiting for a free run slot", Err: ctx.Err()}
 	}
+}
+
+// takeQuota counts one more run in flight for owner, or answers that owner
+// is at its quota (quotas.concurrent_runs).
+func (e *Engine) takeQuota(owner string) (func(), error) {
+	q := e.cfg.Quotas.ConcurrentRuns
+	if q <= 0 {
+		return func() {}, nil
+	}
+	e.quotaMu.Lock()
+	defer e.quotaMu.Unlock()
+	if n := e.running[owner]; n >= q {
+		return nil, &Error{Code: CodeQuota, Message: fmt.Sprintf(
+			"over quota: %q already has %d runs in flight, its quota of concurrent runs; wait for one to end (or cancel_execution one) and retry, or ask the operator to raise quotas.concurrent_runs", owner, n)}
+	}
+	e.running[owner]++
+	return sync.OnceFunc(func() {
+		e.quotaMu.Lock()
+		defer e.quotaMu.Unlock()
+		if e.running[owner]--; e.running[owner] <= 0 {
+			delete(e.running, owner)
+		}
+	}), nil
 }
 
 // explain turns a backend error into an Error that says what to do.
@@ -540,7 +582,7 @@ func (e *Engine) explain(err error, lang languages.Language) error {
 }
 
 // shape turns the sandbox result into the tool result.
-func (e *Engine) shape(runID string, lang languages.Language, sres *sandbox.Result, cancelled bool) *Result {
+func (e *Engine) shape(runID, owner string, lang languages.Language, sres *sandbox.Result, cancelled bool) *Result {
 	out := &Result{RunID: runID, Language: lang.Name}
 	stageByName := map[string]*sandbox.StageOutput{}
 	for i := range sres.Stages {
@@ -548,13 +590,13 @@ func (e *Engine) shape(runID string, lang languages.Language, sres *sandbox.Resu
 	}
 	if lang.Compiled() {
 		if c := stageByName["compile"]; c != nil {
-			st := e.stage(runID, "compile", c)
+			st := e.stage(runID, owner, "compile", c)
 			out.Compile = &st
 		}
 	}
 	run := stageByName["run"]
 	if run != nil {
-		out.Stage = e.stage(runID, "run", run)
+		out.Stage = e.stage(runID, owner, "run", run)
 		out.Value = run.Value
 		out.KernelRestarted = run.KernelRestarted
 		if run.Cancelled && !sres.Killed {
@@ -626,7 +668,7 @@ func (e *Engine) shape(runID string, lang languages.Language, sres *sandbox.Resu
 }
 
 // stage shapes one stage, capping inline output and keeping the full output.
-func (e *Engine) stage(runID, name string, s *sandbox.StageOutput) Stage {
+func (e *Engine) stage(runID, owner, name string, s *sandbox.StageOutput) Stage {
 	lim := e.cfg.Limits.InlineOutputBytes
 	st := Stage{
 		ExitCode: s.ExitCode, Signal: s.Signal, TimedOut: s.TimedOut, OOMKilled: s.OOMKilled,
@@ -637,11 +679,11 @@ func (e *Engine) stage(runID, name string, s *sandbox.StageOutput) Stage {
 	st.Stderr, st.StderrTruncated = clip(s.Stderr, lim, s.StderrBytes)
 	if st.StdoutTruncated {
 		st.StdoutURI = OutputURI(runID, name, "stdout")
-		e.outputs.Put(st.StdoutURI, s.Stdout)
+		e.outputs.Put(st.StdoutURI, owner, s.Stdout)
 	}
 	if st.StderrTruncated {
 		st.StderrURI = OutputURI(runID, name, "stderr")
-		e.outputs.Put(st.StderrURI, s.Stderr)
+		e.outputs.Put(st.StderrURI, owner, s.Stderr)
 	}
 	if s.Error != "" && st.Stderr == "" {
 		st.Stderr = s.Error

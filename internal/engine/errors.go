@@ -7,8 +7,10 @@ import (
 
 // Error codes of an engine Error.
 const (
-	CodeInvalid      = "invalid_argument"
-	CodeBusy         = "busy"
+	CodeInvalid = "invalid_argument"
+	CodeBusy    = "busy"
+	// CodeQuota: the principal is at one of its quotas (config quotas.*).
+	CodeQuota        = "quota"
 	CodeImageMissing = "image_missing"
 	CodeUnavailable  = "unavailable"
 	CodeInternal     = "internal"

@@ -7,26 +7,64 @@ import (
 
 func TestOutputStoreEvictsOldestAndExpired(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := NewOutputStore(10, time.Minute)
+	s := NewOutputStore(10, 0, time.Minute)
 	s.now = func() time.Time { return now }
-	s.Put("a", []byte("aaaa"))
-	s.Put("b", []byte("bbbb"))
-	s.Put("c", []byte("cccc")) // 12 bytes > 10: a goes
-	if _, ok := s.Get("a"); ok {
+	s.Put("a", "alice", []byte("aaaa"))
+	s.Put("b", "alice", []byte("bbbb"))
+	s.Put("c", "alice", []byte("cccc")) // 12 bytes > 10: a goes
+	if _, ok := s.Get("a", "alice"); ok {
 		t.Error("oldest output kept past the size cap")
 	}
-	if got, ok := s.Get("c"); !ok || string(got) != "cccc" {
+	if got, ok := s.Get("c", "alice"); !ok || string(got) != "cccc" {
 		t.Errorf("c = %q, %v", got, ok)
 	}
 	now = now.Add(2 * time.Minute)
-	if _, ok := s.Get("b"); ok {
+	if _, ok := s.Get("b", "alice"); ok {
 		t.Error("output kept past its retention")
 	}
-	if n := len(s.List()); n != 0 {
+	if n := len(s.List("alice")); n != 0 {
 		t.Errorf("%d outputs left after expiry", n)
 	}
-	s.Put("big", make([]byte, 50)) // bigger than the store: kept cut to size
-	if got, _ := s.Get("big"); len(got) != 10 {
+	s.Put("big", "alice", make([]byte, 50)) // bigger than the store: kept cut to size
+	if got, _ := s.Get("big", "alice"); len(got) != 10 {
 		t.Errorf("big output kept at %d bytes", len(got))
+	}
+}
+
+func TestOutputStoreAnswersOnlyTheOwner(t *testing.T) {
+	s := NewOutputStore(100, 0, time.Minute)
+	s.Put("mcr://runs/1/stdout", "alice", []byte("alice's output"))
+	if _, ok := s.Get("mcr://runs/1/stdout", "bob"); ok {
+		t.Error("bob reads alice's output")
+	}
+	if got := s.List("bob"); len(got) != 0 {
+		t.Errorf("bob lists %v", got)
+	}
+	if got, ok := s.Get("mcr://runs/1/stdout", "alice"); !ok || string(got) != "alice's output" {
+		t.Errorf("alice reads %q, %v", got, ok)
+	}
+}
+
+func TestOutputStoreOwnerQuotaPushesOutOnlyTheOwnersOldest(t *testing.T) {
+	s := NewOutputStore(100, 10, time.Minute)
+	s.Put("bob-1", "bob", []byte("bbbb"))
+	s.Put("alice-1", "alice", []byte("aaaa"))
+	s.Put("alice-2", "alice", []byte("aaaa"))
+	s.Put("alice-3", "alice", []byte("aaaa")) // 12 > 10: alice-1 goes
+	if _, ok := s.Get("alice-1", "alice"); ok {
+		t.Error("alice's oldest output kept past her quota")
+	}
+	if _, ok := s.Get("bob-1", "bob"); !ok {
+		t.Error("alice's quota pushed out bob's output")
+	}
+	if got := s.Bytes("alice"); got != 8 {
+		t.Errorf("alice holds %d bytes, want 8", got)
+	}
+	s.Put("alice-big", "alice", make([]byte, 50)) // over the quota alone: cut to it
+	if got, _ := s.Get("alice-big", "alice"); len(got) != 10 {
+		t.Errorf("an output over the quota kept at %d bytes, want 10", len(got))
+	}
+	if _, ok := s.Get("bob-1", "bob"); !ok {
+		t.Error("alice's big output pushed out bob's")
 	}
 }
