@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -46,11 +47,13 @@ type Snapshot struct {
 	StderrTruncated bool           `json:"stderr_truncated" jsonschema:"more stderr follows the inline part"`
 	Result          *engine.Result `json:"result,omitempty" jsonschema:"the run's full result once finished or cancelled"`
 	Error           string         `json:"error,omitempty" jsonschema:"why the execution failed to run, when status is failed"`
+	Owner           string         `json:"owner,omitempty" jsonschema:"the principal (token name or OAuth subject) whose execution it is; shown to operators only"`
 }
 
 // Execution is one run in the background.
 type Execution struct {
 	id       string
+	owner    string // principal name
 	language string
 	started  time.Time
 	cancel   context.CancelFunc
@@ -101,9 +104,13 @@ func invalid(format string, args ...any) error {
 }
 
 // Start validates req, takes a run slot (or answers busy) and starts the run
-// in the background.
+// in the background, owned by ctx's principal.
 func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, error) {
 	if err := m.eng.Validate(req, true); err != nil {
+		return Snapshot{}, err
+	}
+	owner := principal.FromContext(ctx)
+	if err := m.makeRoom(owner.Name); err != nil {
 		return Snapshot{}, err
 	}
 	queued := time.Now()
@@ -122,7 +129,7 @@ func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, erro
 	// for ownership, metrics and logs).
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	x := &Execution{
-		id: newID(), language: lang.Name, started: time.Now(), cancel: cancel, done: make(chan struct{}),
+		id: newID(), owner: owner.Name, language: lang.Name, started: time.Now(), cancel: cancel, done: make(chan struct{}),
 		outCap: m.cfg.Limits.MaxOutputBytes, stages: stages,
 	}
 	m.mu.Lock()
@@ -166,7 +173,7 @@ func (m *Manager) Get(ctx context.Context, id string, wait time.Duration, stdout
 	if wait < 0 || stdoutOffset < 0 || stderrOffset < 0 {
 		return Snapshot{}, invalid("wait_seconds and the offsets must not be negative")
 	}
-	x, err := m.lookup(id)
+	x, err := m.lookup(id, principal.FromContext(ctx).Uses)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -182,15 +189,28 @@ func (m *Manager) Get(ctx context.Context, id string, wait time.Duration, stdout
 	return m.snapshot(x, stdoutOffset, stderrOffset), nil
 }
 
-// Cancel stops a running execution and waits briefly for its sandbox to go.
+// Cancel stops a running execution (ctx's principal's own, or any for an
+// operator) and waits briefly for its sandbox to go. An operator cancelling
+// another principal's execution gets its status, not its output.
 func (m *Manager) Cancel(ctx context.Context, id string) (Snapshot, error) {
-	x, err := m.lookup(id)
+	p := principal.FromContext(ctx)
+	x, err := m.lookup(id, p.Owns)
 	if err != nil {
 		return Snapshot{}, err
 	}
+	view := func() Snapshot {
+		s := m.snapshot(x, 0, 0)
+		if !p.Uses(x.owner) {
+			s = withoutOutput(s)
+		}
+		if p.Operator {
+			s.Owner = x.owner
+		}
+		return s
+	}
 	select {
 	case <-x.done:
-		s := m.snapshot(x, 0, 0)
+		s := view()
 		return s, invalid("execution %s already ended (status %s); nothing to cancel", id, s.Status)
 	default:
 	}
@@ -205,23 +225,35 @@ func (m *Manager) Cancel(ctx context.Context, id string) (Snapshot, error) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return m.snapshot(x, 0, 0), nil
+	return view(), nil
 }
 
-// List returns every execution kept, newest first, without output.
-func (m *Manager) List() []Snapshot {
+// withoutOutput is s as listings show it: sizes, no output.
+func withoutOutput(s Snapshot) Snapshot {
+	s.Stdout, s.Stderr, s.StdoutTruncated, s.StderrTruncated, s.Result = "", "", s.StdoutBytes > 0, s.StderrBytes > 0, nil
+	return s
+}
+
+// List returns the executions kept of ctx's principal, newest first,
+// without output; an operator sees every principal's, with their owners.
+func (m *Manager) List(ctx context.Context) []Snapshot {
+	p := principal.FromContext(ctx)
 	m.mu.Lock()
 	m.pruneLocked()
 	xs := make([]*Execution, 0, len(m.execs))
 	for _, x := range m.execs {
-		xs = append(xs, x)
+		if p.Owns(x.owner) {
+			xs = append(xs, x)
+		}
 	}
 	m.mu.Unlock()
 	sort.Slice(xs, func(i, j int) bool { return xs[i].started.After(xs[j].started) })
 	out := make([]Snapshot, 0, len(xs))
 	for _, x := range xs {
-		s := m.snapshot(x, 0, 0)
-		s.Stdout, s.Stderr, s.StdoutTruncated, s.StderrTruncated, s.Result = "", "", s.StdoutBytes > 0, s.StderrBytes > 0, nil
+		s := withoutOutput(m.snapshot(x, 0, 0))
+		if p.Operator {
+			s.Owner = x.owner
+		}
 		out = append(out, s)
 	}
 	return out
@@ -242,15 +274,55 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	}
 }
 
-func (m *Manager) lookup(id string) (*Execution, error) {
+// lookup finds an execution that allowed admits by its owner; another
+// principal's execution is answered exactly like one that does not exist.
+func (m *Manager) lookup(id string, allowed func(owner string) bool) (*Execution, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pruneLocked()
 	x, ok := m.execs[id]
-	if !ok {
+	if !ok || !allowed(x.owner) {
 		return nil, invalid("unknown execution id %q: it never existed or ended more than %ds ago; list_executions shows those kept", id, m.cfg.Executions.RetentionSeconds)
 	}
 	return x, nil
+}
+
+// makeRoom forgets owner's oldest ended executions while owner is at its
+// quota (quotas.executions_kept); with all of them still running, it
+// answers over quota.
+func (m *Manager) makeRoom(owner string) error {
+	q := m.cfg.Quotas.ExecutionsKept
+	if q <= 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pruneLocked()
+	var own, ended []*Execution
+	for _, x := range m.execs {
+		if x.owner != owner {
+			continue
+		}
+		own = append(own, x)
+		x.mu.Lock()
+		if !x.ended.IsZero() {
+			ended = append(ended, x)
+		}
+		x.mu.Unlock()
+	}
+	over := len(own) - q + 1
+	if over <= 0 {
+		return nil
+	}
+	if over > len(ended) {
+		return &engine.Error{Code: engine.CodeQuota, Message: fmt.Sprintf(
+			"over quota: %q already has %d executions running, its quota of executions kept; wait for one to end or cancel_execution one (list_executions shows them), or ask the operator to raise quotas.executions_kept", owner, len(own))}
+	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].started.Before(ended[j].started) })
+	for _, x := range ended[:over] {
+		delete(m.execs, x.id)
+	}
+	return nil
 }
 
 // pruneLocked forgets finished executions past retention, and the oldest

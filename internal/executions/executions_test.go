@@ -69,7 +69,7 @@ func TestExecutionLifecycle(t *testing.T) {
 	if _, err := m.Cancel(ctx, s.ExecutionID); err == nil || !strings.Contains(err.Error(), "already ended") {
 		t.Errorf("cancelling a finished execution: %v", err)
 	}
-	if list := m.List(); len(list) != 1 || list[0].ExecutionID != s.ExecutionID {
+	if list := m.List(ctx); len(list) != 1 || list[0].ExecutionID != s.ExecutionID {
 		t.Errorf("list: %+v", list)
 	}
 }

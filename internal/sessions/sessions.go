@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -33,6 +34,7 @@ type Info struct {
 	IdleTimeoutSeconds int       `json:"idle_timeout_seconds" jsonschema:"the session closes after this long unused"`
 	ExpiresAt          time.Time `json:"expires_at" jsonschema:"when it closes if unused until then (or its maximum life ends)"`
 	Calls              int       `json:"calls" jsonschema:"runs so far"`
+	Owner              string    `json:"owner,omitempty" jsonschema:"the principal (token name or OAuth subject) whose session it is; shown to operators only"`
 	// SandboxID names the session's sandbox, for the audit log; clients do
 	// not see it.
 	SandboxID string `json:"-"`
@@ -50,6 +52,7 @@ type File struct {
 
 type session struct {
 	id       string
+	owner    string // principal name
 	lang     languages.Language
 	sb       sandbox.Sandbox
 	created  time.Time
@@ -63,19 +66,20 @@ type session struct {
 
 // Manager keeps the sessions of one server.
 type Manager struct {
-	eng  *engine.Engine
-	cfg  config.Sessions
-	stop chan struct{}
-	wg   sync.WaitGroup
+	eng   *engine.Engine
+	cfg   config.Sessions
+	quota int // live sessions per principal; 0: none
+	stop  chan struct{}
+	wg    sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	creating int
+	creating map[string]int // principal name -> sessions being created
 }
 
 // NewManager returns a manager and starts its reaper.
 func NewManager(eng *engine.Engine) *Manager {
-	m := &Manager{eng: eng, cfg: eng.Config().Sessions, stop: make(chan struct{}), sessions: map[string]*session{}}
+	m := &Manager{eng: eng, cfg: eng.Config().Sessions, quota: eng.Config().Quotas.Sessions, stop: make(chan struct{}), sessions: map[string]*session{}, creating: map[string]int{}}
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -85,8 +89,10 @@ func invalid(format string, args ...any) error {
 	return &engine.Error{Code: engine.CodeInvalid, Message: fmt.Sprintf(format, args...)}
 }
 
-// Create starts a session of language; idleSeconds 0 means the default.
+// Create starts a session of language for ctx's principal; idleSeconds 0
+// means the default.
 func (m *Manager) Create(ctx context.Context, language string, idleSeconds int) (Info, error) {
+	owner := principal.FromContext(ctx).Name
 	reg := m.eng.Registry()
 	lang, ok := reg.Lookup(language)
 	if !ok {
@@ -101,32 +107,49 @@ func (m *Manager) Create(ctx context.Context, language string, idleSeconds int) 
 		return Info{}, invalid("idle_timeout_seconds %d is above the maximum of %d", idleSeconds, m.cfg.MaxIdleTimeoutSeconds)
 	}
 	m.mu.Lock()
-	if n := len(m.sessions) + m.creating; n >= m.cfg.MaxSessions {
+	creating, own := 0, m.creating[owner]
+	for _, n := range m.creating {
+		creating += n
+	}
+	for _, s := range m.sessions {
+		if s.owner == owner {
+			own++
+		}
+	}
+	if q := m.quota; q > 0 && own >= q {
+		m.mu.Unlock()
+		return Info{}, &engine.Error{Code: engine.CodeQuota, Message: fmt.Sprintf(
+			"over quota: %q already has %d live sessions, its quota of sessions; close one with close_session (list_sessions shows them), use run_code without a session, or ask the operator to raise quotas.sessions", owner, own)}
+	}
+	if n := len(m.sessions) + creating; n >= m.cfg.MaxSessions {
 		m.mu.Unlock()
 		return Info{}, &engine.Error{Code: engine.CodeBusy, Message: fmt.Sprintf(
 			"the server already has %d live sessions, its limit; close one with close_session (list_sessions shows them) or use run_code without a session", n)}
 	}
-	m.creating++
+	m.creating[owner]++
 	m.mu.Unlock()
 	sb, err := m.eng.NewSession(ctx, lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.creating--
+	if m.creating[owner]--; m.creating[owner] <= 0 {
+		delete(m.creating, owner)
+	}
 	if err != nil {
 		return Info{}, err
 	}
 	now := time.Now()
-	s := &session{id: newID(), lang: lang, sb: sb, created: now, lastUsed: now, idle: time.Duration(idleSeconds) * time.Second}
+	s := &session{id: newID(), owner: owner, lang: lang, sb: sb, created: now, lastUsed: now, idle: time.Duration(idleSeconds) * time.Second}
 	m.sessions[s.id] = s
 	return m.info(s), nil
 }
 
-// get finds a live session.
-func (m *Manager) get(id string) (*session, error) {
+// get finds a live session that ctx's principal may use: its own. Another
+// principal's session is answered exactly like one that does not exist.
+func (m *Manager) get(ctx context.Context, id string) (*session, error) {
 	m.mu.Lock()
 	s, ok := m.sessions[id]
 	m.mu.Unlock()
-	if !ok {
+	if !ok || !principal.FromContext(ctx).Uses(s.owner) {
 		return nil, invalid("unknown session %q: it never existed, was closed, or expired after being idle; create_session starts a new one", id)
 	}
 	select {
@@ -148,7 +171,7 @@ func (s *session) touch() {
 // Run runs req in the session; req.Language must be the session's (or
 // empty).
 func (m *Manager) Run(ctx context.Context, req engine.Request, opts engine.RunOptions) (*engine.Result, error) {
-	s, err := m.get(req.SessionID)
+	s, err := m.get(ctx, req.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +189,7 @@ func (m *Manager) Run(ctx context.Context, req engine.Request, opts engine.RunOp
 
 // call sends a file operation to the session's agent.
 func (m *Manager) call(ctx context.Context, id string, req wire.Request) (*sandbox.Result, *session, error) {
-	s, err := m.get(id)
+	s, err := m.get(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -238,15 +261,20 @@ func (m *Manager) ListFiles(ctx context.Context, id, dir string) ([]File, error)
 	return out, nil
 }
 
-// Close ends a session and removes its sandbox.
-func (m *Manager) Close(id string) (Info, error) {
+// Close ends a session and removes its sandbox: ctx's principal's own, or
+// any for an operator.
+func (m *Manager) Close(ctx context.Context, id string) (Info, error) {
+	p := principal.FromContext(ctx)
 	m.mu.Lock()
 	s, ok := m.sessions[id]
 	m.mu.Unlock()
-	if !ok {
+	if !ok || !p.Owns(s.owner) {
 		return Info{}, invalid("unknown session %q: it never existed, was already closed, or expired", id)
 	}
 	info := m.info(s)
+	if p.Operator {
+		info.Owner = s.owner
+	}
 	m.drop(s)
 	return info, nil
 }
@@ -283,12 +311,21 @@ func (m *Manager) SandboxOf(id string) string {
 	return s.sb.ID()
 }
 
-// List returns the live sessions, newest first.
-func (m *Manager) List() []Info {
+// List returns the live sessions of ctx's principal, newest first; an
+// operator sees every principal's, with their owners.
+func (m *Manager) List(ctx context.Context) []Info {
+	p := principal.FromContext(ctx)
 	m.mu.Lock()
 	var out []Info
 	for _, s := range m.sessions {
-		out = append(out, m.info(s))
+		if !p.Owns(s.owner) {
+			continue
+		}
+		info := m.info(s)
+		if p.Operator {
+			info.Owner = s.owner
+		}
+		out = append(out, info)
 	}
 	m.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
