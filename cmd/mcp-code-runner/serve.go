@@ -44,10 +44,16 @@ Operations: /healthz (liveness) and /readyz (readiness) are served without
 authentication; --metrics-addr serves Prometheus metrics on a listener of
 their own (--metrics-on-http-listener=true also on the MCP listener, behind
 its authentication); --audit-log appends one JSON line per tool call that
-runs code or touches a session's files; --log-format json for JSON logs.`,
+runs code or touches a session's files; --log-format json for JSON logs.
+
+Several clients each get their own token, as NAME=TOKEN entries of
+--http-auth-tokens (or http.auth_tokens): each token's sessions, executions
+and outputs are its own. --http-operators names the tokens that may list
+and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 		Example: `  mcp-code-runner serve
   mcp-code-runner serve --http 127.0.0.1:8080
-  mcp-code-runner serve --http 127.0.0.1:8080 --metrics-addr 127.0.0.1:9464 --audit-log audit.log --log-format json`,
+  mcp-code-runner serve --http 127.0.0.1:8080 --metrics-addr 127.0.0.1:9464 --audit-log audit.log --log-format json
+  mcp-code-runner serve --http 0.0.0.0:8080 --http-auth-tokens "alice=$ALICE_TOKEN,bob=$BOB_TOKEN,ops=$OPS_TOKEN" --http-operators ops --quotas-concurrent-runs 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := newStack(g)
@@ -138,9 +144,15 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token s
 		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8080", addr)
 	}
 	h := st.cfg.HTTP
-	tokens := h.AuthTokens
 	if token != "" {
-		tokens = append(tokens, token)
+		h.AuthTokens = append(h.AuthTokens, token)
+	}
+	tokens, err := h.Tokens()
+	if err != nil {
+		if token != "" {
+			err = fmt.Errorf("%w (--auth-token and MCR_AUTH_TOKEN count as one more entry)", err)
+		}
+		return err
 	}
 	if !mcpserver.IsLoopback(host) && len(tokens) == 0 && h.OAuthIssuer == "" {
 		return fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN, or http.oauth_issuer) so that only your clients can run code, or listen on 127.0.0.1", addr)
@@ -154,12 +166,12 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token s
 		AllowedOrigins: h.AllowedOrigins,
 		AllowedHosts:   allowedHosts,
 		MaxBodyBytes:   h.MaxBodyBytes,
-		BearerTokens:   tokens,
+		Tokens:         tokens,
 		RatePerMinute:  h.RatePerMinute,
 		OAuth: mcpserver.OAuthOptions{
 			Issuer: h.OAuthIssuer, IntrospectionURL: h.OAuthIntrospectionURL,
 			ClientID: h.OAuthClientID, ClientSecret: h.OAuthClientSecret,
-			ResourceURL: h.PublicURL, Scopes: h.OAuthScopes,
+			ResourceURL: h.PublicURL, Scopes: h.OAuthScopes, OperatorScope: h.OAuthOperatorScope,
 		},
 	}
 	handler := mcpserver.HTTPHandler(server, httpOpts)
@@ -178,7 +190,15 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token s
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	st.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	names := make([]string, 0, len(tokens))
+	for _, t := range tokens {
+		if t.Operator {
+			names = append(names, t.Name+" (operator)")
+		} else {
+			names = append(names, t.Name)
+		}
+	}
+	st.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "tokens", names)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -14,7 +14,7 @@ const maxCompletions = 100
 
 // complete answers completion/complete: language names for prompt
 // arguments, stream and run ids for the output resource templates.
-func (h *handlers) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (h *handlers) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
 	var candidates []string
 	if p.Ref != nil {
@@ -28,7 +28,7 @@ func (h *handlers) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.C
 		case p.Ref.Type == "ref/resource" && p.Argument.Name == "stream":
 			candidates = []string{"stdout", "stderr"}
 		case p.Ref.Type == "ref/resource" && p.Argument.Name == "run_id":
-			candidates = h.recentRunIDs()
+			candidates = h.recentRunIDs(ctx)
 		}
 	}
 	prefix := strings.ToLower(p.Argument.Value)

@@ -13,7 +13,7 @@ import (
 // listener, like /metrics.
 func Protect(next http.Handler, opts HTTPOptions) http.Handler {
 	h := next
-	if len(opts.BearerTokens) > 0 || opts.OAuth.Issuer != "" {
+	if len(opts.Tokens) > 0 || len(opts.BearerTokens) > 0 || opts.OAuth.Issuer != "" {
 		metadataURL := ""
 		if opts.OAuth.Issuer != "" {
 			metadataURL = resourceMetadataURL(opts.OAuth.ResourceURL)

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
 
 // LanguagesURI is the resource that lists the languages.
@@ -62,9 +63,11 @@ func (h *handlers) readLanguages(ctx context.Context, req *mcp.ReadResourceReque
 	}}}, nil
 }
 
-func (h *handlers) readOutput(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+// readOutput serves a kept output to the principal whose run made it; to
+// any other it does not exist.
+func (h *handlers) readOutput(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	data, ok := h.eng.Outputs().Get(uri)
+	data, ok := h.eng.Outputs().Get(uri, principal.FromContext(ctx).Name)
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
@@ -78,9 +81,11 @@ func (h *handlers) readOutput(_ context.Context, req *mcp.ReadResourceRequest) (
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
 }
 
-func (h *handlers) readArtifact(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+// readArtifact serves a kept artifact to the principal whose run made it;
+// to any other it does not exist.
+func (h *handlers) readArtifact(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	data, ok := h.eng.Artifacts().Get(uri)
+	data, ok := h.eng.Artifacts().Get(uri, principal.FromContext(ctx).Name)
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
@@ -94,9 +99,10 @@ func (h *handlers) readArtifact(_ context.Context, req *mcp.ReadResourceRequest)
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
 }
 
-// recentRunIDs lists the runs whose output is kept, newest first.
-func (h *handlers) recentRunIDs() []string {
-	uris := h.eng.Outputs().List()
+// recentRunIDs lists the runs of ctx's principal whose output is kept,
+// newest first.
+func (h *handlers) recentRunIDs(ctx context.Context) []string {
+	uris := h.eng.Outputs().List(principal.FromContext(ctx).Name)
 	seen := map[string]bool{}
 	var ids []string
 	for i := len(uris) - 1; i >= 0; i-- {

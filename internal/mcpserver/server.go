@@ -76,6 +76,7 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 			Prompts:   &mcp.PromptCapabilities{},
 		},
 	})
+	s.AddReceivingMiddleware(withPrincipal)
 	addRunTools(s, h)
 	addLanguageTools(s, h)
 	addExecutionTools(s, h)

@@ -87,8 +87,8 @@ func (h *handlers) cancelExecution(ctx context.Context, _ *mcp.CallToolRequest, 
 	return executionContent(s, "cancelled; its sandbox is gone"), s, nil
 }
 
-func (h *handlers) listExecutions(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, ExecutionList, error) {
-	out := ExecutionList{Executions: h.execs.List()}
+func (h *handlers) listExecutions(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ExecutionList, error) {
+	out := ExecutionList{Executions: h.execs.List(ctx)}
 	return resultContent(out), out, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
 
 // RunCodeTool describes run_code; lim sets the bounds its schema states.
@@ -51,8 +52,6 @@ func addRunTools(s *mcp.Server, h *handlers) {
 }
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in engine.Request) (*mcp.CallToolResult, *engine.Result, error) {
-	ctx, stop := withHTTPRequest(ctx, req)
-	defer stop()
 	opts := engine.RunOptions{}
 	if ps := newProgressStreamer(ctx, req, h.stageNames(in.Language)); ps != nil {
 		opts.OnChunk = ps.OnChunk
@@ -69,13 +68,14 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in eng
 		return nil, nil, err
 	}
 	out := resultContent(res)
-	out.Content = append(out.Content, h.artifactContent(res.Artifacts)...)
+	out.Content = append(out.Content, h.artifactContent(ctx, res.Artifacts)...)
 	return out, res, nil
 }
 
 // artifactContent returns images as image blocks (within the inline cap)
 // and every other kept file as a resource link.
-func (h *handlers) artifactContent(arts []engine.Artifact) []mcp.Content {
+func (h *handlers) artifactContent(ctx context.Context, arts []engine.Artifact) []mcp.Content {
+	owner := principal.FromContext(ctx).Name
 	var out []mcp.Content
 	limit := h.eng.Config().Artifacts.InlineImageBytes
 	for _, a := range arts {
@@ -83,7 +83,7 @@ func (h *handlers) artifactContent(arts []engine.Artifact) []mcp.Content {
 			continue
 		}
 		if engine.IsImage(a.MIMEType) && a.Size <= int64(limit) {
-			if data, ok := h.eng.Artifacts().Get(a.URI); ok {
+			if data, ok := h.eng.Artifacts().Get(a.URI, owner); ok {
 				out = append(out, &mcp.ImageContent{Data: data, MIMEType: a.MIMEType})
 				continue
 			}

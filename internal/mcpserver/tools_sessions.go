@@ -113,16 +113,16 @@ func (h *handlers) createSession(ctx context.Context, _ *mcp.CallToolRequest, in
 	return withSummary(resultContent(info), "session "+info.SessionID+" ("+info.Language+") is ready; pass session_id to run_code"), info, nil
 }
 
-func (h *handlers) closeSession(_ context.Context, _ *mcp.CallToolRequest, in SessionRef) (*mcp.CallToolResult, sessions.Info, error) {
-	info, err := h.sessions.Close(in.SessionID)
+func (h *handlers) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionRef) (*mcp.CallToolResult, sessions.Info, error) {
+	info, err := h.sessions.Close(ctx, in.SessionID)
 	if err != nil {
 		return nil, info, err
 	}
 	return withSummary(resultContent(info), "session "+info.SessionID+" closed"), info, nil
 }
 
-func (h *handlers) listSessions(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, SessionList, error) {
-	out := SessionList{Sessions: h.sessions.List()}
+func (h *handlers) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, SessionList, error) {
+	out := SessionList{Sessions: h.sessions.List(ctx)}
 	return resultContent(out), out, nil
 }
 
