@@ -107,15 +107,15 @@ export function httpServerFor(transport) {
 }
 
 /**
- * Starts `BIN serve --http 127.0.0.1:PORT` on a free port and waits until
- * /readyz answers 200 (Docker reachable, warm pools filling). Returns { url, stop, logs }.
+ * Starts `BIN serve --http 127.0.0.1:PORT ...args` on a free port and waits
+ * until /readyz answers 200 (Docker reachable, warm pools filling). Returns { url, stop, logs }.
  */
-export async function startHttpServer({ attempts = 3 } = {}) {
+export async function startHttpServer({ attempts = 3, args = [] } = {}) {
     let lastErr;
     for (let i = 0; i < attempts; i++) {
         const port = await freePort();
         const addr = `127.0.0.1:${port}`;
-        const proc = spawn(BIN, ['serve', '--http', addr], { env: serverEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+        const proc = spawn(BIN, ['serve', '--http', addr, ...args], { env: serverEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
         children.add(proc);
         addServerPid(proc.pid);
         const out = tail(proc.stdout);
@@ -165,7 +165,7 @@ export async function startHttpServer({ attempts = 3 } = {}) {
  * `BIN serve`) or HTTP (url), with the given version negotiation.
  * Returns { client, close, logs }.
  */
-export async function connect2({ transport, url, negotiation, name = 'mcr-e2e' }) {
+export async function connect2({ transport, url, negotiation, name = 'mcr-e2e', token }) {
     const client = new Client({ name, version: '1.0.0' }, { versionNegotiation: negotiation });
     let t;
     let err = { text: '' };
@@ -173,7 +173,7 @@ export async function connect2({ transport, url, negotiation, name = 'mcr-e2e' }
         t = new StdioClientTransport({ command: BIN, args: ['serve'], env: serverEnv(), stderr: 'pipe' });
         err = tail(t.stderr);
     } else {
-        t = new StreamableHTTPClientTransport(new URL(url));
+        t = new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined);
     }
     await client.connect(t, { timeout: 30000 });
     if (transport === 'stdio') addServerPid(t.pid);

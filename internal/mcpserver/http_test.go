@@ -17,6 +17,7 @@ import (
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 func TestHTTPGuards(t *testing.T) {
+	t.Parallel()
 	server := mcpserver.New(offlineEngine(t), "test", nil)
 	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
 		MaxBodyBytes:   1 << 10,
@@ -61,6 +62,7 @@ func TestHTTPGuards(t *testing.T) {
 // TestHTTPWithSDKClient drives the real handler over loopback with the SDK's
 // Streamable HTTP client.
 func TestHTTPWithSDKClient(t *testing.T) {
+	t.Parallel()
 	server := mcpserver.New(offlineEngine(t), "test", nil)
 	ts := httptest.NewServer(mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{MaxBodyBytes: 1 << 20}))
 	defer ts.Close()
@@ -81,6 +83,7 @@ func TestHTTPWithSDKClient(t *testing.T) {
 }
 
 func TestOAuthResourceServer(t *testing.T) {
+	t.Parallel()
 	// A stand-in authorization server's introspection endpoint, on loopback.
 	intro := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
@@ -139,6 +142,7 @@ func TestOAuthResourceServer(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	server := mcpserver.New(offlineEngine(t), "test", nil)
 	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{MaxBodyBytes: 1 << 20, RatePerMinute: 60, BearerTokens: []string{"a", "b"}})
 	post := func(token string) int {

@@ -55,7 +55,7 @@ for the end) and stop it with cancel_execution.`,
 	addTool(s, h, &mcp.Tool{
 		Name:        "list_executions",
 		Title:       "List executions",
-		Description: "List the executions running or recently ended, newest first, with status and output sizes.",
+		Description: "List your executions running or recently ended, newest first, with status and output sizes (an operator sees everyone's, with their owners).",
 		Annotations: &mcp.ToolAnnotations{Title: "List executions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, h.listExecutions)
 }

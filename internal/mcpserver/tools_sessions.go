@@ -82,7 +82,7 @@ as value). Close it with close_session; it also closes itself when idle.`,
 	addTool(s, h, &mcp.Tool{
 		Name:        "list_sessions",
 		Title:       "List sessions",
-		Description: "List the live sessions with their language, age, last use and expiry.",
+		Description: "List your live sessions with their language, age, last use and expiry (an operator sees everyone's, with their owners).",
 		Annotations: &mcp.ToolAnnotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: closed},
 	}, h.listSessions)
 	addTool(s, h, &mcp.Tool{
