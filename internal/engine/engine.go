@@ -135,7 +135,7 @@ type RunOptions struct {
 	Long bool
 	// Release, if set, is a run slot the caller already holds (see
 	// Reserve); Run releases it when done instead of taking its own.
-	Release func()
+	Release *Slot
 	// QueueWait is how long the caller waited for Release's slot, for the
 	// observer.
 	QueueWait time.Duration
@@ -182,11 +182,21 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 		e.obs.RunDone(ctx, stats)
 	}()
 	// The run slot: the caller's, or taken below; given back when the run
-	// returns, or handed to the cold sandbox's removal (removeLater).
-	slot := opts.Release
+	// returns, or handed to the cold sandbox's removal (removeLater). The
+	// principal's quota is given back when the run returns: its next run
+	// need not wait for the removal.
+	var slot, unquota func()
+	if opts.Release != nil {
+		slot, unquota = opts.Release.slot, opts.Release.quota
+	}
 	defer func() {
 		if slot != nil {
 			slot()
+		}
+	}()
+	defer func() {
+		if unquota != nil {
+			unquota()
 		}
 	}()
 	v, err := e.validate(req, opts.Long)
@@ -200,11 +210,13 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 
 	if slot == nil {
 		queued := time.Now()
-		slot, err = e.acquire(ctx)
+		var held *Slot
+		held, err = e.acquire(ctx)
 		stats.QueueWait = time.Since(queued)
 		if err != nil {
 			return nil, err
 		}
+		slot, unquota = held.slot, held.quota
 		stats.Reached |= StageQueued
 	}
 
@@ -509,18 +521,28 @@ func (e *Engine) validate(req Request, long bool) (*validated, error) {
 // Reserve takes a run slot, waiting at most the queue timeout, for a run
 // that starts later (RunOptions.Release). The slot counts against the
 // quota of ctx's principal.
-func (e *Engine) Reserve(ctx context.Context) (func(), error) { return e.acquire(ctx) }
+func (e *Engine) Reserve(ctx context.Context) (*Slot, error) { return e.acquire(ctx) }
+
+// Slot is a run slot held for a principal: a place among the server's
+// max_concurrent_runs and one among the principal's quotas.concurrent_runs.
+type Slot struct {
+	slot  func()
+	quota func()
+}
+
+// Release gives the slot back unused.
+func (s *Slot) Release() { s.quota(); s.slot() }
 
 // acquire takes a run slot for ctx's principal, waiting at most the queue
 // timeout. A principal at its quota of concurrent runs is answered at once:
 // its runs do not queue in front of everyone else's.
-func (e *Engine) acquire(ctx context.Context) (func(), error) {
+func (e *Engine) acquire(ctx context.Context) (*Slot, error) {
 	owner := principal.FromContext(ctx).Name
 	unquota, err := e.takeQuota(owner)
 	if err != nil {
 		return nil, err
 	}
-	release := func() { <-e.slots; unquota() }
+	release := &Slot{slot: sync.OnceFunc(func() { <-e.slots }), quota: unquota}
 	select {
 	case e.slots <- struct{}{}:
 		return release, nil

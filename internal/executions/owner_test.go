@@ -38,6 +38,15 @@ func TestExecutionsBelongToTheirPrincipal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Running, past its sandbox's start: a cancel now is of a running program.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if s, err := m.Get(alice, x1.ExecutionID, 0, 0, 0); err != nil || s.StdoutBytes > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice's execution printed nothing in 60 s")
+		}
+	}
 	x2, err := m.Start(alice, sleeper)
 	if err != nil {
 		t.Fatal(err)
