@@ -30,7 +30,7 @@ func TestVerifierNamesThePrincipal(t *testing.T) {
 	verify := verifier(HTTPOptions{
 		Tokens:       []config.Token{{Name: "ci", Value: "ci-s3cret"}, {Name: "ops", Value: "ops-s3cret", Operator: true}},
 		BearerTokens: []string{"bare-s3cret"},
-		OAuth: OAuthOptions{Issuer: "https://issuer.example", IntrospectionURL: intro.URL, OperatorScope: "mcr:operator"},
+		OAuth:        OAuthOptions{Issuer: "https://issuer.example", IntrospectionURL: intro.URL, OperatorScope: "mcr:operator"},
 	})
 	cases := []struct {
 		token string

@@ -74,7 +74,7 @@ func postRaw(t *testing.T, url, token, body string) int {
 // id a client has used so far (the SDK numbers them from 1).
 func cancelAll(t *testing.T, url, token string) {
 	t.Helper()
-	for id := 0; id <= 40; id++ {
+	for id := range 41 {
 		postRaw(t, url, token, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"test"}}`, id))
 	}
 }
