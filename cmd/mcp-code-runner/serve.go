@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
@@ -64,6 +65,12 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			if authToken == "" {
 				authToken = os.Getenv("MCR_AUTH_TOKEN")
 			}
+			// Tokens are checked before anything starts: a bad entry stops
+			// the server at once.
+			tokens, err := httpTokens(st.cfg.HTTP, authToken)
+			if err != nil && httpAddr != "" {
+				return err
+			}
 			if !cmd.Flags().Changed("audit-log") {
 				auditPath = st.cfg.Audit.Path
 			}
@@ -106,7 +113,7 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 				st.log.Info("serving MCP on stdio")
 				serveErr = server.Run(ctx, &mcp.StdioTransport{})
 			} else {
-				serveErr = serveHTTP(ctx, st, server, httpAddr, authToken)
+				serveErr = serveHTTP(ctx, st, server, httpAddr, tokens)
 			}
 			// Stop: runs in flight see their contexts end, their sandboxes are
 			// killed and removed; wait for that, bounded.
@@ -138,22 +145,24 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 	return cmd
 }
 
-func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr, token string) error {
+// httpTokens returns the configured bearer tokens and --auth-token's.
+func httpTokens(h config.HTTP, authToken string) ([]config.Token, error) {
+	if authToken != "" {
+		h.AuthTokens = append(h.AuthTokens, authToken)
+	}
+	tokens, err := h.Tokens()
+	if err != nil && authToken != "" {
+		err = fmt.Errorf("%w (--auth-token and MCR_AUTH_TOKEN count as one more entry)", err)
+	}
+	return tokens, err
+}
+
+func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr string, tokens []config.Token) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8080", addr)
 	}
 	h := st.cfg.HTTP
-	if token != "" {
-		h.AuthTokens = append(h.AuthTokens, token)
-	}
-	tokens, err := h.Tokens()
-	if err != nil {
-		if token != "" {
-			err = fmt.Errorf("%w (--auth-token and MCR_AUTH_TOKEN count as one more entry)", err)
-		}
-		return err
-	}
 	if !mcpserver.IsLoopback(host) && len(tokens) == 0 && h.OAuthIssuer == "" {
 		return fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN, or http.oauth_issuer) so that only your clients can run code, or listen on 127.0.0.1", addr)
 	}
