@@ -25,6 +25,8 @@ func guard(next http.Handler, opts HTTPOptions) http.Handler {
 	})
 }
 
+// bodyCap answers 413 to a request that declares a body over limit; the
+// SDK cuts a longer body it reads.
 func bodyCap(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if limit > 0 && r.ContentLength > limit {
