@@ -215,14 +215,16 @@ describe('two tokens and an operator over HTTP', () => {
             it('does not let bob\'s notifications/cancelled stop alice\'s call', async (t) => {
                 if (!needLanguage(t, langs, 'bash')) return;
                 const ids = callIds(alice.client);
-                const marker = `sleep 3.${Date.now() % 100000}`;
-                const pending = call(alice.client, 'run_code', { language: 'bash', code: `${marker}; echo finished` });
-                await waitFor(async () => (await containersRunning(server.proc.pid, marker)).length > 0, 30000, 'alice\'s run to start');
-                const requestId = ids.at(-1);
-                assert.equal(await postCancel(server.url, TOKENS.bob, requestId) < 500, true);
+                let started = false;
+                const pending = call(alice.client, 'run_code', { language: 'bash', code: 'echo started; sleep 6; echo finished' },
+                    { onprogress: () => { started = true; } });
+                // Its first output, as a progress notification: the run is on.
+                await waitFor(() => started, 60000, 'alice\'s run to print');
+                assert.ok(ids.length > 0, 'no tools/call id recorded');
+                assert.equal(await postCancel(server.url, TOKENS.bob, ids.at(-1)) < 500, true);
                 const r = structured(await pending);
                 assert.equal(r.status, 'ok', `${JSON.stringify(r).slice(0, 800)}\n${server.logs()}`);
-                assert.equal(r.stdout, 'finished\n');
+                assert.equal(r.stdout, 'started\nfinished\n');
             });
 
             it('lets alice\'s own notifications/cancelled stop her call', async (t) => {
@@ -234,9 +236,12 @@ describe('two tokens and an operator over HTTP', () => {
                 const ids = callIds(alice.client);
                 const marker = `sleep 9${Date.now() % 10}.${Date.now() % 100000}`;
                 const ac = new AbortController();
-                const pending = call(alice.client, 'run_code', { language: 'bash', code: `${marker}; echo finished` }, { signal: ac.signal })
+                let printed = false;
+                const pending = call(alice.client, 'run_code', { language: 'bash', code: `echo started; ${marker}; echo finished` },
+                    { signal: ac.signal, onprogress: () => { printed = true; } })
                     .then((r) => ({ r }), (e) => ({ e }));
-                await waitFor(async () => (await containersRunning(server.proc.pid, marker)).length > 0, 30000, 'alice\'s run to start');
+                await waitFor(() => printed, 60000, 'alice\'s run to print');
+                await waitFor(async () => (await containersRunning(server.proc.pid, marker)).length > 0, 30000, 'alice\'s sandbox to be found');
                 assert.ok(ids.length > 0, 'no tools/call id recorded');
                 const started = Date.now();
                 assert.equal(await postCancel(server.url, TOKENS.alice, ids.at(-1)) < 500, true);
