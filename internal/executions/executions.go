@@ -369,10 +369,13 @@ func (m *Manager) snapshot(x *Execution, outOff, errOff int64) Snapshot {
 		s.EndedAt = &t
 		s.Stage = ""
 		switch {
+		case x.cancelled:
+			// A cancel that lands while the sandbox is still being made
+			// ends the run with the cancellation's own error: it is still
+			// a cancelled run, not a failed one.
+			s.Status = StatusCancelled
 		case x.err != nil:
 			s.Status, s.Error = StatusFailed, x.err.Error()
-		case x.cancelled:
-			s.Status = StatusCancelled
 		default:
 			s.Status = StatusFinished
 		}
