@@ -20,7 +20,7 @@ func newAgentCmd(*globalOptions) *cobra.Command {
 		Short:  "Run inside a sandbox: read one framed request on stdin, stream results on stdout",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(_ *cobra.Command, _ []string) error {
 			if err := agent.Main(); err != nil {
 				fmt.Fprintln(os.Stderr, "agent:", err)
 				os.Exit(2)

@@ -196,7 +196,8 @@ func trimOutput(s string) string {
 // versionLess compares dotted API versions like "1.41".
 func versionLess(a, b string) bool {
 	var a1, a2, b1, b2 int
-	fmt.Sscanf(a, "%d.%d", &a1, &a2)
-	fmt.Sscanf(b, "%d.%d", &b1, &b2)
+	// A version that does not parse compares as 0.0, the oldest.
+	_, _ = fmt.Sscanf(a, "%d.%d", &a1, &a2)
+	_, _ = fmt.Sscanf(b, "%d.%d", &b1, &b2)
 	return a1 < b1 || (a1 == b1 && a2 < b2)
 }

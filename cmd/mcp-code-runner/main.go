@@ -118,17 +118,21 @@ func envOr(name, def string) string {
 // subcommands are registered by each subcommand's file in its init.
 var subcommands []func(*globalOptions) *cobra.Command
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run executes the command line and returns the process's exit code, after
+// its deferred clean-ups have run.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newRootCmd().ExecuteContext(ctx)
 	if err == nil {
-		return
+		return 0
 	}
 	var exit exitCodeError
 	if asExit(err, &exit) {
-		os.Exit(int(exit))
+		return int(exit)
 	}
 	fmt.Fprintln(os.Stderr, "mcp-code-runner:", err)
-	os.Exit(1)
+	return 1
 }

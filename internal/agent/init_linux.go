@@ -133,7 +133,7 @@ func prewarmThreads(n int) {
 		return
 	}
 	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
+	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

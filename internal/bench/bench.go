@@ -295,7 +295,7 @@ func interleave(runs int, all ...*series) []*Sample {
 			out[i] = &Sample{Name: sr.name}
 		}
 	}
-	for r := 0; r < runs; r++ {
+	for range runs {
 		for i, sr := range all {
 			if sr != nil {
 				out[i].time(sr.before, sr.call)
@@ -307,7 +307,7 @@ func interleave(runs int, all ...*series) []*Sample {
 
 func timedSample(name string, runs int, before func(), call func() bool) *Sample {
 	s := &Sample{Name: name}
-	for i := 0; i < runs; i++ {
+	for range runs {
 		s.time(before, call)
 	}
 	return s
@@ -354,7 +354,7 @@ func loadSample(ctx context.Context, session func() (*mcp.ClientSession, error),
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
 	start := time.Now()
-	for c := 0; c < clients; c++ {
+	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -441,7 +441,7 @@ func parallelRate(d time.Duration, loops int, f func() error) (float64, error) {
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
 	start := time.Now()
-	for i := 0; i < loops; i++ {
+	for range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

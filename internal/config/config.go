@@ -381,7 +381,7 @@ func envName(field string) string {
 // ("limits.timeout_seconds").
 func walkFields(v reflect.Value, prefix string, fn func(name string, f reflect.Value)) {
 	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
+	for i := range t.NumField() {
 		tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
 		if tag == "" || tag == "-" {
 			continue

@@ -99,7 +99,7 @@ echo DONE`
 			var hdr [6]byte
 			hdr[0] = wire.KindStdout
 			binary.BigEndian.PutUint32(hdr[2:], frameSize)
-			for i := 0; i < frames; i++ {
+			for range frames {
 				if _, err := f.Write(hdr[:]); err != nil {
 					injected <- err
 					return
@@ -218,7 +218,7 @@ attempt("ptrace-init", ptrace(1))`
 func TestForkBombLeavesAgentWorking(t *testing.T) {
 	h := newHarness(t, "bash")
 	survived := 0
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		r := h.run(engine.Request{Code: bashForkBomb, TimeoutSeconds: 4}, 30*time.Second)
 		if r.TimedOut && r.Status == engine.StatusTimeout && r.Signal == "SIGKILL" && r.DurationMs >= 3900 {
 			survived++
@@ -246,7 +246,7 @@ func TestPoolCloseRemovesEverySandbox(t *testing.T) {
 	e, b := testutil.Engine(t, &cfg)
 	testutil.RequireImage(t, b, e.Registry(), "bash")
 	t.Cleanup(func() { checkNoLeftovers(t, b.Client()) })
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		e.StartPool()
 		waitPoolFull(t, e)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

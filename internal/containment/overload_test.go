@@ -48,7 +48,7 @@ func TestOverload(t *testing.T) {
 			)
 			var wg sync.WaitGroup
 			start := time.Now()
-			for i := 0; i < calls; i++ {
+			for range calls {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

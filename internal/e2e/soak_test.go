@@ -64,7 +64,7 @@ func TestSoak(t *testing.T) {
 		return m.HeapInuse
 	}
 	// A few runs first, so the baseline includes what every run needs once.
-	for i := 0; i < 4; i++ {
+	for i := range 4 {
 		if _, err := e.Run(context.Background(), soakMix[i].req, engine.RunOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestSoak(t *testing.T) {
 	var mu sync.Mutex
 	failures := map[string]int{}
 	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
+	for range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -665,7 +665,7 @@ func TestColdSandboxRemovedAfterTheAnswer(t *testing.T) {
 			most = max(most, count())
 		}
 	}()
-	for i := 0; i < 5; i++ {
+	for i := range 5 {
 		if r := run(t, e, engine.Request{Language: "bash", Code: "echo hi"}); r.Status != engine.StatusOK {
 			t.Fatalf("run %d: %+v", i, r)
 		}

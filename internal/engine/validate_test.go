@@ -50,7 +50,7 @@ func TestValidateRejects(t *testing.T) {
 			r.Files = []InputFile{{Path: "big", Content: strings.Repeat("x", lim.MaxFileBytes+1)}}
 		}), "per file"},
 		{"files too large together", with(func(r *Request) {
-			for i := 0; i < 9; i++ {
+			for i := range 9 {
 				r.Files = append(r.Files, InputFile{Path: "f" + strings.Repeat("x", i), Content: strings.Repeat("x", lim.MaxFileBytes)})
 			}
 		}), "add up to more than"},

@@ -167,7 +167,7 @@ func (m *Manager) Running() int {
 // Get returns an execution, waiting up to wait for it to end, with output
 // from the given offsets.
 func (m *Manager) Get(ctx context.Context, id string, wait time.Duration, stdoutOffset, stderrOffset int64) (Snapshot, error) {
-	if max := time.Duration(m.cfg.Executions.MaxWaitSeconds) * time.Second; wait > max {
+	if maxWait := time.Duration(m.cfg.Executions.MaxWaitSeconds) * time.Second; wait > maxWait {
 		return Snapshot{}, invalid("wait_seconds %d is above the maximum of %d; poll again instead", int(wait.Seconds()), m.cfg.Executions.MaxWaitSeconds)
 	}
 	if wait < 0 || stdoutOffset < 0 || stderrOffset < 0 {

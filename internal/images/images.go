@@ -406,7 +406,7 @@ func readStream(r io.Reader, log io.Writer) (string, error) {
 		if msg.Aux != nil && msg.Aux.ID != "" {
 			id = msg.Aux.ID
 		}
-		io.WriteString(log, msg.Stream)
+		_, _ = io.WriteString(log, msg.Stream)
 	}
 }
 
@@ -444,7 +444,9 @@ func RunVersion(ctx context.Context, cli *client.Client, image string, l languag
 	if err != nil {
 		return "", fmt.Errorf("creating a container: %w", err)
 	}
-	defer cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
+	defer func() {
+		_, _ = cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
+	}()
 
 	att, err := cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {

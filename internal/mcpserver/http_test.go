@@ -159,7 +159,7 @@ func TestRateLimit(t *testing.T) {
 		return rec.Code
 	}
 	limited := 0
-	for i := 0; i < 30; i++ {
+	for range 30 {
 		if post("a") == http.StatusTooManyRequests {
 			limited++
 		}

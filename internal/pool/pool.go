@@ -315,7 +315,7 @@ func (p *Pool) fill(k *keyed) {
 		k.mu.Unlock()
 
 		if need > 0 && !failing {
-			for i := 0; i < need; i++ {
+			for range need {
 				k.mu.Lock()
 				k.creating++
 				k.mu.Unlock()

@@ -12,7 +12,7 @@ import (
 // default socket) and negotiates the API version, so that daemons as old as
 // Docker Engine 20.10 (API 1.41) work.
 func NewClient(host string) (*client.Client, error) {
-	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	opts := []client.Opt{client.FromEnv}
 	if host != "" {
 		opts = append(opts, client.WithHost(host))
 	}

@@ -377,7 +377,8 @@ func (b *Backend) oomKilled(ctx context.Context, id string) bool {
 	w := b.cli.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	select {
 	case <-w.Result:
-	case <-w.Error:
+	case err := <-w.Error:
+		b.log.Debug("waiting for the sandbox to stop", "id", id, "err", err) // the inspect below tells the state
 	}
 	ins, err := b.cli.ContainerInspect(wctx, id, client.ContainerInspectOptions{})
 	if err != nil || ins.Container.State == nil {
@@ -389,7 +390,7 @@ func (b *Backend) oomKilled(ctx context.Context, id string) bool {
 func (b *Backend) remove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := range 3 {
 		_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err == nil || cerrdefs.IsNotFound(err) {
 			return
