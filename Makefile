@@ -73,9 +73,9 @@ fuzz:
 	go test -run XXX -fuzz FuzzReadFrame -fuzztime $(FUZZTIME) ./internal/agent/wire
 	go test -run XXX -fuzz FuzzValidPath -fuzztime $(FUZZTIME) ./internal/agent/wire
 
+# gofmt, go vet, go mod tidy -diff and golangci-lint (.golangci.yml).
 lint:
-	gofmt -l . | (! grep .) || (echo "run gofmt -w on the files above"; exit 1)
-	go vet ./...
+	bash scripts/lint.sh
 
 # Cold vs warm vs bare-process latency, churn ceiling, sustained load, memory.
 bench: images
