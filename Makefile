@@ -8,7 +8,8 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build image docker gvisor images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean
+.PHONY: all build image docker gvisor images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean \
+	k8s-build k8s-up k8s-images k8s-down test-k8s
 
 all: build
 
@@ -65,6 +66,28 @@ test-e2e: build
 
 test-conformance: build
 	MCR_BINARY=$(CURDIR)/$(BIN) bash scripts/conformance.sh
+
+# A real single-node Kubernetes on this machine for the kubernetes backend
+# (scripts/k8s/: etcd, kube-apiserver, kube-scheduler and kubelet built from
+# the Go module proxy, containerd and runc from Debian). k8s-up starts it and
+# puts the agent image and the runtime images the tests use into its
+# containerd; k8s-down stops exactly what k8s-up started.
+K8S_STATE       ?= /var/lib/mcp-code-runner/k8s
+K8S_TEST_IMAGES ?= mcp-code-runner/python:1 mcp-code-runner/base:1
+
+k8s-build:
+	bash scripts/k8s/build.sh
+
+k8s-up: build
+	bash scripts/k8s/up.sh
+	$(MAKE) k8s-images
+
+k8s-images: build
+	bash scripts/k8s/images.sh agent $(BIN)-agent > $(K8S_STATE)/agent-image
+	bash scripts/k8s/images.sh import $(K8S_TEST_IMAGES)
+
+k8s-down:
+	bash scripts/k8s/down.sh
 
 # Fuzz each target for FUZZTIME (seed corpora live in testdata/fuzz).
 FUZZTIME ?= 30s

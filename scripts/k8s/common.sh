@@ -1,0 +1,31 @@
+# Shared settings of the test cluster scripts (sourced, not run).
+#
+# The cluster lives apart from the Docker daemon and anything else on the
+# machine: its own containerd (socket, root, state, runc root), its own
+# loopback ports, a port-less bridge for the node IP, and the kubelet's own
+# kubepods cgroups. Binaries and Go caches survive k8s-down; state does not.
+
+K8S_VERSION="${K8S_VERSION:-v1.37.2}"
+MCR_K8S_CACHE="${MCR_K8S_CACHE:-/var/cache/mcp-code-runner/k8s}"
+BIN_DIR="$MCR_K8S_CACHE/bin"
+STATE="${MCR_K8S_STATE:-/var/lib/mcp-code-runner/k8s}"
+RUN_DIR="${MCR_K8S_RUN:-/run/mcp-code-runner-k8s}"
+NODE_NAME="${MCR_K8S_NODE:-mcr-node}"
+PKI="$STATE/pki" LOGS="$STATE/logs" PIDS="$STATE/pids"
+SOCK="$RUN_DIR/containerd/containerd.sock"
+KUBECONFIG_ADMIN="$STATE/admin.kubeconfig"
+# The node IP sits on a bridge without ports, in the RFC 2544 benchmarking
+# range that nothing routes: the kubelet refuses a loopback node IP, and
+# pods given addresses next to it reach nothing.
+BRIDGE=mcrk8s0
+NODE_IP=198.18.254.1
+POD_SUBNET=198.18.240.0/21
+SVC_CIDR=198.19.254.0/24
+# Loopback ports, away from the defaults so that another cluster on the
+# machine does not collide.
+API_PORT=16443 ETCD_PORT=23791 ETCD_PEER_PORT=23801 SCHED_PORT=10359
+KUBELET_PORT=10350 KUBELET_HEALTHZ_PORT=10348
+PAUSE_IMAGE=localhost/mcp-code-runner/pause:1
+
+kubectl_admin() { "$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" --request-timeout 20s "$@"; }
+ctr_k8s() { ctr --address "$SOCK" -n k8s.io "$@"; }
