@@ -64,6 +64,11 @@ type Limits struct {
 // Config is the whole operator configuration.
 type Config struct {
 	Limits Limits `json:"limits"`
+	// Backend is where sandboxes run: "docker" (the default) or
+	// "kubernetes" (one Pod per sandbox; see Kubernetes).
+	Backend string `json:"backend"`
+	// Kubernetes configures the kubernetes backend.
+	Kubernetes Kubernetes `json:"kubernetes"`
 	// DockerHost overrides DOCKER_HOST when set.
 	DockerHost string `json:"docker_host"`
 	// Runtime is the OCI runtime for sandboxes ("" means the daemon's default).
@@ -160,6 +165,49 @@ type Quotas struct {
 	// ArtifactStoreMB caps one principal's kept artifacts, likewise; the
 	// server-wide cap is artifacts.store_mb.
 	ArtifactStoreMB int `json:"artifact_store_mb"`
+}
+
+// The sandbox backends.
+const (
+	BackendDocker     = "docker"
+	BackendKubernetes = "kubernetes"
+)
+
+// Kubernetes configures the kubernetes backend: each sandbox is a Pod in
+// Namespace, reached through the API server.
+type Kubernetes struct {
+	// Kubeconfig is the kubeconfig file; empty means the in-cluster
+	// configuration when the server runs in a Pod, else $KUBECONFIG or
+	// ~/.kube/config.
+	Kubeconfig string `json:"kubeconfig"`
+	// Context picks a kubeconfig context other than the current one.
+	Context string `json:"context"`
+	// Namespace holds the sandbox pods; it should carry the Pod Security
+	// labels of the "restricted" level (deploy/kubernetes does that).
+	Namespace string `json:"namespace"`
+	// AgentImage holds the static agent at /agent (deploy/kubernetes/agent.Dockerfile;
+	// `make k8s-images` makes one for the test cluster).
+	AgentImage string `json:"agent_image"`
+	// ImagePullPolicy of the runtime and agent images: Always,
+	// IfNotPresent or Never; empty means the cluster's default.
+	ImagePullPolicy string `json:"image_pull_policy"`
+	// RuntimeClassName runs sandbox pods under a RuntimeClass (gVisor, Kata).
+	RuntimeClassName string `json:"runtime_class_name"`
+	// NodeSelector entries are KEY=VALUE.
+	NodeSelector []string `json:"node_selector"`
+	// Tolerations entries are KEY[=VALUE]:EFFECT (EFFECT NoSchedule,
+	// PreferNoSchedule or NoExecute; without a value the key only must
+	// match).
+	Tolerations []string `json:"tolerations"`
+	// ImagePullSecrets name Secrets in Namespace for private registries.
+	ImagePullSecrets []string `json:"image_pull_secrets"`
+	// EphemeralStorageMB is each pod's disk (the agent and the container
+	// log; the workspace and /tmp are memory).
+	EphemeralStorageMB int `json:"ephemeral_storage_mb"`
+	// StartTimeoutSeconds bounds the wait for a pod to run (scheduling,
+	// image pull, start); past it the pod is deleted and the error says
+	// what it was waiting for.
+	StartTimeoutSeconds int `json:"start_timeout_seconds"`
 }
 
 // Sessions configures stateful sessions: long-lived sandboxes whose files
@@ -298,6 +346,12 @@ func Default() Config {
 			MaxTotalFileBytes:     8 << 20,
 			MaxArgs:               64,
 			MaxEnv:                64,
+		},
+		Backend: BackendDocker,
+		Kubernetes: Kubernetes{
+			Namespace:           "mcp-code-runner-sandboxes",
+			EphemeralStorageMB:  256,
+			StartTimeoutSeconds: 60,
 		},
 		MaxConcurrentRuns:      8,
 		QueueTimeoutSeconds:    30,
@@ -494,6 +548,7 @@ func (c Config) Validate() error {
 	if c.HTTP.OAuthIssuer != "" && (c.HTTP.OAuthIntrospectionURL == "" || c.HTTP.PublicURL == "") {
 		errs = append(errs, errors.New("http.oauth_issuer needs http.oauth_introspection_url (to validate tokens) and http.public_url (the resource identifier)"))
 	}
+	errs = append(errs, c.validateBackend()...)
 	if c.HTTP.RatePerMinute < 0 {
 		errs = append(errs, errors.New("http.rate_per_minute must be 0 (no limit) or more"))
 	}
@@ -523,4 +578,77 @@ func (c Config) QueueTimeout() time.Duration {
 // OutputRetention returns OutputRetentionSeconds as a duration.
 func (c Config) OutputRetention() time.Duration {
 	return time.Duration(c.OutputRetentionSeconds) * time.Second
+}
+
+// validateBackend checks the backend choice and the kubernetes settings.
+func (c Config) validateBackend() []error {
+	var errs []error
+	switch c.Backend {
+	case "", BackendDocker:
+		return nil
+	case BackendKubernetes:
+	default:
+		return []error{fmt.Errorf("backend %q: want %q or %q", c.Backend, BackendDocker, BackendKubernetes)}
+	}
+	k := c.Kubernetes
+	if k.Namespace == "" {
+		errs = append(errs, errors.New("kubernetes.namespace is required with the kubernetes backend"))
+	}
+	switch k.ImagePullPolicy {
+	case "", "Always", "IfNotPresent", "Never":
+	default:
+		errs = append(errs, fmt.Errorf("kubernetes.image_pull_policy %q: want Always, IfNotPresent or Never", k.ImagePullPolicy))
+	}
+	if k.EphemeralStorageMB <= 0 || k.StartTimeoutSeconds <= 0 {
+		errs = append(errs, errors.New("kubernetes.ephemeral_storage_mb and kubernetes.start_timeout_seconds must be positive"))
+	}
+	if _, err := k.NodeSelectorMap(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := k.ParsedTolerations(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// NodeSelectorMap returns NodeSelector as a map.
+func (k Kubernetes) NodeSelectorMap() (map[string]string, error) {
+	if len(k.NodeSelector) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, e := range k.NodeSelector {
+		key, value, ok := strings.Cut(e, "=")
+		if !ok || strings.TrimSpace(key) == "" {
+			return nil, fmt.Errorf("kubernetes.node_selector entry %q: want KEY=VALUE, like pool=sandboxes", e)
+		}
+		out[strings.TrimSpace(key)] = strings.TrimSpace(value)
+	}
+	return out, nil
+}
+
+// Toleration is one parsed kubernetes.tolerations entry.
+type Toleration struct {
+	Key, Value, Effect string
+	// Exists is set when the entry gives no value: any value of Key matches.
+	Exists bool
+}
+
+// ParsedTolerations returns Tolerations parsed.
+func (k Kubernetes) ParsedTolerations() ([]Toleration, error) {
+	var out []Toleration
+	for _, e := range k.Tolerations {
+		kv, effect, ok := strings.Cut(e, ":")
+		switch effect {
+		case "NoSchedule", "PreferNoSchedule", "NoExecute":
+		default:
+			ok = false
+		}
+		key, value, hasValue := strings.Cut(kv, "=")
+		if !ok || key == "" {
+			return nil, fmt.Errorf("kubernetes.tolerations entry %q: want KEY[=VALUE]:EFFECT with EFFECT NoSchedule, PreferNoSchedule or NoExecute, like sandbox=true:NoSchedule", e)
+		}
+		out = append(out, Toleration{Key: key, Value: value, Effect: effect, Exists: !hasValue})
+	}
+	return out, nil
 }

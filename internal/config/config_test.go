@@ -41,6 +41,11 @@ func TestLoadRejects(t *testing.T) {
 		{"default above max", `{"limits":{"timeout_seconds":100}}`, nil, "above limits.max_timeout_seconds"},
 		{"zero limit", `{"limits":{"pids_limit":0}}`, nil, "limits.pids_limit must be positive"},
 		{"bad env", `{}`, map[string]string{"MCR_LIMITS_MEMORY_MB": "lots"}, "MCR_LIMITS_MEMORY_MB"},
+		{"unknown backend", `{"backend":"nomad"}`, nil, `backend "nomad": want "docker" or "kubernetes"`},
+		{"kubernetes without a namespace", `{"backend":"kubernetes","kubernetes":{"namespace":""}}`, nil, "kubernetes.namespace is required"},
+		{"bad node selector", `{"backend":"kubernetes","kubernetes":{"node_selector":["pool"]}}`, nil, "want KEY=VALUE"},
+		{"bad toleration effect", `{"backend":"kubernetes","kubernetes":{"tolerations":["a=b:Sometimes"]}}`, nil, "want KEY[=VALUE]:EFFECT"},
+		{"bad pull policy", `{"backend":"kubernetes","kubernetes":{"image_pull_policy":"Maybe"}}`, nil, "want Always, IfNotPresent or Never"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,5 +65,26 @@ func TestEnvNamesCoverEveryLimit(t *testing.T) {
 		if _, ok := names[want]; !ok {
 			t.Errorf("%s is not read", want)
 		}
+	}
+}
+
+func TestKubernetesPlacementSettingsParse(t *testing.T) {
+	env := map[string]string{
+		"MCR_BACKEND":                  "kubernetes",
+		"MCR_KUBERNETES_NODE_SELECTOR": "pool=sandboxes, zone=a",
+		"MCR_KUBERNETES_TOLERATIONS":   "sandbox=true:NoSchedule,dedicated:NoExecute",
+	}
+	c, err := Load("", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := c.Kubernetes.NodeSelectorMap()
+	if c.Backend != BackendKubernetes || sel["pool"] != "sandboxes" || sel["zone"] != "a" {
+		t.Errorf("backend %q node selector %v", c.Backend, sel)
+	}
+	tol, _ := c.Kubernetes.ParsedTolerations()
+	want := []Toleration{{Key: "sandbox", Value: "true", Effect: "NoSchedule"}, {Key: "dedicated", Effect: "NoExecute", Exists: true}}
+	if len(tol) != 2 || tol[0] != want[0] || tol[1] != want[1] {
+		t.Errorf("tolerations %+v, want %+v", tol, want)
 	}
 }
