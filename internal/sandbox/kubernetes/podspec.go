@@ -34,6 +34,7 @@ const (
 	AnnotationOwnerHost = "mcp-code-runner.io/owner-host"
 	AnnotationOwnerPID  = "mcp-code-runner.io/owner-pid"
 	AnnotationOwnerBoot = "mcp-code-runner.io/owner-start"
+	AnnotationOwnerPod  = "mcp-code-runner.io/owner-pod"
 	AnnotationExpires   = "mcp-code-runner.io/expires"
 )
 
@@ -88,6 +89,8 @@ type Owner struct {
 	Host  string
 	PID   int
 	Start string // process start time in clock ticks since boot
+	// Pod is namespace/name/uid of the server's Pod when it runs in one.
+	Pod string
 }
 
 // labelValue is the owner's identity as a label value.
@@ -203,6 +206,9 @@ func Pod(t sandbox.Template, o PodOptions, now time.Time) *corev1.Pod {
 				}}},
 			},
 		},
+	}
+	if o.Owner.Pod != "" {
+		pod.Annotations[AnnotationOwnerPod] = o.Owner.Pod
 	}
 	if o.RuntimeClassName != "" {
 		pod.Spec.RuntimeClassName = ptr(o.RuntimeClassName)
