@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
 )
 
 func init() { subcommands = append(subcommands, newDoctorCmd) }
@@ -75,6 +76,10 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		return
 	}
 	defer st.Close()
+	if kb, ok := st.backend.(*kubernetes.Backend); ok {
+		d.kubernetes(ctx, kb)
+		return
+	}
 	db, err := st.dockerBackend()
 	if err != nil {
 		d.fail("use the Docker backend", "sandbox backend: %v", err)
@@ -200,4 +205,17 @@ func versionLess(a, b string) bool {
 	_, _ = fmt.Sscanf(a, "%d.%d", &a1, &a2)
 	_, _ = fmt.Sscanf(b, "%d.%d", &b1, &b2)
 	return a1 < b1 || (a1 == b1 && a2 < b2)
+}
+
+// kubernetes checks the kubernetes backend: the API server and this
+// server's permissions in the sandbox namespace. The images live on the
+// nodes, which the API server does not list.
+func (d *doctor) kubernetes(ctx context.Context, kb *kubernetes.Backend) {
+	o := kb.PodOptions()
+	if err := kb.Check(ctx); err != nil {
+		d.fail("check the kubeconfig and context (--kubernetes-kubeconfig, --kubernetes-context), and apply deploy/kubernetes for the namespace and the Role", "Kubernetes: %v", err)
+		return
+	}
+	d.ok("Kubernetes API server reachable; this server may create, attach to and delete pods in namespace %s", o.Namespace)
+	d.ok("sandbox pods run the agent from image %s (an init container copies it; the runtime images must be on the nodes or in a registry they pull from)", o.AgentImage)
 }

@@ -225,7 +225,7 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr string, 
 // sandboxes a dead server left behind.
 func startupChecks(ctx context.Context, st *stack) {
 	if err := st.backend.Check(ctx); err != nil {
-		st.log.Error("Docker is not reachable; run_code will fail until it is", "err", err, "fix", "run `mcp-code-runner doctor`")
+		st.log.Error("the sandbox backend is not reachable; run_code will fail until it is", "backend", st.cfg.Backend, "err", err, "fix", "run `mcp-code-runner doctor`")
 		return
 	}
 	for _, img := range st.reg.Images() {

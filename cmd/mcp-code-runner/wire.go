@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/metrics"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
 )
 
 // stack is everything a command that runs code needs.
@@ -122,13 +123,17 @@ func shareAgent(agent, dir string) (string, error) {
 	return dst, nil
 }
 
-// newStack builds the engine on the Docker backend from the global options.
+// newStack builds the engine on the configured backend from the global
+// options.
 func newStack(g *globalOptions) (*stack, error) {
 	cfg, reg, err := g.load()
 	if err != nil {
 		return nil, err
 	}
 	log := g.logger()
+	if cfg.Backend == config.BackendKubernetes {
+		return newKubernetesStack(cfg, reg, log)
+	}
 	cli, err := docker.NewClient(cfg.DockerHost)
 	if err != nil {
 		return nil, err
@@ -154,6 +159,34 @@ func newStack(g *globalOptions) (*stack, error) {
 		sb = st.metrics.Backend(backend)
 	}
 	st.engine = engine.New(cfg, reg, sb, log, engine.WithRuntimeVersions(images.NewLocalVersions(cli, reg)))
+	if st.metrics != nil {
+		st.engine.SetObserver(st.metrics)
+	}
+	return st, nil
+}
+
+// newKubernetesStack builds the engine on the kubernetes backend: a pod per
+// sandbox in the configured namespace.
+func newKubernetesStack(cfg config.Config, reg *languages.Registry, log *slog.Logger) (*stack, error) {
+	rc, err := kubernetes.RESTConfig(cfg.Kubernetes)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := kubernetes.OptionsFrom(cfg.Kubernetes, log)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := kubernetes.New(rc, opts)
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log}
+	var sb sandbox.Backend = backend
+	if cfg.Metrics.Enabled() {
+		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})
+		sb = st.metrics.Backend(backend)
+	}
+	st.engine = engine.New(cfg, reg, sb, log)
 	if st.metrics != nil {
 		st.engine.SetObserver(st.metrics)
 	}
