@@ -55,11 +55,16 @@ test: images
 	echo "checking that no sandbox container was left behind"; \
 	left=$$(docker ps -aq --filter label=io.mcp-code-runner.managed=true); \
 	if [ -n "$$left" ]; then echo "left-behind containers:"; docker ps -a --filter label=io.mcp-code-runner.managed=true; rc=1; fi; \
+	if [ -f $(K8S_STATE)/admin.kubeconfig ]; then \
+		echo "checking that no sandbox pod was left behind"; \
+		pods=$$($(K8S_KUBECTL) get pods -A -l mcp-code-runner.io/sandbox=true -o name); \
+		if [ -n "$$pods" ]; then echo "left-behind pods:"; echo "$$pods"; rc=1; fi; \
+	fi; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the parts above)"; fi; \
 	exit $$rc
 
 test-go: build
-	MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 20m ./...
+	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 20m ./...
 
 test-e2e: build
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec tests/
@@ -88,6 +93,15 @@ k8s-images: build
 
 k8s-down:
 	bash scripts/k8s/down.sh
+
+# The test cluster's kubeconfig and agent image for the tests, when it is up;
+# without them its tests skip (and fail under CI=true).
+K8S_TEST_ENV = $(if $(wildcard $(K8S_STATE)/admin.kubeconfig),MCR_KUBECONFIG=$(K8S_STATE)/admin.kubeconfig MCR_K8S_AGENT_IMAGE=$$(cat $(K8S_STATE)/agent-image))
+K8S_KUBECTL  = /var/cache/mcp-code-runner/k8s/bin/kubectl --kubeconfig $(K8S_STATE)/admin.kubeconfig
+
+# Only the kubernetes backend's tests (make test runs them too).
+test-k8s: build
+	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 15m -run 'Cluster|Kubernetes' ./internal/sandbox/kubernetes/ ./internal/e2e/
 
 # Fuzz each target for FUZZTIME (seed corpora live in testdata/fuzz).
 FUZZTIME ?= 30s
