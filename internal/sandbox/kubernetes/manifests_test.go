@@ -69,9 +69,15 @@ func TestManifestsDeployTheServerWithLeastPrivilege(t *testing.T) {
 		case *corev1.Namespace:
 			namespaces[o.Name] = o
 		case *rbacv1.Role:
-			role = o
+			if o.Namespace == "mcp-code-runner-sandboxes" {
+				role = o
+			} else if o.Namespace != "mcp-code-runner" || len(o.Rules) != 1 || !slices.Equal(o.Rules[0].Verbs, []string{"get"}) {
+				t.Errorf("Role %s/%s grants more than reading the servers' own pods: %+v", o.Namespace, o.Name, o.Rules)
+			}
 		case *rbacv1.RoleBinding:
-			binding = o
+			if o.Namespace == "mcp-code-runner-sandboxes" {
+				binding = o
+			}
 		case *networkingv1.NetworkPolicy:
 			policy = o
 		case *appsv1.Deployment:
