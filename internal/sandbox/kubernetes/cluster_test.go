@@ -175,7 +175,7 @@ func TestClusterNamespaceRestrictedRefusesWeakerPods(t *testing.T) {
 	defer cancel()
 	weak := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "weak-"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mcp-code-runner/base:1"}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mcp-code-runner/base:1"}}},
 	}
 	_, err := c.Client.CoreV1().Pods(k8stest.Namespace).Create(ctx, weak, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {

@@ -285,7 +285,7 @@ func isConnectionError(err error) bool {
 func (b *Backend) deletePod(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := range 3 {
 		err := b.cs.CoreV1().Pods(b.opts.Pod.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
 		if err == nil || apierrors.IsNotFound(err) {
 			return

@@ -50,7 +50,7 @@ func TestClusterLatencyFigures(t *testing.T) {
 	job := sandbox.Job{Request: bashRequest("true"), Deadline: time.Minute}
 	job.Request.Stages[0].Argv = []string{"true"}
 	job.Request.Session = true
-	for i := 0; i < n; i++ {
+	for i := range n {
 		s := time.Now()
 		res, err := session.Call(ctx, job, nil)
 		if err != nil || len(res.Stages) != 1 || res.Stages[0].ExitCode != 0 {
@@ -58,7 +58,7 @@ func TestClusterLatencyFigures(t *testing.T) {
 		}
 		attach = append(attach, time.Since(s))
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		s := time.Now()
 		if err := execTrue(ctx, c, sb.ID()); err != nil {
 			t.Fatalf("exec %d: %v", i, err)

@@ -14,10 +14,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
@@ -42,7 +42,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		l.Close()
 		return nil, err
 	}
-	if _, err := b.waitRunning(ctx, created, t.Image); err != nil {
+	if _, err := b.waitRunning(ctx, created); err != nil {
 		return fail(err)
 	}
 	if err := l.attach(ctx); err != nil {
@@ -55,7 +55,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 // the start timeout passes; it answers at once for the failures waiting
 // cannot mend (an image that cannot be pulled, a container that cannot be
 // made).
-func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod, image string) (*corev1.Pod, error) {
+func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
 	pods := b.cs.CoreV1().Pods(pod.Namespace)
@@ -82,7 +82,7 @@ func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod, image string
 				return nil, fmt.Errorf("%w: sandbox pod %s was deleted while it started", sandbox.ErrDead, p.Name)
 			}
 			last, rv = p, p.ResourceVersion
-			if running, err := b.startState(ctx, p, image); running || err != nil {
+			if running, err := b.startState(ctx, p); running || err != nil {
 				w.Stop()
 				return p, err
 			}
@@ -97,7 +97,7 @@ func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod, image string
 				return nil, b.classify(err, "reading the sandbox pod")
 			}
 			last, rv = p, p.ResourceVersion
-			if running, err := b.startState(ctx, p, image); running || err != nil {
+			if running, err := b.startState(ctx, p); running || err != nil {
 				return p, err
 			}
 		}
@@ -113,7 +113,7 @@ var imagePullReasons = map[string]bool{
 
 // startState reports whether p's sandbox container runs, or why it never
 // will.
-func (b *Backend) startState(ctx context.Context, p *corev1.Pod, image string) (bool, error) {
+func (b *Backend) startState(ctx context.Context, p *corev1.Pod) (bool, error) {
 	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
 		if w := cs.State.Waiting; w != nil {
@@ -267,7 +267,7 @@ func newExecutor(b *Backend, u *url.URL) (remotecommand.Executor, error) {
 	})
 }
 
-func (l *link) Stream(ctx context.Context) (agentconn.Stream, error) {
+func (l *link) Stream(context.Context) (agentconn.Stream, error) {
 	select {
 	case <-l.ended:
 		return agentconn.Stream{}, fmt.Errorf("%w: the attach stream of sandbox pod %s ended", sandbox.ErrDead, l.name)
@@ -277,7 +277,7 @@ func (l *link) Stream(ctx context.Context) (agentconn.Stream, error) {
 }
 
 // Kill deletes the pod at once and ends the attach stream.
-func (l *link) Kill(ctx context.Context) {
+func (l *link) Kill(context.Context) {
 	l.b.deletePod(l.name)
 	l.cancel()
 }
