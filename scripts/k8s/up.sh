@@ -53,8 +53,9 @@ fi
 
 # 2. Binaries (seconds when cached).
 log "building (cached by version in $MCR_K8S_CACHE)"
-bash "$HERE/build.sh" etcd kube-apiserver kube-scheduler kubelet kubectl 2>&1 | sed 's/^/    /'
-[ "${PIPESTATUS[0]}" = 0 ] || die "build failed"
+if ! bash "$HERE/build.sh" etcd kube-apiserver kube-scheduler kubelet kubectl 2>&1 | sed 's/^/    /'; then
+	die "building the binaries failed (see above)"
+fi
 
 mkdir -p "$STATE" "$RUN_DIR" "$PKI" "$LOGS" "$PIDS" "$STATE/images"
 
