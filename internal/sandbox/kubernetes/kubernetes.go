@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -150,6 +152,9 @@ func New(rc *rest.Config, opts Options) (*Backend, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// client-go reports through klog what this backend handles itself
+	// (an attach stream closed when its sandbox goes is not an error).
+	klog.SetLogger(logr.Discard())
 	rc = rest.CopyConfig(rc)
 	// A pool refill creates several pods at once, each watched and attached.
 	rc.QPS, rc.Burst = 50, 100
