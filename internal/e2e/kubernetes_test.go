@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
@@ -54,6 +55,12 @@ func startKubernetesServer(t *testing.T, c *k8stest.Cluster, pools string) *serv
 
 // podsOfServer lists the sandbox pods the server with this PID made.
 func podsOfServer(t *testing.T, c *k8stest.Cluster, pid int) []string {
+	return podsOfServerIn(t, c, pid, "")
+}
+
+// podsOfServerIn lists the sandbox pods the server with this PID made that
+// are in phase (any phase if "").
+func podsOfServerIn(t *testing.T, c *k8stest.Cluster, pid int, phase corev1.PodPhase) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -63,7 +70,7 @@ func podsOfServer(t *testing.T, c *k8stest.Cluster, pid int) []string {
 	}
 	var names []string
 	for _, p := range list.Items {
-		if p.Annotations[kubernetes.AnnotationOwnerPID] == strconv.Itoa(pid) {
+		if p.Annotations[kubernetes.AnnotationOwnerPID] == strconv.Itoa(pid) && (phase == "" || p.Status.Phase == phase) {
 			names = append(names, p.Name)
 		}
 	}
@@ -82,7 +89,13 @@ func runCode(t *testing.T, url, lang, code string) string {
 	if err != nil || res.IsError {
 		t.Fatalf("run_code %s: %v %+v", lang, err, res)
 	}
-	return res.Content[0].(*mcp.TextContent).Text
+	var text []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+	}
+	return strings.Join(text, "\n")
 }
 
 // run_code in Python and Bash through MCP, on a server with --backend
@@ -91,7 +104,7 @@ func TestKubernetesRunCodeThroughMCP(t *testing.T) {
 	c := k8stest.Require(t)
 	s := startKubernetesServer(t, c, "python=1")
 	pid := s.cmd.Process.Pid
-	waitFor(t, "a warm python pod", 2*time.Minute, func() bool { return len(podsOfServer(t, c, pid)) >= 1 })
+	waitFor(t, "a warm python pod", 2*time.Minute, func() bool { return len(podsOfServerIn(t, c, pid, corev1.PodRunning)) >= 1 })
 	for _, tt := range []struct{ lang, code, want string }{
 		{"python", "print(6*7)", "42"},
 		{"bash", "echo $((40+2)) from $(id -u)", "42 from 10001"},
