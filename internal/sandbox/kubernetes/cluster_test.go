@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -161,11 +161,11 @@ func hasTokenVolume(p *corev1.Pod) bool {
 }
 
 // bashRequest is a one-stage agent request running script with bash.
-func bashRequest(script string) agent.Request {
-	return agent.Request{
+func bashRequest(script string) wire.Request {
+	return wire.Request{
 		Workdir:     "/workspace",
 		OutputLimit: 1 << 20,
-		Stages:      []agent.Stage{{Name: "run", Argv: []string{"bash", "-c", script}, TimeoutMs: 30000}},
+		Stages:      []wire.Stage{{Name: "run", Argv: []string{"bash", "-c", script}, TimeoutMs: 30000}},
 	}
 }
 

@@ -216,11 +216,6 @@ func (b *Backend) Check(ctx context.Context) error {
 // as ErrImageMissing when a pod cannot pull it.
 func (b *Backend) CheckImage(context.Context, string) error { return nil }
 
-// ImageLabels returns no labels: the image's configuration is on the nodes.
-func (b *Backend) ImageLabels(context.Context, string) (map[string]string, error) {
-	return map[string]string{}, nil
-}
-
 // ensureNetworkPolicy makes the deny-all policy of sandbox pods if the
 // namespace lacks it (the manifests ship it too). A server that may not
 // read or make policies says so once and goes on: the policy is the

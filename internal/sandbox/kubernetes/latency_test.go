@@ -43,8 +43,7 @@ func TestClusterLatencyFigures(t *testing.T) {
 	created := time.Since(start)
 	defer c.NoLeftovers(t, k8stest.Namespace, b.Owner())
 	defer sb.Close()
-	session := sb.(sandbox.Session)
-
+	
 	const n = 10
 	var attach, exec []time.Duration
 	job := sandbox.Job{Request: bashRequest("true"), Deadline: time.Minute}
@@ -52,7 +51,7 @@ func TestClusterLatencyFigures(t *testing.T) {
 	job.Request.Session = true
 	for i := range n {
 		s := time.Now()
-		res, err := session.Call(ctx, job, nil)
+		res, err := sb.Call(ctx, job, nil)
 		if err != nil || len(res.Stages) != 1 || res.Stages[0].ExitCode != 0 {
 			t.Fatalf("call %d: %v %+v", i, err, res)
 		}

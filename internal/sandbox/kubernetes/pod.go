@@ -48,7 +48,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if err := l.attach(ctx); err != nil {
 		return fail(err)
 	}
-	return newPodSandbox(created.Name, l, b), nil
+	return agentconn.New(created.Name, l, b.log), nil
 }
 
 // waitRunning watches pod until its sandbox container runs, it fails, or

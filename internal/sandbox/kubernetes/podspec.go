@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -44,9 +44,9 @@ const (
 	InitContainerName = "install-agent"
 	AgentDir          = "/opt/mcp-code-runner"
 	AgentPath         = AgentDir + "/agent"
-	WorkspacePath     = "/workspace"
+	WorkspacePath     = wire.WorkspacePath
 	// SandboxUID is the user and group every sandbox process runs as.
-	SandboxUID = 10001
+	SandboxUID = wire.SandboxUID
 	// NetworkPolicyName names the policy that cuts sandbox pods off.
 	NetworkPolicyName = "mcp-code-runner-sandboxes-deny-all"
 )
@@ -128,15 +128,18 @@ func Pod(t sandbox.Template, o PodOptions, now time.Time) *corev1.Pod {
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(max(o.EphemeralStorageMB, 1))<<20, resource.BinarySI),
 	}
 	env := []corev1.EnvVar{
-		{Name: agent.SandboxEnv, Value: "1"},
+		{Name: wire.SandboxEnv, Value: "1"},
 		{Name: "HOME", Value: "/tmp"},
 		{Name: "PATH", Value: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		// The Pod API sets no open-files or file-size limit: the agent
+		// applies them to itself at boot, before anything else runs.
+		{Name: wire.LimitsEnv, Value: jsonString(wire.Limits{NoFile: r.NoFile, FileSizeBytes: int64(r.FileSizeMB) << 20})},
 	}
 	if t.Prestart != nil {
-		env = append(env, corev1.EnvVar{Name: agent.PrestartEnv, Value: jsonString(t.Prestart)})
+		env = append(env, corev1.EnvVar{Name: wire.PrestartEnv, Value: jsonString(t.Prestart)})
 	}
 	if t.Warm != nil {
-		env = append(env, corev1.EnvVar{Name: agent.WarmEnv, Value: jsonString(t.Warm)})
+		env = append(env, corev1.EnvVar{Name: wire.WarmEnv, Value: jsonString(t.Warm)})
 	}
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},

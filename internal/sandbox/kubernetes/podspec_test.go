@@ -12,7 +12,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -21,7 +21,7 @@ var testTemplate = sandbox.Template{
 	Resources: sandbox.Resources{MemoryMB: 256, CPUs: 0.5, PidsLimit: 128, WorkspaceMB: 64, TmpMB: 32, NoFile: 1024, FileSizeMB: 32},
 	MaxLife:   10 * time.Minute,
 	Purpose:   "python",
-	Warm:      &agent.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}},
+	Warm:      &wire.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}},
 }
 
 var testOptions = PodOptions{
@@ -158,7 +158,10 @@ func TestPodIsHardened(t *testing.T) {
 			return ic.Image == testOptions.AgentImage && slices.Equal(ic.Command, []string{"/agent", "install", AgentPath})
 		}},
 		{"the agent is told it is in a sandbox, and what to warm", func() bool {
-			return envOf(sandboxC, agent.SandboxEnv) == "1" && strings.Contains(envOf(sandboxC, agent.WarmEnv), `"python3"`)
+			return envOf(sandboxC, wire.SandboxEnv) == "1" && strings.Contains(envOf(sandboxC, wire.WarmEnv), `"python3"`)
+		}},
+		{"the agent is given the open-files and file-size limits the Pod API cannot set", func() bool {
+			return envOf(sandboxC, wire.LimitsEnv) == `{"nofile":1024,"fsize_bytes":33554432}`
 		}},
 		{"the labels select it for the sweep and the network policy", func() bool {
 			return pod.Labels[LabelSandbox] == "true" && pod.Labels[LabelOwner] == testOptions.Owner.labelValue() &&
