@@ -125,6 +125,7 @@ if touch /probe 2>/dev/null; then echo root=writable; else echo root=readonly; f
 if [ -e /var/run/secrets/kubernetes.io/serviceaccount ]; then echo token=present; else echo token=absent; fi
 awk 'NR>1 && $2=="00000000" {print "default-route=" $1}' /proc/net/route
 echo "interfaces=$(ls /sys/class/net | tr '\n' ' ')"
+echo "nofile=$(ulimit -n) fsize=$(ulimit -f)"
 if timeout 3 bash -c 'exec 3<>/dev/tcp/%s/%d' 2>/dev/null; then echo kubelet=reachable; else echo kubelet=unreachable; fi
 `, pod.Status.HostIP, node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	res, err := sb.Exec(ctx, sandbox.Job{Request: bashRequest(probe), Deadline: time.Minute}, nil)
@@ -141,6 +142,7 @@ if timeout 3 bash -c 'exec 3<>/dev/tcp/%s/%d' 2>/dev/null; then echo kubelet=rea
 		"CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000",
 		"NoNewPrivs:\t1", "Seccomp:\t2",
 		"root=readonly", "token=absent", "kubelet=unreachable",
+		"nofile=1024 fsize=32768", // bash counts fsize in KiB: 32 MiB
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inside the pod: want %q in\n%s", want, out)
