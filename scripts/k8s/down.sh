@@ -56,7 +56,7 @@ stop containerd 20
 # 4. Shims of this cluster's socket only, matched on their exact -address
 # argument and killed by PID (Docker's shims name another socket).
 for p in /proc/[0-9]*; do
-	cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+	cmd=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
 	case "$cmd" in
 	*containerd-shim*"-address $SOCK "*)
 		log "killing leftover shim ${p#/proc/}"
@@ -84,4 +84,5 @@ if [ -f "$STATE/sysctl.orig" ]; then
 fi
 # 9. State.
 rm -rf "$RUN_DIR" "$STATE"
+rmdir "$(dirname "$STATE")" 2>/dev/null # its parent, when nothing else is there
 log "removed $STATE and $RUN_DIR; binaries stay in $BIN_DIR"
