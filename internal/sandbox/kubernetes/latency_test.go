@@ -43,7 +43,7 @@ func TestClusterLatencyFigures(t *testing.T) {
 	created := time.Since(start)
 	defer c.NoLeftovers(t, k8stest.Namespace, b.Owner())
 	defer sb.Close()
-	
+
 	const n = 10
 	var attach, exec []time.Duration
 	job := sandbox.Job{Request: bashRequest("true"), Deadline: time.Minute}
