@@ -287,4 +287,3 @@ ls -l main.sh | cut -c1; ls /workspace; echo "stdin: $(cat)"
 				engine.StatusOK, "end 20001\n", 0, ""},
 		})
 }
-
