@@ -135,6 +135,17 @@ func (b *Backend) Live() []string {
 	return ids
 }
 
+// Workspace returns the host directory that is sandbox id's workspace
+// (wire.WorkspacePath inside it), or "" when id is not live.
+func (b *Backend) Workspace(id string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.live[id]; l != nil {
+		return l.workspace
+	}
+	return ""
+}
+
 // Kill ends sandbox id from outside, as a container killed by someone
 // else: its agent's stream closes and its processes are killed. With oom,
 // the sandbox reports that it hit its memory limit. It reports whether id
