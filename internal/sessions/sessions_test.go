@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
@@ -27,6 +28,24 @@ func manager(t *testing.T, cfg *config.Config, langs ...string) *sessions.Manage
 		testutil.NoLeftovers(t, b.Client())
 	})
 	return m
+}
+
+// fakeManager returns a manager on the fake backend (the real agent in
+// this process, no Docker), for the logic of sessions.
+func fakeManager(t *testing.T, cfg *config.Config) *sessions.Manager {
+	t.Helper()
+	e, _ := testutil.FakeEngine(t, cfg)
+	m := sessions.NewManager(e)
+	t.Cleanup(m.Shutdown)
+	return m
+}
+
+// onBothBackends runs test on the fake backend and on Docker.
+func onBothBackends(t *testing.T, test func(t *testing.T, newManager func(t *testing.T) *sessions.Manager)) {
+	t.Run("fake", func(t *testing.T) { test(t, func(t *testing.T) *sessions.Manager { return fakeManager(t, nil) }) })
+	t.Run("docker", func(t *testing.T) {
+		test(t, func(t *testing.T) *sessions.Manager { return manager(t, nil, "python", "bash") })
+	})
 }
 
 func run(t *testing.T, m *sessions.Manager, id, code string) *engine.Result {
@@ -48,7 +67,11 @@ func create(t *testing.T, m *sessions.Manager, lang string, idle int) string {
 }
 
 func TestPythonSessionKeepsState(t *testing.T) {
-	m := manager(t, nil, "python")
+	onBothBackends(t, testPythonSessionKeepsState)
+}
+
+func testPythonSessionKeepsState(t *testing.T, newManager func(t *testing.T) *sessions.Manager) {
+	m := newManager(t)
 	id := create(t, m, "python", 0)
 	r := run(t, m, id, "import math\nx = 41\nprint('set')")
 	if r.Status != engine.StatusOK || r.Stdout != "set\n" || !r.KernelRestarted {
@@ -187,14 +210,21 @@ func TestSessionFiles(t *testing.T) {
 func TestSessionLimits(t *testing.T) {
 	cfg := config.Default()
 	cfg.Sessions.MaxSessions = 2
-	m := manager(t, &cfg, "bash")
+	m := fakeManager(t, &cfg)
 	ctx := context.Background()
 	short := create(t, m, "bash", 1)
 	create(t, m, "bash", 0)
 	if _, err := m.Create(ctx, "bash", 0); err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("cap: %v", err)
 	}
-	time.Sleep(3 * time.Second)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		for _, s := range m.List() {
+			if s.SessionID == short {
+				return false
+			}
+		}
+		return true
+	}, "the session idle for its 1 s timeout to expire")
 	if _, err := m.Run(ctx, engine.Request{SessionID: short, Code: "true"}, engine.RunOptions{}); err == nil || !strings.Contains(err.Error(), "unknown session") {
 		t.Fatalf("idle session still there: %v", err)
 	}
@@ -206,18 +236,25 @@ func TestSessionLimits(t *testing.T) {
 	}
 }
 
-func TestSessionCancel(t *testing.T) {
-	m := manager(t, nil, "python")
+func TestSessionCancel(t *testing.T) { onBothBackends(t, testSessionCancel) }
+
+func testSessionCancel(t *testing.T, newManager func(t *testing.T) *sessions.Manager) {
+	m := newManager(t)
 	id := create(t, m, "python", 0)
 	run(t, m, id, "y = 5")
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(time.Second, cancel)
+	defer cancel()
 	start := time.Now()
-	r, err := m.Run(ctx, engine.Request{SessionID: id, Code: "import time; time.sleep(60)"}, engine.RunOptions{})
+	r, err := m.Run(ctx, engine.Request{SessionID: id, Code: "import time; print('sleeping', flush=True); time.sleep(60)"}, engine.RunOptions{
+		OnChunk: func(c sandbox.Chunk) {
+			if strings.Contains(string(c.Data), "sleeping") {
+				cancel()
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != engine.StatusKilled || time.Since(start) > 10*time.Second {
+	if r.Status != engine.StatusKilled || time.Since(start) > 20*time.Second {
 		t.Fatalf("cancel: %+v after %s", r, time.Since(start))
 	}
 	if r := run(t, m, id, "print('alive')"); r.Stdout != "alive\n" {
