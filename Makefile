@@ -8,7 +8,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build image docker gvisor images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean
+.PHONY: all build image docker gvisor images run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean
 
 all: build
 
@@ -48,6 +48,7 @@ serve-stdio: build
 # Every test: Go unit and Docker tests, then real MCP clients end to end.
 test: images
 	@rc=0; \
+	$(MAKE) test-fast || rc=1; \
 	$(MAKE) test-go || rc=1; \
 	$(MAKE) test-e2e || rc=1; \
 	$(MAKE) test-conformance || rc=1; \
@@ -56,6 +57,11 @@ test: images
 	if [ -n "$$left" ]; then echo "left-behind containers:"; docker ps -a --filter label=io.mcp-code-runner.managed=true; rc=1; fi; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the parts above)"; fi; \
 	exit $$rc
+
+# The fast tier: no Docker, with the race detector. Tests that need Docker
+# carry //go:build !fast; the logic tests run on the in-process fake backend.
+test-fast:
+	go test -race -tags fast -count=1 -timeout 5m ./...
 
 test-go: build
 	MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 20m ./...

@@ -1,3 +1,5 @@
+//go:build !fast
+
 // Package e2e drives the real binary: serve over HTTP, shut it down, kill
 // it, and check what is left in Docker.
 package e2e

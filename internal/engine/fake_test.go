@@ -137,7 +137,7 @@ func TestBackendFailuresAreExplained(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e, b := testutil.FakeEngine(t, nil)
-			b.BeforeCreate = func(context.Context, sandbox.Template) error { return c.err }
+			b.SetBeforeCreate(func(context.Context, sandbox.Template) error { return c.err })
 			_, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "true"}, engine.RunOptions{})
 			if engine.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.contains) {
 				t.Errorf("got %q (%s), want code %s mentioning %q", err, engine.CodeOf(err), c.code, c.contains)

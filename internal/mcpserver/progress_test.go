@@ -1,3 +1,5 @@
+//go:build !fast
+
 package mcpserver_test
 
 import (

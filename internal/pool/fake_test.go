@@ -96,19 +96,20 @@ func TestWaitersServedInOrder(t *testing.T) {
 	b := testutil.FakeBackend(t)
 	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, CreateConcurrency: 1})
 	ctx := context.Background()
-	first, err := p.Get(ctx, "bash")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Creations wait until released, so that every run queues first.
+	waitStat(t, p, "1 idle", func(s pool.Stat) bool { return s.Idle == 1 })
+	// Creations wait until the gate opens, so that every run queues first.
 	gate := make(chan struct{})
-	b.BeforeCreate = func(ctx context.Context, _ sandbox.Template) error {
+	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error {
 		select {
 		case <-gate:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	})
+	first, err := p.Get(ctx, "bash")
+	if err != nil {
+		t.Fatal(err)
 	}
 	p.Release(first)
 	const runs = 4
@@ -160,7 +161,7 @@ func TestPoolThatCannotStart(t *testing.T) {
 func TestPoolBacksOffAndRecovers(t *testing.T) {
 	b := testutil.FakeBackend(t)
 	var calls, inFlight, most atomic.Int32
-	b.BeforeCreate = func(context.Context, sandbox.Template) error {
+	b.SetBeforeCreate(func(context.Context, sandbox.Template) error {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -169,7 +170,7 @@ func TestPoolBacksOffAndRecovers(t *testing.T) {
 			return fmt.Errorf("%w: the fake is down", sandbox.ErrUnavailable)
 		}
 		return nil
-	}
+	})
 	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 2}, CreateConcurrency: 4})
 	waitStat(t, p, "failing", func(s pool.Stat) bool { return s.Failures >= 2 && strings.Contains(s.Error, "the fake is down") })
 	waitStat(t, p, "recovered and full", func(s pool.Stat) bool { return s.Idle == 2 && s.Error == "" })
@@ -184,7 +185,7 @@ func TestDrainedPoolIsBusy(t *testing.T) {
 	b := testutil.FakeBackend(t)
 	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, MaxWaiters: 1, WaitTimeout: 10 * time.Millisecond})
 	waitStat(t, p, "1 idle", func(s pool.Stat) bool { return s.Idle == 1 })
-	b.BeforeCreate = func(ctx context.Context, _ sandbox.Template) error { <-ctx.Done(); return ctx.Err() }
+	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error { <-ctx.Done(); return ctx.Err() })
 	first, err := p.Get(context.Background(), "bash")
 	if err != nil {
 		t.Fatal(err)
@@ -289,11 +290,11 @@ func TestCloseRemovesEverything(t *testing.T) {
 	}
 	var once sync.Once
 	slow := make(chan struct{})
-	b.BeforeCreate = func(ctx context.Context, _ sandbox.Template) error {
+	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error {
 		once.Do(func() { close(slow) })
 		<-ctx.Done()
 		return ctx.Err()
-	}
+	})
 	p.Release(out)
 	<-slow // a creation is under way
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

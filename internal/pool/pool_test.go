@@ -1,3 +1,5 @@
+//go:build !fast
+
 package pool_test
 
 import (

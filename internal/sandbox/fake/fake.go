@@ -30,21 +30,17 @@ import (
 
 // Backend makes in-process sandboxes. The zero value is not usable; call New.
 type Backend struct {
-	// BeforeCreate, if set, runs at the start of every Create: an error it
-	// returns is Create's (wrap sandbox.ErrImageMissing or
-	// sandbox.ErrUnavailable to play those), and it may block to make
-	// creation slow (it should honour ctx). Set it before the backend is
-	// used.
-	BeforeCreate func(ctx context.Context, t sandbox.Template) error
-	// CheckErr, if set, is what Check returns.
+	// CheckErr, if set, is what Check returns. Set it before use.
 	CheckErr error
 	// MissingImages are the images CheckImage and Create report missing.
+	// Set it before use.
 	MissingImages map[string]bool
 
 	dir string // the workspaces live here
 
-	mu      sync.Mutex
-	seq     int
+	mu           sync.Mutex
+	beforeCreate func(ctx context.Context, t sandbox.Template) error
+	seq          int
 	live    map[string]*link
 	created int
 	removed int
@@ -61,8 +57,11 @@ func New(dir string) *Backend {
 
 // Create starts the real agent in this process for a new sandbox.
 func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
-	if b.BeforeCreate != nil {
-		if err := b.BeforeCreate(ctx, t); err != nil {
+	b.mu.Lock()
+	before := b.beforeCreate
+	b.mu.Unlock()
+	if before != nil {
+		if err := before(ctx, t); err != nil {
 			return nil, err
 		}
 	}
@@ -91,6 +90,16 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	b.notify()
 	b.mu.Unlock()
 	return agentconn.New(id, l, nil), nil
+}
+
+// SetBeforeCreate makes fn run at the start of every Create from now on
+// (nil: none). An error it returns is Create's (wrap sandbox.ErrImageMissing
+// or sandbox.ErrUnavailable to play those); it may block to make creation
+// slow, and should then honour ctx.
+func (b *Backend) SetBeforeCreate(fn func(ctx context.Context, t sandbox.Template) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.beforeCreate = fn
 }
 
 // forget counts the removal of sandbox id.
