@@ -41,10 +41,10 @@ type Backend struct {
 	mu           sync.Mutex
 	beforeCreate func(ctx context.Context, t sandbox.Template) error
 	seq          int
-	live    map[string]*link
-	created int
-	removed int
-	changed chan struct{} // closed and replaced on every create and remove
+	live         map[string]*link
+	created      int
+	removed      int
+	changed      chan struct{} // closed and replaced on every create and remove
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
