@@ -60,8 +60,9 @@ test: images
 
 # The fast tier: no Docker, with the race detector. Tests that need Docker
 # carry //go:build !fast; the logic tests run on the in-process fake backend.
+# Its tests mostly wait on processes and timers, so 4 packages run at once.
 test-fast:
-	go test -race -tags fast -count=1 -timeout 5m ./...
+	go test -race -tags fast -count=1 -p 4 -timeout 5m ./...
 
 test-go: build
 	MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 20m ./...
