@@ -80,23 +80,11 @@ func TestCancelKillsContainer(t *testing.T) {
 	testutil.RequireImage(t, b, languages.Builtin(), "bash")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	server := mcpserver.New(eng, "test", nil)
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
 	// Cancelled once the run's first output shows it running.
-	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+	cs := connectWith(t, eng, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { cancel() },
 	})
-	cs, err := client.Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": "tok"}, Name: "run_code",
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": "tok"}, Name: "run_code",
 		Arguments: map[string]any{"language": "bash", "code": "echo started; sleep 60"}})
 	if err == nil {
 		t.Fatal("a cancelled call returned a result")

@@ -26,6 +26,13 @@ var update = flag.Bool("update", false, "rewrite the schema snapshots in testdat
 // SDK's in-memory transports.
 func connect(t *testing.T, eng *engine.Engine) *mcp.ClientSession {
 	t.Helper()
+	return connectWith(t, eng, nil)
+}
+
+// connectWith is connect with the client's options (its notification
+// handlers).
+func connectWith(t *testing.T, eng *engine.Engine, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	server := mcpserver.New(eng, "test", nil)
 	st, ct := mcp.NewInMemoryTransports()
@@ -33,7 +40,7 @@ func connect(t *testing.T, eng *engine.Engine) *mcp.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)

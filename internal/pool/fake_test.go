@@ -229,19 +229,26 @@ func TestPoolReplacesOldIdleSandboxes(t *testing.T) {
 	waitStat(t, p, "one replaced for its age", func(s pool.Stat) bool { return s.Replaced >= 1 })
 }
 
+// lendOne returns a full pool of size with RefillDelay delay, and a
+// sandbox taken from it.
+func lendOne(t *testing.T, size int, delay time.Duration) (*pool.Pool, sandbox.Sandbox) {
+	t.Helper()
+	p := fakePool(t, testutil.FakeBackend(t), pool.Options{Sizes: map[string]int{"bash": size}, RefillDelay: delay})
+	waitStat(t, p, "full", func(s pool.Stat) bool { return s.Idle == size })
+	sb, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, sb
+}
+
 // TestRefillWaitsForTheRun checks when a sandbox handed out is replaced:
 // while others of its key are idle, after its run ends (so that the
-// creation does not compete with the run); when it was the last one, at
-// once.
+// creation does not compete with the run) or RefillDelay; when it was the
+// last one, at once.
 func TestRefillWaitsForTheRun(t *testing.T) {
 	t.Run("others idle: after the run", func(t *testing.T) {
-		b := testutil.FakeBackend(t)
-		p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 2}, RefillDelay: time.Hour})
-		waitStat(t, p, "2 idle", func(s pool.Stat) bool { return s.Idle == 2 })
-		sb, err := p.Get(context.Background(), "bash")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, sb := lendOne(t, 2, time.Hour)
 		// The deferral is recorded before Get returns, and with it the fill
 		// loop needs nothing: no creation can have begun or begin.
 		if s := stat(p); s.Deferred != 1 || s.Creating != 0 || s.Idle != 1 {
@@ -251,24 +258,12 @@ func TestRefillWaitsForTheRun(t *testing.T) {
 		waitStat(t, p, "refilled after the run", func(s pool.Stat) bool { return s.Idle == 2 && s.Deferred == 0 })
 	})
 	t.Run("others idle: at most the delay", func(t *testing.T) {
-		b := testutil.FakeBackend(t)
-		p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 2}, RefillDelay: time.Millisecond})
-		waitStat(t, p, "2 idle", func(s pool.Stat) bool { return s.Idle == 2 })
-		sb, err := p.Get(context.Background(), "bash")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, sb := lendOne(t, 2, time.Millisecond)
 		defer p.Release(sb)
 		waitStat(t, p, "refilled while the sandbox is still out", func(s pool.Stat) bool { return s.Idle == 2 && s.Deferred == 0 })
 	})
 	t.Run("the last one: at once", func(t *testing.T) {
-		b := testutil.FakeBackend(t)
-		p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, RefillDelay: time.Hour})
-		waitStat(t, p, "1 idle", func(s pool.Stat) bool { return s.Idle == 1 })
-		sb, err := p.Get(context.Background(), "bash")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, sb := lendOne(t, 1, time.Hour)
 		defer p.Release(sb)
 		if s := stat(p); s.Deferred != 0 {
 			t.Errorf("the last sandbox's replacement was deferred: %+v", s)
