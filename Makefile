@@ -45,7 +45,7 @@ run: images
 serve-stdio: build
 	$(BIN) serve
 
-# Every test: Go unit and Docker tests, then real MCP clients end to end.
+# Every test: the fast tier, Go unit and Docker tests, then real MCP clients end to end.
 test: images
 	@rc=0; \
 	$(MAKE) test-fast || rc=1; \
