@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,27 +113,44 @@ func TestWaitersServedInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Release(first)
+	// Which run got which sandbox: the fake numbers its sandboxes in the
+	// order they are made, one at a time here.
 	const runs = 4
-	served := make(chan int, runs)
+	type grant struct {
+		run int
+		id  string
+	}
+	served := make(chan grant, runs)
 	for i := 0; i < runs; i++ {
 		go func() {
 			sb, err := p.Get(ctx, "bash")
 			if err != nil {
 				t.Error(err)
-				served <- -1
+				served <- grant{i, ""}
 				return
 			}
-			served <- i
+			served <- grant{i, sb.ID()}
 			p.Release(sb)
 		}()
 		waitStat(t, p, fmt.Sprintf("%d runs waiting", i+1), func(s pool.Stat) bool { return s.Waiting == i+1 })
 	}
 	close(gate)
-	for want := 0; want < runs; want++ {
-		if got := <-served; got != want {
-			t.Fatalf("sandbox %d went to run %d, want run %d (first come, first served)", want, got, want)
+	made := make([]string, runs) // made[run] is the sandbox run got
+	for range runs {
+		g := <-served
+		made[g.run] = g.id
+	}
+	for run := 1; run < runs; run++ {
+		if seq(made[run-1]) >= seq(made[run]) {
+			t.Fatalf("runs got sandboxes %v, want them in the order the runs came (first come, first served)", made)
 		}
 	}
+}
+
+// seq is the creation number in a fake sandbox's ID ("fake-12").
+func seq(id string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(id, "fake-"))
+	return n
 }
 
 // TestPoolThatCannotStart answers at once with the reason when its image

@@ -267,9 +267,11 @@ func TestWarmBashBehavesAsBash(t *testing.T) {
 	e := pooledEngine(t, 1)
 	// The bash that runs the script started with the sandbox (warm) or
 	// after it (cold): compare its start with the agent's, in clock ticks.
-	const probe = `s=$(cut -d' ' -f22 /proc/$$/stat); a=$(cut -d' ' -f22 /proc/1/stat)
+	// $SECONDS is read first thing: later, on a loaded machine, the
+	// subshells above it could take a second themselves.
+	const probe = `secs=$SECONDS; s=$(cut -d' ' -f22 /proc/$$/stat); a=$(cut -d' ' -f22 /proc/1/stat)
 (( s - a < 50 )) && echo -n "warm " || echo -n "cold "
-echo "$0 $# [$*] ${BASH_SOURCE[0]} $LINENO $SECONDS $(cat /proc/$$/cmdline | tr '\0' ' ')$MINE"
+echo "$0 $# [$*] ${BASH_SOURCE[0]} $LINENO $secs $(cat /proc/$$/cmdline | tr '\0' ' ')$MINE"
 (return 0 2>/dev/null) && echo sourced || echo "not sourced"
 ls -l main.sh | cut -c1; ls /workspace; echo "stdin: $(cat)"
 `
