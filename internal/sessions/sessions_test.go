@@ -106,7 +106,7 @@ func TestSessionLimits(t *testing.T) {
 		t.Fatalf("cap: %v", err)
 	}
 	testutil.Eventually(t, 30*time.Second, func() bool {
-		for _, s := range m.List() {
+		for _, s := range m.List(ctx) {
 			if s.SessionID == short {
 				return false
 			}
