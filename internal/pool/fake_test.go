@@ -297,10 +297,7 @@ func TestCloseRemovesEverything(t *testing.T) {
 	b := testutil.FakeBackend(t)
 	p := pool.New(b, map[string]sandbox.Template{"bash": bashTemplate}, pool.Options{Sizes: map[string]int{"bash": 3}, MaxWaiters: 1, WaitTimeout: time.Minute})
 	testutil.Eventually(t, 30*time.Second, func() bool { return stat(p).Idle == 3 }, "3 idle")
-	out, err := p.Get(context.Background(), "bash")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The replacement of the sandbox taken next is under way at Close.
 	var once sync.Once
 	slow := make(chan struct{})
 	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error {
@@ -308,8 +305,16 @@ func TestCloseRemovesEverything(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
+	out, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-slow:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no replacement began within 30 s of taking a sandbox")
+	}
 	p.Release(out)
-	<-slow // a creation is under way
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := p.Close(ctx); err != nil {
