@@ -60,7 +60,7 @@ func serve(t *testing.T, req wire.Request) (stages []wire.StageResult, stdout, s
 			stages = append(stages, r)
 		case wire.KindDone:
 			_ = json.Unmarshal(f.Payload, &done)
-			return
+			return stages, stdout, stderr, done
 		}
 	}
 }

@@ -171,7 +171,8 @@ func TestShutdownLeavesNothing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("server exited: %v", err)
 	case <-time.After(60 * time.Second):
 		t.Fatal("server did not exit within 60 s of SIGTERM")
 	}
@@ -243,7 +244,8 @@ func TestShutdownKillsRunsAfterGrace(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("server exited: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("server did not exit within 30 s of SIGTERM with a 2 s grace")
 	}

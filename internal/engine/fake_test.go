@@ -110,7 +110,7 @@ func TestCancelKillsTheRunWithItsPartialOutput(t *testing.T) {
 func TestOutOfMemoryShowsInTheStatus(t *testing.T) {
 	e, b := testutil.FakeEngine(t, nil)
 	r, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "echo started; sleep 60"}, engine.RunOptions{
-		OnChunk: func(c sandbox.Chunk) {
+		OnChunk: func(sandbox.Chunk) {
 			for _, id := range b.Live() {
 				b.Kill(id, true)
 			}

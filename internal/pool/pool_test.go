@@ -71,7 +71,7 @@ func TestNoSandboxServesTwoRuns(t *testing.T) {
 	e := pooledEngine(t, 1)
 	ctx := context.Background()
 	seen := map[string]bool{}
-	for i := 0; i < 4; i++ {
+	for i := range 4 {
 		r, err := e.Run(ctx, engine.Request{Language: "bash", Code: `
 ls /tmp/marker /workspace/marker 2>/dev/null && echo FOUND-MARKER
 pgrep -f "sleep 4242" >/dev/null && echo FOUND-PROCESS
