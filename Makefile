@@ -8,7 +8,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build image docker gvisor images run serve-stdio test test-go test-e2e test-conformance fuzz bench lint clean \
+.PHONY: all build image docker gvisor images run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
 	k8s-build k8s-up k8s-images k8s-down test-k8s
 
 all: build
@@ -46,9 +46,10 @@ run: images
 serve-stdio: build
 	$(BIN) serve
 
-# Every test: Go unit and Docker tests, then real MCP clients end to end.
+# Every test: the fast tier, Go unit and Docker tests, then real MCP clients end to end.
 test: images
 	@rc=0; \
+	$(MAKE) test-fast || rc=1; \
 	$(MAKE) test-go || rc=1; \
 	$(MAKE) test-e2e || rc=1; \
 	$(MAKE) test-conformance || rc=1; \
@@ -62,6 +63,12 @@ test: images
 	fi; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the parts above)"; fi; \
 	exit $$rc
+
+# The fast tier: no Docker, with the race detector. Tests that need Docker
+# carry //go:build !fast; the logic tests run on the in-process fake backend.
+# Its tests mostly wait on processes and timers, so 4 packages run at once.
+test-fast:
+	go test -race -tags fast -count=1 -p 4 -timeout 5m ./...
 
 test-go: build
 	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -count=1 -timeout 20m ./...

@@ -60,7 +60,7 @@ func serve(t *testing.T, req wire.Request) (stages []wire.StageResult, stdout, s
 			stages = append(stages, r)
 		case wire.KindDone:
 			_ = json.Unmarshal(f.Payload, &done)
-			return
+			return stages, stdout, stderr, done
 		}
 	}
 }
@@ -321,12 +321,16 @@ func TestWarmScriptInterpreterThatDied(t *testing.T) {
 		t.Skip("bash is not installed")
 	}
 	dir := startWarmIn(t, wire.Warm{Name: wire.ScriptWarm, Argv: []string{"bash", "main.sh"}, Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
-	time.Sleep(100 * time.Millisecond) // until bash opened its FIFO
+	pid := warm.cmd.Process.Pid
+	fifo := filepath.Join(dir, "main.sh")
+	if !waitFor(10*time.Second, func() bool { return hasOpen(pid, fifo) }) {
+		t.Fatal("the warm bash never opened its script FIFO")
+	}
 	if err := warm.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); alive(warm.cmd.Process.Pid) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	if !waitFor(10*time.Second, func() bool { return !alive(pid) }) {
+		t.Fatal("the killed warm bash is still alive")
 	}
 	stages, stdout, _, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
 		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo fine")}},
@@ -334,6 +338,29 @@ func TestWarmScriptInterpreterThatDied(t *testing.T) {
 	if done.Error != "" || len(stages) != 1 || stages[0].ExitCode != 0 || stdout[0] != "fine\n" {
 		t.Errorf("done %+v, stages %+v, stdout %q", done, stages, stdout[0])
 	}
+}
+
+// waitFor waits until cond holds or limit passes, and reports whether it
+// holds. (testutil has the same; it imports this package.)
+func waitFor(limit time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(limit); !cond(); {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+	return true
+}
+
+// hasOpen reports whether process pid has path open.
+func hasOpen(pid int, path string) bool {
+	fds, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd.Name()); err == nil && target == path {
+			return true
+		}
+	}
+	return false
 }
 
 // alive reports whether process pid exists and has not exited (a zombie

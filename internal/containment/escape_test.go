@@ -1,3 +1,5 @@
+//go:build !fast
+
 package containment_test
 
 import (
@@ -16,6 +18,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
 // probeLib is sourced by the bash probes: "try NAME CMD..." reports ok when
@@ -446,11 +449,7 @@ echo done`
 		t.Errorf("want the 5 marked processes visible on the host during the run (the probe works), saw %q", seen)
 	}
 	var left []string
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if left = hostProcesses(t, marker); len(left) == 0 {
-			break
-		}
-	}
+	testutil.WaitFor(3*time.Second, func() bool { left = hostProcesses(t, marker); return len(left) == 0 })
 	if len(left) > 0 {
 		t.Errorf("processes outlived the run on the host: %q", left)
 	}

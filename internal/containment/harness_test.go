@@ -1,3 +1,5 @@
+//go:build !fast
+
 // Package containment_test is the hostile-code battery: programs that try
 // to exhaust, escape or subvert their sandbox, run through the real engine
 // on the real Docker daemon. Every test checks that the run comes back with

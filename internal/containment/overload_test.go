@@ -1,3 +1,5 @@
+//go:build !fast
+
 package containment_test
 
 import (

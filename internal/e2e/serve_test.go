@@ -1,3 +1,5 @@
+//go:build !fast
+
 // Package e2e drives the real binary: serve over HTTP, shut it down, kill
 // it, and check what is left in Docker.
 package e2e
@@ -10,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,16 +58,14 @@ func startServer(t *testing.T, poolSize int) *server {
 		}
 	}()
 	s := &server{cmd: cmd, url: "http://" + addr + "/mcp"}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	waitFor(t, "the server to listen on "+addr, 20*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return s
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("server did not listen on %s", addr)
-	return nil
+		return err == nil
+	})
+	return s
 }
 
 func containersOf(t *testing.T, cli *client.Client, pid int) []string {
@@ -85,14 +86,57 @@ func containersOf(t *testing.T, cli *client.Client, pid int) []string {
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for time.Since(start) < limit {
-		if cond() {
-			return time.Since(start)
+	testutil.Eventually(t, limit, cond, what)
+	return time.Since(start)
+}
+
+// callOutcome is what a run_code call returned.
+type callOutcome struct {
+	text string
+	err  error
+}
+
+// startCall calls run_code with code in the background. started is closed
+// when the run's first output arrives (as a progress notification), so the
+// run is in flight in its sandbox; got receives the call's outcome.
+func startCall(url, code string, timeoutSeconds int) (started <-chan struct{}, got <-chan callOutcome) {
+	first := make(chan struct{})
+	out := make(chan callOutcome, 1)
+	var once sync.Once
+	go func() {
+		c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { once.Do(func() { close(first) }) },
+		})
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			out <- callOutcome{err: err}
+			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		defer cs.Close()
+		args := map[string]any{"language": "bash", "code": code}
+		if timeoutSeconds > 0 {
+			args["timeout_seconds"] = timeoutSeconds
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": "e2e"}, Name: "run_code", Arguments: args})
+		if err != nil {
+			out <- callOutcome{err: err}
+			return
+		}
+		out <- callOutcome{text: res.Content[0].(*mcp.TextContent).Text}
+	}()
+	return first, out
+}
+
+// waitStarted waits until the run of startCall is in flight.
+func waitStarted(t *testing.T, started <-chan struct{}, got <-chan callOutcome) {
+	t.Helper()
+	select {
+	case <-started:
+	case o := <-got:
+		t.Fatalf("the run ended before it was seen running: %q %v", o.text, o.err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run showed no output within 60 s")
 	}
-	t.Fatalf("%s: not within %s", what, limit)
-	return 0
 }
 
 func runBash(t *testing.T, url, code string) string {
@@ -121,18 +165,14 @@ func TestShutdownLeavesNothing(t *testing.T) {
 	if out := runBash(t, s.url, "echo warm"); !strings.Contains(out, "ok") {
 		t.Fatalf("run: %s", out)
 	}
-	go func() {
-		c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-		if cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true}, nil); err == nil {
-			_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "sleep 3; echo late"}})
-		}
-	}()
-	time.Sleep(500 * time.Millisecond)
+	started, got := startCall(s.url, "echo started; sleep 3; echo late", 0)
+	waitStarted(t, started, got)
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("server exited: %v", err)
 	case <-time.After(60 * time.Second):
 		t.Fatal("server did not exit within 60 s of SIGTERM")
 	}
@@ -149,13 +189,8 @@ func TestCrashRecovery(t *testing.T) {
 	s := startServer(t, 3)
 	pid := s.cmd.Process.Pid
 	waitFor(t, "pool filled", 30*time.Second, func() bool { return len(containersOf(t, cli, pid)) >= 3 })
-	go func() {
-		c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-		if cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true}, nil); err == nil {
-			_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "sleep 30"}})
-		}
-	}()
-	time.Sleep(time.Second)
+	started, got := startCall(s.url, "echo started; sleep 30", 0)
+	waitStarted(t, started, got)
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
 	orphans := containersOf(t, cli, pid)
@@ -202,37 +237,15 @@ func TestShutdownKillsRunsAfterGrace(t *testing.T) {
 		}
 		return err == nil
 	})
-	type outcome struct {
-		text string
-		err  error
-	}
-	got := make(chan outcome, 1)
-	go func() {
-		c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
-		if err != nil {
-			got <- outcome{err: err}
-			return
-		}
-		defer cs.Close()
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "echo started; sleep 50", "timeout_seconds": 60}})
-		if err != nil {
-			got <- outcome{err: err}
-			return
-		}
-		got <- outcome{text: res.Content[0].(*mcp.TextContent).Text}
-	}()
-	// The run has its sandbox once the pool has made a second one to
-	// replace it (a fixed sleep failed on a loaded machine: the run was
-	// still waiting for its sandbox when the signal came).
-	waitFor(t, "the run to take its sandbox", 60*time.Second, func() bool { return len(containersOf(t, cli, cmd.Process.Pid)) >= 2 })
-	time.Sleep(500 * time.Millisecond)
+	started, got := startCall(url, "echo started; sleep 50", 60)
+	waitStarted(t, started, got)
 	start := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("server exited: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("server did not exit within 30 s of SIGTERM with a 2 s grace")
 	}

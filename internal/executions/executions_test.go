@@ -2,6 +2,8 @@ package executions_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,30 +11,43 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/fake"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
-func manager(t *testing.T) *executions.Manager {
+// manager returns a manager on the fake backend (the real agent in this
+// process, no Docker): executions are logic around the engine.
+func manager(t *testing.T) (*executions.Manager, *fake.Backend) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Executions.MaxWaitSeconds = 30
-	e, b := testutil.Engine(t, &cfg)
-	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	e, b := testutil.FakeEngine(t, &cfg)
 	m := executions.NewManager(e)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		m.Shutdown(ctx)
-		testutil.NoLeftovers(t, b.Client())
 	})
-	return m
+	return m, b
+}
+
+// waitOutput waits until the execution's stdout contains want.
+func waitOutput(t *testing.T, m *executions.Manager, id, want string) executions.Snapshot {
+	t.Helper()
+	var snap executions.Snapshot
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		snap, _ = m.Get(context.Background(), id, 0, 0, 0)
+		return strings.Contains(snap.Stdout, want)
+	}, "output "+want)
+	return snap
 }
 
 func TestExecutionLifecycle(t *testing.T) {
-	m := manager(t)
+	m, b := manager(t)
 	ctx := context.Background()
-	s, err := m.Start(ctx, engine.Request{Language: "bash", Code: `for i in 1 2 3; do echo "step $i"; sleep 1; done; echo done`, TimeoutSeconds: 120})
+	// The program ends once the test creates the file "release".
+	s, err := m.Start(ctx, engine.Request{Language: "bash", TimeoutSeconds: 120,
+		Code: `for i in 1 2 3; do echo "step $i"; done; until [ -e release ]; do sleep 0.01; done; echo done`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,17 +55,16 @@ func TestExecutionLifecycle(t *testing.T) {
 		t.Fatalf("start: %+v", s)
 	}
 	// Partial output of a running program.
-	var partial executions.Snapshot
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		partial, _ = m.Get(ctx, s.ExecutionID, 0, 0, 0)
-		if strings.Contains(partial.Stdout, "step 1") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if partial.Status != executions.StatusRunning || !strings.Contains(partial.Stdout, "step 1") || strings.Contains(partial.Stdout, "done") {
+	partial := waitOutput(t, m, s.ExecutionID, "step 3")
+	if partial.Status != executions.StatusRunning || strings.Contains(partial.Stdout, "done") {
 		t.Fatalf("partial: %+v", partial)
+	}
+	live := b.Live()
+	if len(live) != 1 {
+		t.Fatalf("sandboxes %v, want the execution's", live)
+	}
+	if err := os.WriteFile(filepath.Join(b.Workspace(live[0]), "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	// Long poll to the end, asking only for output not yet seen.
 	final, err := m.Get(ctx, s.ExecutionID, 20*time.Second, partial.StdoutBytes, 0)
@@ -60,7 +74,7 @@ func TestExecutionLifecycle(t *testing.T) {
 	if final.Status != executions.StatusFinished || final.Result == nil || final.Result.Status != engine.StatusOK {
 		t.Fatalf("final: %+v", final)
 	}
-	if final.StdoutOffset != partial.StdoutBytes || !strings.HasSuffix(final.Stdout, "done\n") || strings.Contains(final.Stdout, "step 1") {
+	if final.StdoutOffset != partial.StdoutBytes || final.Stdout != "done\n" {
 		t.Errorf("incremental stdout %q from %d", final.Stdout, final.StdoutOffset)
 	}
 	if final.Result.Stdout != "step 1\nstep 2\nstep 3\ndone\n" {
@@ -75,13 +89,13 @@ func TestExecutionLifecycle(t *testing.T) {
 }
 
 func TestExecutionCancel(t *testing.T) {
-	m := manager(t)
+	m, _ := manager(t)
 	ctx := context.Background()
 	s, err := m.Start(ctx, engine.Request{Language: "bash", Code: `echo before; sleep 300`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	waitOutput(t, m, s.ExecutionID, "before")
 	start := time.Now()
 	c, err := m.Cancel(ctx, s.ExecutionID)
 	if err != nil {
@@ -96,7 +110,7 @@ func TestExecutionCancel(t *testing.T) {
 }
 
 func TestExecutionBadInput(t *testing.T) {
-	m := manager(t)
+	m, _ := manager(t)
 	ctx := context.Background()
 	cases := []struct {
 		name string

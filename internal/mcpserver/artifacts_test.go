@@ -1,3 +1,5 @@
+//go:build !fast
+
 package mcpserver_test
 
 import (
@@ -108,6 +110,10 @@ func TestPlotComesBackAsPNG(t *testing.T) {
 	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 	cs := connect(t, eng)
 	ctx := context.Background()
+	// Importing pandas and matplotlib takes seconds of CPU: on a loaded
+	// machine, more than the default 10 s limit. The test is about the
+	// images, so the runs get the most time a call may ask for.
+	const plotTimeout = 60
 	pngBlocks := func(res *mcp.CallToolResult) int {
 		n := 0
 		for _, c := range res.Content {
@@ -122,26 +128,37 @@ func TestPlotComesBackAsPNG(t *testing.T) {
 		return n
 	}
 	plot := "import numpy as np, pandas as pd\nimport matplotlib.pyplot as plt\nx = np.linspace(0, 6, 50)\ndf = pd.DataFrame({'x': x, 'y': np.sin(x)})\nplt.plot(df.x, df.y)\n"
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "code": plot + "plt.show()"}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "code": plot + "plt.show()", "timeout_seconds": plotTimeout}})
 	if err != nil || res.IsError {
 		t.Fatalf("%v %+v", err, res)
 	}
 	if n := pngBlocks(res); n != 1 {
-		t.Errorf("one-shot plt.show(): %d image blocks", n)
+		t.Errorf("one-shot plt.show(): %d image blocks; result %s", n, textOf(res))
 	}
 	sess, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_session", Arguments: map[string]any{"language": "python"}})
 	if err != nil || sess.IsError {
 		t.Fatalf("%v %+v", err, sess)
 	}
 	id := sess.StructuredContent.(map[string]any)["session_id"].(string)
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "session_id": id, "code": plot}})
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "session_id": id, "code": plot, "timeout_seconds": plotTimeout}})
 	if err != nil || res.IsError {
 		t.Fatalf("%v %+v", err, res)
 	}
 	if n := pngBlocks(res); n != 1 {
-		t.Errorf("session figure left open: %d image blocks", n)
+		t.Errorf("session figure left open: %d image blocks; result %s", n, textOf(res))
 	}
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "close_session", Arguments: map[string]any{"session_id": id}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// textOf is the text blocks of res, for failure messages.
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }

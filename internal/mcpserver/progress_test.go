@@ -1,3 +1,5 @@
+//go:build !fast
+
 package mcpserver_test
 
 import (
@@ -76,20 +78,18 @@ func TestProgressStreamsOutput(t *testing.T) {
 func TestCancelKillsContainer(t *testing.T) {
 	eng, b := testutil.Engine(t, nil)
 	testutil.RequireImage(t, b, languages.Builtin(), "bash")
-	cs := connect(t, eng)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(time.Second, cancel)
-	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "sleep 60"}})
+	defer cancel()
+	// Cancelled once the run's first output shows it running.
+	cs := connectWith(t, eng, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { cancel() },
+	})
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": "tok"}, Name: "run_code",
+		Arguments: map[string]any{"language": "bash", "code": "echo started; sleep 60"}})
 	if err == nil {
 		t.Fatal("a cancelled call returned a result")
 	}
 	// The server gets notifications/cancelled; its container must go.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if n := len(eng.Inflight()); n == 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return len(eng.Inflight()) == 0 }, "the cancelled run to end")
 	testutil.NoLeftovers(t, b.Client())
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -14,11 +14,10 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/fake"
 )
 
 var update = flag.Bool("update", false, "rewrite the schema snapshots in testdata")
@@ -27,6 +26,13 @@ var update = flag.Bool("update", false, "rewrite the schema snapshots in testdat
 // SDK's in-memory transports.
 func connect(t *testing.T, eng *engine.Engine) *mcp.ClientSession {
 	t.Helper()
+	return connectWith(t, eng, nil)
+}
+
+// connectWith is connect with the client's options (its notification
+// handlers).
+func connectWith(t *testing.T, eng *engine.Engine, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	server := mcpserver.New(eng, "test", nil)
 	st, ct := mcp.NewInMemoryTransports()
@@ -34,7 +40,7 @@ func connect(t *testing.T, eng *engine.Engine) *mcp.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -43,20 +49,16 @@ func connect(t *testing.T, eng *engine.Engine) *mcp.ClientSession {
 	return cs
 }
 
-// offlineEngine has a Docker backend whose client is never used by the
-// calls under test (listing tools, prompts, completion).
+// offlineEngine has a backend that the calls under test (listing tools,
+// prompts, completion, rejecting bad input) never reach: the fake one, so
+// these tests need no Docker.
 func offlineEngine(t *testing.T) *engine.Engine {
 	t.Helper()
-	cli, err := docker.NewClient("unix:///nonexistent/docker.sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := docker.New(cli, docker.Options{AgentPath: testutil.AgentBinary(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := languages.Builtin()
-	return engine.New(config.Default(), reg, b, nil, engine.WithRuntimeVersions(images.NewLocalVersions(cli, reg)))
+	b := fake.New(t.TempDir())
+	b.SetBeforeCreate(func(context.Context, sandbox.Template) error {
+		return fmt.Errorf("%w: the test's backend is offline", sandbox.ErrUnavailable)
+	})
+	return engine.New(config.Default(), languages.Builtin(), b, nil)
 }
 
 // TestToolSchemasSnapshot pins each tool's name, annotations and schemas:
@@ -177,75 +179,5 @@ func TestBadInputIsToolError(t *testing.T) {
 	// An unknown tool is a protocol error.
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nope"}); err == nil {
 		t.Error("unknown tool accepted")
-	}
-}
-
-func TestRunCodeOverMCP(t *testing.T) {
-	eng, b := testutil.Engine(t, nil)
-	testutil.RequireImage(t, b, languages.Builtin(), "bash")
-	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
-	cs := connect(t, eng)
-	ctx := context.Background()
-
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
-		"language": "bash", "code": `echo "hi $1"; seq 1 5000`, "args": []string{"there"},
-	}})
-	if err != nil || res.IsError {
-		t.Fatalf("%v %+v", err, res)
-	}
-	var out engine.Result
-	data, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	if out.Status != "ok" || !strings.HasPrefix(out.Stdout, "hi there\n1\n") || !out.StdoutTruncated || out.StdoutURI == "" {
-		t.Fatalf("result %+v", out)
-	}
-	if len(res.Content) != 2 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "bash run") {
-		t.Errorf("content: want a summary then the JSON, got %d blocks", len(res.Content))
-	}
-	var fromText, fromStructured any
-	_ = json.Unmarshal([]byte(res.Content[1].(*mcp.TextContent).Text), &fromText)
-	_ = json.Unmarshal(data, &fromStructured)
-	if !reflect.DeepEqual(fromText, fromStructured) {
-		t.Errorf("the JSON text block differs from structuredContent")
-	}
-	full, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: out.StdoutURI})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if text := full.Contents[0].Text; !strings.HasSuffix(text, "\n4999\n5000\n") || len(text) != int(out.StdoutBytes) {
-		t.Errorf("full output: %d bytes, want %d", len(text), out.StdoutBytes)
-	}
-	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mcr://runs/nope/stdout"}); err == nil {
-		t.Error("reading an unknown output succeeded")
-	}
-	comp, _ := cs.Complete(ctx, &mcp.CompleteParams{
-		Ref:      &mcp.CompleteReference{Type: "ref/resource", URI: mcpserver.RunOutputTemplate},
-		Argument: mcp.CompleteParamsArgument{Name: "run_id", Value: ""},
-	})
-	if len(comp.Completion.Values) == 0 || comp.Completion.Values[0] != out.RunID {
-		t.Errorf("run_id completion %v, want %s first", comp.Completion.Values, out.RunID)
-	}
-
-	langs, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_languages"})
-	if err != nil || langs.IsError {
-		t.Fatal(err)
-	}
-	data, _ = json.Marshal(langs.StructuredContent)
-	if !strings.Contains(string(data), `"name":"bash"`) || !strings.Contains(string(data), `"runtime_version":"GNU bash`) {
-		t.Errorf("list_languages: %s", data)
-	}
-	rl, err := cs.ListResources(ctx, nil)
-	if err != nil || len(rl.Resources) != 1 || rl.Resources[0].URI != mcpserver.LanguagesURI {
-		t.Fatalf("resources %+v %v", rl, err)
-	}
-	rt, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil || len(rt.ResourceTemplates) != 3 {
-		t.Fatalf("templates %+v %v", rt, err)
-	}
-	lr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.LanguagesURI})
-	if err != nil || !strings.Contains(lr.Contents[0].Text, `"typescript"`) {
-		t.Fatalf("languages resource %v", err)
 	}
 }

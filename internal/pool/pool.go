@@ -295,6 +295,7 @@ func (p *Pool) fill(k *keyed) {
 	backoff := time.Second
 	check := time.NewTicker(2 * time.Second)
 	defer check.Stop()
+	var retry <-chan time.Time // the next probe after a failure
 	for {
 		k.mu.Lock()
 		kept := k.idle[:0]
@@ -323,12 +324,13 @@ func (p *Pool) fill(k *keyed) {
 				go p.createOne(k)
 			}
 		}
-		var retry <-chan time.Time
-		if failing {
+		// The probe's timer is armed once per failure and kept across
+		// wake-ups: re-armed on every check, it would never fire.
+		if !failing {
+			retry, backoff = nil, time.Second
+		} else if retry == nil {
 			retry = time.After(backoff)
 			backoff = min(backoff*2, 30*time.Second)
-		} else {
-			backoff = time.Second
 		}
 		select {
 		case <-p.ctx.Done():
@@ -336,6 +338,7 @@ func (p *Pool) fill(k *keyed) {
 		case <-k.wake:
 		case <-check.C:
 		case <-retry:
+			retry = nil
 			k.mu.Lock()
 			if k.creating == 0 {
 				k.creating++

@@ -1,8 +1,9 @@
+//go:build !fast
+
 package pool_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -14,8 +15,6 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
@@ -56,16 +55,14 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func waitIdle(t *testing.T, e *engine.Engine, lang string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		for _, s := range e.PoolStats() {
 			if s.Language == lang && s.Idle >= n {
-				return
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("pool for %s never reached %d idle: %+v", lang, n, e.PoolStats())
+		return false
+	}, "the pool for "+lang+" to have "+itoa(n)+" idle")
 }
 
 // TestNoSandboxServesTwoRuns leaves a marker file and a detached process in
@@ -74,7 +71,7 @@ func TestNoSandboxServesTwoRuns(t *testing.T) {
 	e := pooledEngine(t, 1)
 	ctx := context.Background()
 	seen := map[string]bool{}
-	for i := 0; i < 4; i++ {
+	for i := range 4 {
 		r, err := e.Run(ctx, engine.Request{Language: "bash", Code: `
 ls /tmp/marker /workspace/marker 2>/dev/null && echo FOUND-MARKER
 pgrep -f "sleep 4242" >/dev/null && echo FOUND-PROCESS
@@ -134,23 +131,23 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 		testutil.WaitProcessGone(pid, 10*time.Second)
 	}
 	if !seen {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if s := e.PoolStats(); len(s) > 0 && (s[0].Replaced > 0 || s[0].Idle == 0) {
-				break
-			}
-		}
+		testutil.WaitFor(10*time.Second, func() bool {
+			s := e.PoolStats()
+			return len(s) > 0 && (s[0].Replaced > 0 || s[0].Idle == 0)
+		})
 	}
 	r, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "echo alive"}, engine.RunOptions{})
 	if err != nil || r.Stdout != "alive\n" {
 		t.Fatalf("run after the kill: %v %+v", err, r)
 	}
 	waitIdle(t, e, "bash", 1)
-	var replaced int
+	// The pool saw the death while the sandbox was idle (Replaced), or
+	// handed it out first and the run took another (a second Served):
+	// which one depends on how fast the daemon reports the death.
 	for _, s := range e.PoolStats() {
-		replaced += s.Replaced
-	}
-	if replaced == 0 {
-		t.Errorf("the dead sandbox was not counted as replaced: %+v", e.PoolStats())
+		if s.Replaced == 0 && s.Served < 2 {
+			t.Errorf("the dead sandbox was neither replaced nor passed over: %+v", s)
+		}
 	}
 }
 
@@ -159,60 +156,6 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 func hostView(pid int) bool {
 	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
 	return pid > 0 && err == nil
-}
-
-// TestPoolThatCannotStart answers at once with the reason when its image
-// is missing, while other languages keep working.
-func TestPoolThatCannotStart(t *testing.T) {
-	b := testutil.Backend(t)
-	p := pool.New(b, map[string]sandbox.Template{
-		"ghost": {Image: "mcp-code-runner/ghost:0", Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 8, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}, MaxLife: time.Minute},
-	}, pool.Options{Sizes: map[string]int{"ghost": 2}, MaxWaiters: 4, WaitTimeout: 20 * time.Second})
-	defer p.Close(context.Background())
-	time.Sleep(500 * time.Millisecond)
-	start := time.Now()
-	_, err := p.Get(context.Background(), "ghost")
-	if !errors.Is(err, sandbox.ErrImageMissing) {
-		t.Fatalf("got %v, want the missing image error", err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("took %s to report a pool that cannot start", took)
-	}
-	if s := p.Stats()[0]; s.Error == "" || s.Failures == 0 {
-		t.Errorf("stats do not show the failure: %+v", s)
-	}
-}
-
-// TestDrainedPoolIsBusy: with no waiting allowed, a run that finds the pool
-// empty gets a busy error rather than a shared sandbox.
-func TestDrainedPoolIsBusy(t *testing.T) {
-	cfg := config.Default()
-	cfg.Pool.Size = 0
-	cfg.Pool.Sizes = []string{"bash=1"}
-	b := testutil.Backend(t)
-	reg := languages.Builtin()
-	testutil.RequireImage(t, b, reg, "bash")
-	e := engine.New(cfg, reg, b, nil)
-	l, _ := reg.Lookup("bash")
-	p := pool.New(b, map[string]sandbox.Template{"bash": e.Template(l)}, pool.Options{Sizes: map[string]int{"bash": 1}, MaxWaiters: 1, WaitTimeout: 10 * time.Millisecond})
-	defer func() {
-		_ = p.Close(context.Background())
-		testutil.NoLeftovers(t, b.Client())
-	}()
-	ctx := context.Background()
-	var first sandbox.Sandbox
-	for i := 0; i < 200 && first == nil; i++ {
-		first, _ = p.Get(ctx, "bash")
-		time.Sleep(50 * time.Millisecond)
-	}
-	if first == nil {
-		t.Fatal("the pool never had a sandbox")
-	}
-	defer p.Release(first)
-	_, err := p.Get(ctx, "bash")
-	if !errors.Is(err, pool.ErrBusy) || !strings.Contains(err.Error(), "retry") {
-		t.Fatalf("got %v, want a busy error", err)
-	}
 }
 
 // TestPrestartedCompilerServesWarmRuns checks Kotlin's warm path: the pool's
@@ -324,9 +267,11 @@ func TestWarmBashBehavesAsBash(t *testing.T) {
 	e := pooledEngine(t, 1)
 	// The bash that runs the script started with the sandbox (warm) or
 	// after it (cold): compare its start with the agent's, in clock ticks.
-	const probe = `s=$(cut -d' ' -f22 /proc/$$/stat); a=$(cut -d' ' -f22 /proc/1/stat)
+	// $SECONDS is read first thing: later, on a loaded machine, the
+	// subshells above it could take a second themselves.
+	const probe = `secs=$SECONDS; s=$(cut -d' ' -f22 /proc/$$/stat); a=$(cut -d' ' -f22 /proc/1/stat)
 (( s - a < 50 )) && echo -n "warm " || echo -n "cold "
-echo "$0 $# [$*] ${BASH_SOURCE[0]} $LINENO $SECONDS $(cat /proc/$$/cmdline | tr '\0' ' ')$MINE"
+echo "$0 $# [$*] ${BASH_SOURCE[0]} $LINENO $secs $(cat /proc/$$/cmdline | tr '\0' ' ')$MINE"
 (return 0 2>/dev/null) && echo sourced || echo "not sourced"
 ls -l main.sh | cut -c1; ls /workspace; echo "stdin: $(cat)"
 `
@@ -345,86 +290,4 @@ ls -l main.sh | cut -c1; ls /workspace; echo "stdin: $(cat)"
 			{"a script larger than a pipe's buffer", engine.Request{Code: strings.Repeat("# padding\n", 20000) + "echo end $LINENO"},
 				engine.StatusOK, "end 20001\n", 0, ""},
 		})
-}
-
-// TestRefillWaitsForTheRun checks when a sandbox handed out is replaced:
-// while others of its language are idle, after its run ends (so that the
-// container's creation does not compete with the run); when it was the last
-// one, at once.
-func TestRefillWaitsForTheRun(t *testing.T) {
-	statsDuringRun := func(e *engine.Engine) pool.Stat {
-		t.Helper()
-		var during pool.Stat
-		r, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "echo started; sleep 1"}, engine.RunOptions{
-			OnChunk: func(sandbox.Chunk) {
-				time.Sleep(300 * time.Millisecond) // let a refill that was not deferred begin
-				for _, s := range e.PoolStats() {
-					if s.Language == "bash" {
-						during = s
-					}
-				}
-			}})
-		if err != nil || r.Status != engine.StatusOK {
-			t.Fatalf("run: %v %+v", err, r)
-		}
-		return during
-	}
-	t.Run("others idle: after the run", func(t *testing.T) {
-		e := pooledEngine(t, 2)
-		s := statsDuringRun(e)
-		if s.Deferred != 1 || s.Creating != 0 || s.Idle != 1 {
-			t.Errorf("during the run: want 1 idle, 1 deferred, none creating; got %+v", s)
-		}
-		waitIdle(t, e, "bash", 2)
-	})
-	t.Run("the last one: at once", func(t *testing.T) {
-		e := pooledEngine(t, 1)
-		s := statsDuringRun(e)
-		if s.Deferred != 0 || s.Creating+s.Idle != 1 {
-			t.Errorf("during the run: want its replacement created or being created, none deferred; got %+v", s)
-		}
-	})
-}
-
-// TestWaitersServedInOrder queues runs on an empty pool one after another
-// and checks that the sandboxes made next go to them in that order.
-func TestWaitersServedInOrder(t *testing.T) {
-	b := testutil.Backend(t)
-	reg := languages.Builtin()
-	testutil.RequireImage(t, b, reg, "bash")
-	l, _ := reg.Lookup("bash")
-	p := pool.New(b, map[string]sandbox.Template{"bash": engine.New(config.Default(), reg, b, nil).Template(l)},
-		pool.Options{Sizes: map[string]int{"bash": 1}, MaxWaiters: 8, WaitTimeout: time.Minute, CreateConcurrency: 1})
-	closeAtEnd(t, p, b.Client())
-	ctx := context.Background()
-	first, err := p.Get(ctx, "bash")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Release(first)
-	const runs = 4
-	served := make(chan int, runs)
-	for i := 0; i < runs; i++ {
-		go func() {
-			sb, err := p.Get(ctx, "bash")
-			if err != nil {
-				t.Error(err)
-				served <- -1
-				return
-			}
-			served <- i
-			p.Release(sb)
-		}()
-		// Queued before the next one comes.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			if s := p.Stats(); s[0].Waiting == i+1 || time.Now().After(deadline) {
-				break
-			}
-		}
-	}
-	for want := 0; want < runs; want++ {
-		if got := <-served; got != want {
-			t.Fatalf("sandbox %d went to run %d, want run %d (first come, first served)", want, got, want)
-		}
-	}
 }

@@ -30,7 +30,7 @@ func sameAsMissing(t *testing.T, what string, err, missingErr error, id, missing
 func TestSessionsBelongToTheirPrincipal(t *testing.T) {
 	cfg := config.Default()
 	cfg.Quotas.Sessions = 1
-	m := manager(t, &cfg, "bash")
+	m := fakeManager(t, &cfg)
 	alice, bob, ops := as("alice", false), as("bob", false), as("ops", true)
 	info, err := m.Create(alice, "bash", 0)
 	if err != nil {

@@ -160,24 +160,20 @@ func NoLeftovers(t testing.TB, cli *client.Client) {
 	t.Helper()
 	// A run answers before its sandbox is removed (within a second here);
 	// only a container still there after the grace is left behind.
-	deadline := time.Now().Add(leftoverGrace)
-	for {
+	var n int
+	var listErr error
+	if !WaitFor(leftoverGrace, func() bool {
 		list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
 			All:     true,
 			Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 		})
-		if err != nil {
-			t.Fatalf("listing containers: %v", err)
-		}
-		n := len(list.Items)
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%d sandbox container(s) left behind %s after the runs", n, leftoverGrace)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		n, listErr = len(list.Items), err
+		return err != nil || n == 0
+	}) {
+		t.Errorf("%d sandbox container(s) left behind %s after the runs", n, leftoverGrace)
+	}
+	if listErr != nil {
+		t.Fatalf("listing containers: %v", listErr)
 	}
 }
 
@@ -190,9 +186,7 @@ const leftoverGrace = 10 * time.Second
 // while its other threads still exit, and its descriptors (a socket, say)
 // close only with the last of them.
 func WaitProcessGone(pid int, limit time.Duration) {
-	for deadline := time.Now().Add(limit); processRunning(pid) && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	WaitFor(limit, func() bool { return !processRunning(pid) })
 }
 
 func processRunning(pid int) bool {

@@ -1,3 +1,5 @@
+//go:build !fast
+
 package docker_test
 
 import (
@@ -68,11 +70,7 @@ func TestAgentChannel(t *testing.T) {
 			}
 			// Gone once the channel is settled, either way (the listener
 			// of a sandbox that fell back is closed in the background).
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if left, _ := os.ReadDir(b.SocketsDir()); len(left) == 0 {
-					break
-				}
-			}
+			testutil.WaitFor(5*time.Second, func() bool { left, _ := os.ReadDir(b.SocketsDir()); return len(left) == 0 })
 			if left, _ := os.ReadDir(b.SocketsDir()); len(left) != 0 {
 				t.Errorf("socket directories left on the host: %v", left)
 			}
@@ -104,9 +102,7 @@ func TestJobForAnAgentThatDied(t *testing.T) {
 	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
 		t.Skipf("needs the host's view of the sandbox's processes (root, the daemon's PID namespace): %v", err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); docker.Channel(sb) == "unknown" && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(10*time.Second, func() bool { return docker.Channel(sb) != "unknown" })
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,58 @@
+//go:build !fast
+
+package images
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+// TestBuildAll builds every image (or finds it up to date) on the real daemon
+// and checks that each language's runtime version is recorded.
+func TestBuildAll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cli, err := docker.NewClient("")
+	if err == nil {
+		err = docker.Ping(ctx, cli)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defer cli.Close()
+	reg := languages.Builtin()
+	var log strings.Builder
+	if err := Build(ctx, cli, reg, nil, Options{Log: &log}); err != nil {
+		t.Fatalf("Build: %v\n%s", err, log.String())
+	}
+	sts, err := Status(ctx, cli, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sts {
+		if !st.Present || !st.UpToDate || st.Size <= 0 {
+			t.Errorf("image %s after Build: present %v, up to date %v, size %d", st.Tag, st.Present, st.UpToDate, st.Size)
+		}
+		for _, l := range languagesOf(reg, st.Name) {
+			if st.RuntimeVersions[l.Name] == "" {
+				t.Errorf("image %s has no runtime version for %s", st.Tag, l.Name)
+			}
+		}
+	}
+	versions := RuntimeVersions(ctx, cli, reg)
+	for _, name := range reg.Names() {
+		if versions[name] == "" {
+			t.Errorf("RuntimeVersions has no version for %s: %v", name, versions)
+		}
+	}
+	t.Logf("runtime versions: %v", versions)
+}

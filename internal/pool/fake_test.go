@@ -1,0 +1,322 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/fake"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// These tests run the pool on the fake backend (the real agent in this
+// process, no Docker): ordering, back-off, refill and replacement. The
+// Docker tests prove what a real sandbox does.
+
+var bashTemplate = sandbox.Template{Image: "fake/bash", Purpose: "bash", MaxLife: time.Hour}
+
+// fakePool returns a pool of one key, "bash", on b, closed when the test
+// ends, after which nothing of it may be left.
+func fakePool(t *testing.T, b *fake.Backend, opts pool.Options) *pool.Pool {
+	t.Helper()
+	if opts.MaxWaiters == 0 {
+		opts.MaxWaiters = 8
+	}
+	if opts.WaitTimeout == 0 {
+		opts.WaitTimeout = time.Minute
+	}
+	p := pool.New(b, map[string]sandbox.Template{"bash": bashTemplate}, opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Error(err)
+		}
+		if _, removed, live := b.Counts(); live != 0 {
+			t.Errorf("Close left %d sandboxes (removed %d)", live, removed)
+		}
+	})
+	return p
+}
+
+func stat(p *pool.Pool) pool.Stat { return p.Stats()[0] }
+
+// waitStat waits until the pool's stat satisfies cond.
+func waitStat(t *testing.T, p *pool.Pool, what string, cond func(pool.Stat) bool) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, func() bool { return cond(stat(p)) }, what+fmt.Sprintf(" (last %+v)", stat(p)))
+}
+
+// runOn runs a shell line in sb and returns its stdout.
+func runOn(t *testing.T, sb sandbox.Sandbox, script string) string {
+	t.Helper()
+	res, err := sb.Exec(context.Background(), sandbox.Job{Deadline: time.Minute, Request: wireRequest(script)}, nil)
+	if err != nil || len(res.Stages) != 1 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	return string(res.Stages[0].Stdout)
+}
+
+func wireRequest(script string) wire.Request {
+	return wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 1 << 20,
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "-c", script}, TimeoutMs: 30_000}}}
+}
+
+func TestPoolFillsToSizeAndServesRealRuns(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 2}})
+	waitStat(t, p, "2 idle", func(s pool.Stat) bool { return s.Idle == 2 })
+	sb, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runOn(t, sb, "echo hi"); got != "hi\n" {
+		t.Errorf("stdout %q", got)
+	}
+	p.Release(sb)
+	waitStat(t, p, "refilled to 2 idle, 1 served, 3 created", func(s pool.Stat) bool {
+		return s.Idle == 2 && s.Served == 1 && s.Created == 3 && s.Removing == 0
+	})
+	if created, removed, live := b.Counts(); created != 3 || removed != 1 || live != 2 {
+		t.Errorf("backend: created %d removed %d live %d; want 3, 1, 2", created, removed, live)
+	}
+}
+
+// TestWaitersServedInOrder queues runs on an empty pool one after another
+// and checks that the sandboxes made next go to them in that order.
+func TestWaitersServedInOrder(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, CreateConcurrency: 1})
+	ctx := context.Background()
+	waitStat(t, p, "1 idle", func(s pool.Stat) bool { return s.Idle == 1 })
+	// Creations wait until the gate opens, so that every run queues first.
+	gate := make(chan struct{})
+	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error {
+		select {
+		case <-gate:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	first, err := p.Get(ctx, "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Release(first)
+	// Which run got which sandbox: the fake numbers its sandboxes in the
+	// order they are made, one at a time here.
+	const runs = 4
+	type grant struct {
+		run int
+		id  string
+	}
+	served := make(chan grant, runs)
+	for i := range runs {
+		go func() {
+			sb, err := p.Get(ctx, "bash")
+			if err != nil {
+				t.Error(err)
+				served <- grant{i, ""}
+				return
+			}
+			served <- grant{i, sb.ID()}
+			p.Release(sb)
+		}()
+		waitStat(t, p, fmt.Sprintf("%d runs waiting", i+1), func(s pool.Stat) bool { return s.Waiting == i+1 })
+	}
+	close(gate)
+	made := make([]string, runs) // made[run] is the sandbox run got
+	for range runs {
+		g := <-served
+		made[g.run] = g.id
+	}
+	for run := 1; run < runs; run++ {
+		if seq(made[run-1]) >= seq(made[run]) {
+			t.Fatalf("runs got sandboxes %v, want them in the order the runs came (first come, first served)", made)
+		}
+	}
+}
+
+// seq is the creation number in a fake sandbox's ID ("fake-12").
+func seq(id string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(id, "fake-"))
+	return n
+}
+
+// TestPoolThatCannotStart answers at once with the reason when its image
+// is missing, and counts the failures.
+func TestPoolThatCannotStart(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	b.MissingImages = map[string]bool{bashTemplate.Image: true}
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 2}, WaitTimeout: 20 * time.Second})
+	waitStat(t, p, "a failure", func(s pool.Stat) bool { return s.Failures > 0 && s.Creating == 0 })
+	start := time.Now()
+	_, err := p.Get(context.Background(), "bash")
+	if !errors.Is(err, sandbox.ErrImageMissing) {
+		t.Fatalf("got %v, want the missing image error", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s to report a pool that cannot start", took)
+	}
+	if s := stat(p); s.Error == "" {
+		t.Errorf("stats do not show the failure: %+v", s)
+	}
+}
+
+// TestPoolBacksOffAndRecovers fails creations a few times: the pool
+// probes one at a time, the stats show the error, and once creation works
+// it fills up and clears the error.
+func TestPoolBacksOffAndRecovers(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	var calls atomic.Int32
+	b.SetBeforeCreate(func(context.Context, sandbox.Template) error {
+		if calls.Add(1) <= 3 {
+			return fmt.Errorf("%w: the fake is down", sandbox.ErrUnavailable)
+		}
+		return nil
+	})
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 2}, CreateConcurrency: 4})
+	waitStat(t, p, "failing", func(s pool.Stat) bool { return s.Failures >= 2 && strings.Contains(s.Error, "the fake is down") })
+	waitStat(t, p, "recovered and full", func(s pool.Stat) bool { return s.Idle == 2 && s.Error == "" })
+	if s := stat(p); s.Failures != 3 {
+		t.Errorf("failures %d, want 3: %+v", s.Failures, s)
+	}
+}
+
+// TestDrainedPoolIsBusy: with no waiting allowed, a run that finds the pool
+// empty gets a busy error rather than a shared sandbox.
+func TestDrainedPoolIsBusy(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, MaxWaiters: 1, WaitTimeout: 10 * time.Millisecond})
+	waitStat(t, p, "1 idle", func(s pool.Stat) bool { return s.Idle == 1 })
+	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error { <-ctx.Done(); return ctx.Err() })
+	first, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release(first)
+	_, err = p.Get(context.Background(), "bash")
+	if !errors.Is(err, pool.ErrBusy) || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("got %v, want a busy error", err)
+	}
+}
+
+// TestPoolReplacesDeadIdleSandbox kills an idle sandbox from outside: the
+// pool notices, counts it replaced and refills.
+func TestPoolReplacesDeadIdleSandbox(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}})
+	waitStat(t, p, "1 idle", func(s pool.Stat) bool { return s.Idle == 1 })
+	ids := b.Live()
+	if len(ids) != 1 || !b.Kill(ids[0], false) {
+		t.Fatalf("live sandboxes %v", ids)
+	}
+	waitStat(t, p, "the dead one replaced", func(s pool.Stat) bool { return s.Replaced == 1 && s.Idle == 1 && s.Created == 2 })
+	sb, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release(sb)
+	if sb.ID() == ids[0] {
+		t.Fatal("the pool handed out the dead sandbox")
+	}
+	if got := runOn(t, sb, "echo alive"); got != "alive\n" {
+		t.Errorf("stdout %q", got)
+	}
+}
+
+// TestPoolReplacesOldIdleSandboxes: a sandbox idle longer than MaxIdle is
+// replaced.
+func TestPoolReplacesOldIdleSandboxes(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, MaxIdle: time.Millisecond})
+	waitStat(t, p, "one replaced for its age", func(s pool.Stat) bool { return s.Replaced >= 1 })
+}
+
+// lendOne returns a full pool of size with RefillDelay delay, and a
+// sandbox taken from it.
+func lendOne(t *testing.T, size int, delay time.Duration) (*pool.Pool, sandbox.Sandbox) {
+	t.Helper()
+	p := fakePool(t, testutil.FakeBackend(t), pool.Options{Sizes: map[string]int{"bash": size}, RefillDelay: delay})
+	waitStat(t, p, "full", func(s pool.Stat) bool { return s.Idle == size })
+	sb, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, sb
+}
+
+// TestRefillWaitsForTheRun checks when a sandbox handed out is replaced:
+// while others of its key are idle, after its run ends (so that the
+// creation does not compete with the run) or RefillDelay; when it was the
+// last one, at once.
+func TestRefillWaitsForTheRun(t *testing.T) {
+	t.Run("others idle: after the run", func(t *testing.T) {
+		p, sb := lendOne(t, 2, time.Hour)
+		// The deferral is recorded before Get returns, and with it the fill
+		// loop needs nothing: no creation can have begun or begin.
+		if s := stat(p); s.Deferred != 1 || s.Creating != 0 || s.Idle != 1 {
+			t.Errorf("during the run: want 1 idle, 1 deferred, none creating; got %+v", s)
+		}
+		p.Release(sb)
+		waitStat(t, p, "refilled after the run", func(s pool.Stat) bool { return s.Idle == 2 && s.Deferred == 0 })
+	})
+	t.Run("others idle: at most the delay", func(t *testing.T) {
+		p, sb := lendOne(t, 2, time.Millisecond)
+		defer p.Release(sb)
+		waitStat(t, p, "refilled while the sandbox is still out", func(s pool.Stat) bool { return s.Idle == 2 && s.Deferred == 0 })
+	})
+	t.Run("the last one: at once", func(t *testing.T) {
+		p, sb := lendOne(t, 1, time.Hour)
+		defer p.Release(sb)
+		if s := stat(p); s.Deferred != 0 {
+			t.Errorf("the last sandbox's replacement was deferred: %+v", s)
+		}
+		waitStat(t, p, "replacement made while the sandbox is out", func(s pool.Stat) bool { return s.Idle == 1 })
+	})
+}
+
+// TestCloseRemovesEverything closes a pool with idle sandboxes, one out
+// and creations under way: nothing is left once Close returns and the
+// sandbox out is released.
+func TestCloseRemovesEverything(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	p := pool.New(b, map[string]sandbox.Template{"bash": bashTemplate}, pool.Options{Sizes: map[string]int{"bash": 3}, MaxWaiters: 1, WaitTimeout: time.Minute})
+	testutil.Eventually(t, 30*time.Second, func() bool { return stat(p).Idle == 3 }, "3 idle")
+	// The replacement of the sandbox taken next is under way at Close.
+	var once sync.Once
+	slow := make(chan struct{})
+	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error {
+		once.Do(func() { close(slow) })
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	out, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-slow:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no replacement began within 30 s of taking a sandbox")
+	}
+	p.Release(out)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if created, removed, live := b.Counts(); live != 0 || created != removed {
+		t.Errorf("after Close: created %d, removed %d, live %d", created, removed, live)
+	}
+}
