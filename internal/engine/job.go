@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"sort"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
@@ -33,4 +35,52 @@ func (e *Engine) Template(lang languages.Language) sandbox.Template {
 		MaxLife:   time.Duration(e.cfg.Pool.MaxIdleSeconds)*time.Second + maxJob,
 		Purpose:   lang.Name,
 	}
+}
+
+// job turns a validated request into the sandbox job that runs it: the
+// files, then the compile and run stages, or in a session a call of the
+// language's long-lived interpreter (kernel), with a deadline for the whole
+// job. The bool says whether the code goes to that interpreter.
+func (e *Engine) job(v *validated, req Request, runID string, session bool) (sandbox.Job, bool) {
+	lim := e.cfg.Limits
+	lang := v.lang
+	compileTimeout := lim.CompileTimeoutSeconds
+	if lang.Limits.CompileTimeoutSeconds > 0 {
+		compileTimeout = lang.Limits.CompileTimeoutSeconds
+	}
+	env := append([]string(nil), lang.Env...)
+	names := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		env = append(env, k+"="+req.Env[k])
+	}
+	request := wire.Request{Workdir: wire.WorkspacePath, OutputLimit: int64(lim.MaxOutputBytes),
+		Artifacts: artifactLimits(e.cfg.Artifacts), Session: session}
+	useKernel := session && lang.Kernel != nil && req.Stdin == "" && len(req.Args) == 0
+	if useKernel {
+		request.Op = wire.OpKernel
+		request.Files = v.files[1:] // the code goes to the interpreter, not a file
+		request.Kernel = &wire.KernelCall{Name: lang.Kernel.Name, Argv: lang.Kernel.Run, Env: env,
+			Code: req.Code, TimeoutMs: int64(v.timeout) * 1000}
+	} else {
+		request.Files = v.files
+		if lang.Compiled() {
+			request.Stages = append(request.Stages, wire.Stage{
+				Name: "compile", Argv: lang.Compile, Env: env,
+				TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
+			})
+		}
+		request.Stages = append(request.Stages, wire.Stage{
+			Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
+			Stdin: []byte(req.Stdin), TimeoutMs: int64(v.timeout) * 1000,
+		})
+	}
+	deadline := time.Duration(v.timeout)*time.Second + deadlineGrace
+	if lang.Compiled() {
+		deadline += time.Duration(compileTimeout) * time.Second
+	}
+	return sandbox.Job{Request: request, Deadline: deadline, RunID: runID}, useKernel
 }

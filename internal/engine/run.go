@@ -5,11 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -93,7 +91,6 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	if err != nil {
 		return nil, err
 	}
-	lim := e.cfg.Limits
 	owner := principal.FromContext(ctx).Name
 	lang := v.lang
 	stats.Language = lang.Name
@@ -123,45 +120,7 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 		delete(e.cancels, runID)
 		e.runsMu.Unlock()
 	}()
-	compileTimeout := lim.CompileTimeoutSeconds
-	if lang.Limits.CompileTimeoutSeconds > 0 {
-		compileTimeout = lang.Limits.CompileTimeoutSeconds
-	}
-	env := append([]string(nil), lang.Env...)
-	names := make([]string, 0, len(req.Env))
-	for k := range req.Env {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		env = append(env, k+"="+req.Env[k])
-	}
-	request := wire.Request{Workdir: wire.WorkspacePath, OutputLimit: int64(lim.MaxOutputBytes),
-		Artifacts: artifactLimits(e.cfg.Artifacts), Session: session != nil}
-	useKernel := session != nil && lang.Kernel != nil && req.Stdin == "" && len(req.Args) == 0
-	if useKernel {
-		request.Op = wire.OpKernel
-		request.Files = v.files[1:] // the code goes to the interpreter, not a file
-		request.Kernel = &wire.KernelCall{Name: lang.Kernel.Name, Argv: lang.Kernel.Run, Env: env,
-			Code: req.Code, TimeoutMs: int64(v.timeout) * 1000}
-	} else {
-		request.Files = v.files
-		if lang.Compiled() {
-			request.Stages = append(request.Stages, wire.Stage{
-				Name: "compile", Argv: lang.Compile, Env: env,
-				TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
-			})
-		}
-		request.Stages = append(request.Stages, wire.Stage{
-			Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
-			Stdin: []byte(req.Stdin), TimeoutMs: int64(v.timeout) * 1000,
-		})
-	}
-	deadline := time.Duration(v.timeout)*time.Second + deadlineGrace
-	if lang.Compiled() {
-		deadline += time.Duration(compileTimeout) * time.Second
-	}
-	job := sandbox.Job{Request: request, Deadline: deadline, RunID: runID}
+	job, useKernel := e.job(v, req, runID, session != nil)
 	var sres *sandbox.Result
 	var sandboxID string
 	if session != nil {
