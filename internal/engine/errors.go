@@ -3,6 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // Error codes of an engine Error.
@@ -45,4 +49,22 @@ func CodeOf(err error) string {
 		return e.Code
 	}
 	return CodeInternal
+}
+
+// explain turns a backend error into an Error that says what to do.
+func (e *Engine) explain(err error, lang languages.Language) error {
+	switch {
+	case errors.Is(err, pool.ErrBusy):
+		return &Error{Code: CodeBusy, Err: err, Message: err.Error()}
+	case errors.Is(err, sandbox.ErrImageMissing):
+		return &Error{Code: CodeImageMissing, Err: err, Message: fmt.Sprintf(
+			"the %s runtime image %s is not built on this host; build it with `mcp-code-runner images build %s` (or `make images`), then retry",
+			lang.Name, e.reg.ImageOf(lang).Tag, lang.Name)}
+	case errors.Is(err, sandbox.ErrUnavailable):
+		// The backend's error says what to do about it.
+		return &Error{Code: CodeUnavailable, Err: err, Message: fmt.Sprintf(
+			"%v; then run `mcp-code-runner doctor`", err)}
+	default:
+		return &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("the sandbox failed: %v; run `mcp-code-runner doctor` to check the setup", err)}
+	}
 }

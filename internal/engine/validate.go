@@ -129,3 +129,19 @@ func DecodeFile(f InputFile, lim config.Limits) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// Validate checks req without running it; long applies the limits of
+// executions that outlive a request.
+func (e *Engine) Validate(req Request, long bool) error {
+	_, err := e.validate(req, long)
+	return err
+}
+
+func (e *Engine) validate(req Request, long bool) (*validated, error) {
+	lim := e.cfg.Limits
+	if long {
+		lim.MaxTimeoutSeconds = e.cfg.Executions.MaxDurationSeconds
+		lim.TimeoutSeconds = e.cfg.Executions.MaxDurationSeconds
+	}
+	return validate(req, e.reg, lim)
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -96,4 +97,61 @@ func typeOf(m fs.FileMode) string {
 	default:
 		return "other"
 	}
+}
+
+// writeFiles writes files under workdir through an os.Root, so that no path
+// can escape it even through a symlink.
+func writeFiles(workdir string, files []wire.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	root, release, err := openWorkspace(workdir)
+	if err != nil {
+		return fmt.Errorf("opening workspace: %w", err)
+	}
+	defer release()
+	for _, f := range files {
+		if err := wire.ValidPath(f.Path); err != nil {
+			return err
+		}
+		if dir := path.Dir(f.Path); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("creating directory for %s: %w", f.Path, err)
+			}
+		}
+		mode := os.FileMode(f.Mode & 0o777)
+		if mode == 0 {
+			mode = 0o644
+		}
+		fh, err := root.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+		_, werr := fh.Write(f.Data)
+		cerr := fh.Close()
+		if err := errors.Join(werr, cerr); err != nil {
+			return fmt.Errorf("writing %s: %w (is the workspace full?)", f.Path, err)
+		}
+	}
+	return nil
+}
+
+// bootWorkspace is the sandbox's workspace, opened at boot by warmUp and
+// kept open: each system call on a run's critical path counts.
+var bootWorkspace struct {
+	dir  string
+	root *os.Root
+}
+
+// openWorkspace returns an os.Root for dir, the one opened at boot when it
+// is that directory, and what to call when done with it.
+func openWorkspace(dir string) (*os.Root, func(), error) {
+	if r := bootWorkspace.root; r != nil && dir == bootWorkspace.dir {
+		return r, func() {}, nil
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() { _ = r.Close() }, nil
 }

@@ -1,0 +1,174 @@
+// Package agent is the program inside every sandbox. It becomes the
+// sandbox's init, serves the server's requests over the wire protocol (the
+// request loop is Serve), writes and reads the workspace's files, runs each
+// stage's process under its time limit, streams the output back as frames
+// and collects the artifacts.
+package agent
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+)
+
+// Serve reads Requests from in until it ends, runs each in turn and writes
+// the response frames to out. A one-shot sandbox sends one request and
+// closes its side; a session sends many. A Cancel frame stops the request
+// running at the time.
+//
+// A request runs on the goroutine that read it, and a watcher reads the
+// frames that come while it runs: handing the request to another goroutine
+// would wait for that goroutine to be scheduled, which on an idle machine
+// costs as much as the run's own setup.
+func Serve(in io.Reader, out io.Writer) error {
+	a := &server{w: &frameWriter{w: out}, kernels: map[string]*kernel{}}
+	defer a.closeKernels()
+	// Buffered, so that a frame's header and payload come in one read.
+	r := bufio.NewReaderSize(in, 64<<10)
+	next := func() (wire.Frame, error) {
+		for {
+			f, err := wire.ReadFrame(r)
+			if err != nil || f.Kind != wire.KindCancel {
+				return f, err
+			}
+			a.cancelCurrent()
+		}
+	}
+	served := 0
+	f, err := next()
+	for err == nil {
+		if f.Kind != wire.KindRequest {
+			return fmt.Errorf("%w: expected a request, got kind %q", wire.ErrBadFrame, f.Kind)
+		}
+		var req wire.Request
+		if err := json.Unmarshal(f.Payload, &req); err != nil {
+			return fmt.Errorf("decoding request: %w", err)
+		}
+		cancel := a.begin()
+		following := make(chan readResult, 1)
+		go func() {
+			f, err := next()
+			following <- readResult{f, err}
+		}()
+		if err := a.handle(req, cancel); err != nil {
+			return err
+		}
+		served++
+		rr := <-following
+		f, err = rr.f, rr.err
+	}
+	if err != io.EOF || served == 0 {
+		if err == io.EOF {
+			return errors.New("reading request: no request before the end of input")
+		}
+		return fmt.Errorf("reading request: %w", err)
+	}
+	return nil
+}
+
+// readResult is a frame read, or why none could be.
+type readResult struct {
+	f   wire.Frame
+	err error
+}
+
+// server is the agent's state across the requests of one sandbox.
+type server struct {
+	w       *frameWriter
+	mu      sync.Mutex
+	cancel  chan struct{} // closed to stop the request running now
+	kernels map[string]*kernel
+}
+
+func (a *server) cancelCurrent() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cancel != nil {
+		close(a.cancel)
+		a.cancel = nil
+	}
+}
+
+func (a *server) begin() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel = make(chan struct{})
+	return a.cancel
+}
+
+func (a *server) end() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel = nil
+}
+
+// handle runs req; cancel is closed when a Cancel frame asks to stop it.
+func (a *server) handle(req wire.Request, cancel <-chan struct{}) error {
+	defer a.end()
+	switch req.Op {
+	case wire.OpRun:
+		waitPrestart()
+		return runRequest(a.w, req, cancel)
+	case wire.OpWriteFile:
+		done := wire.Done{}
+		if err := writeFiles(req.Workdir, req.Files); err != nil {
+			done.Error = err.Error()
+		}
+		return a.w.json(wire.KindDone, 0, done)
+	case wire.OpReadFile:
+		return a.w.json(wire.KindDone, 0, readFile(a.w, req))
+	case wire.OpListFiles:
+		return a.w.json(wire.KindDone, 0, listFiles(a.w, req))
+	case wire.OpKernel:
+		return a.runKernel(req, cancel)
+	default:
+		return a.w.json(wire.KindDone, 0, wire.Done{Error: fmt.Sprintf("unknown operation %q", req.Op)})
+	}
+}
+
+// runRequest writes the files, runs the stages, collects the artifacts and
+// ends with the Done frame.
+func runRequest(w *frameWriter, req wire.Request, cancel <-chan struct{}) (err error) {
+	defer func() {
+		if ferr := w.flush(); err == nil {
+			err = ferr
+		}
+	}()
+	done := wire.Done{}
+	clearWarmScript()
+	if err := writeFiles(req.Workdir, req.Files); err != nil {
+		done.Error = err.Error()
+		return w.json(wire.KindDone, 0, done)
+	}
+	var before map[string]fileState
+	if req.Artifacts != nil {
+		before, _ = scan(req.Workdir, req.Artifacts.MaxScan)
+	}
+	for i, st := range req.Stages {
+		res := runStage(w, uint8(i), st, req.Workdir, req.Files, req.OutputLimit, !req.Session, cancel)
+		last := i == len(req.Stages)-1 || res.Cancelled || st.StopOnFailure && (res.ExitCode != 0 || res.Error != "")
+		if last {
+			// The last stage's result, the artifacts and Done go out
+			// together: the host needs them all before it can answer.
+			w.hold()
+		}
+		if err := w.json(wire.KindStage, uint8(i), res); err != nil {
+			return err
+		}
+		if last {
+			break
+		}
+	}
+	if req.Artifacts != nil {
+		collect(w, req.Workdir, before, *req.Artifacts)
+	}
+	if err := w.err(); err != nil {
+		return err
+	}
+	return w.json(wire.KindDone, 0, done)
+}

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"sort"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// Template returns the sandbox template of a language: its image and its
+// limits, the operator's defaults with the language's overrides.
+func (e *Engine) Template(lang languages.Language) sandbox.Template {
+	lim := e.cfg.Limits
+	res := sandbox.Resources{
+		MemoryMB: lim.MemoryMB, CPUs: lim.CPUs, PidsLimit: lim.PidsLimit,
+		WorkspaceMB: lim.WorkspaceMB, TmpMB: lim.TmpMB, NoFile: lim.NoFile, FileSizeMB: lim.FileSizeMB,
+	}
+	if lang.Limits.MemoryMB > 0 {
+		res.MemoryMB = lang.Limits.MemoryMB
+	}
+	if lang.Limits.PidsLimit > 0 {
+		res.PidsLimit = lang.Limits.PidsLimit
+	}
+	compile := lim.CompileTimeoutSeconds
+	if lang.Limits.CompileTimeoutSeconds > 0 {
+		compile = lang.Limits.CompileTimeoutSeconds
+	}
+	longest := max(lim.MaxTimeoutSeconds, e.cfg.Executions.MaxDurationSeconds)
+	maxJob := time.Duration(longest+compile)*time.Second + deadlineGrace
+	return sandbox.Template{
+		Image:     e.reg.ImageOf(lang).Tag,
+		Resources: res,
+		MaxLife:   time.Duration(e.cfg.Pool.MaxIdleSeconds)*time.Second + maxJob,
+		Purpose:   lang.Name,
+	}
+}
+
+// job turns a validated request into the sandbox job that runs it: the
+// files, then the compile and run stages, or in a session a call of the
+// language's long-lived interpreter (kernel), with a deadline for the whole
+// job. The bool says whether the code goes to that interpreter.
+func (e *Engine) job(v *validated, req Request, runID string, session bool) (sandbox.Job, bool) {
+	lim := e.cfg.Limits
+	lang := v.lang
+	compileTimeout := lim.CompileTimeoutSeconds
+	if lang.Limits.CompileTimeoutSeconds > 0 {
+		compileTimeout = lang.Limits.CompileTimeoutSeconds
+	}
+	env := append([]string(nil), lang.Env...)
+	names := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		env = append(env, k+"="+req.Env[k])
+	}
+	request := wire.Request{Workdir: wire.WorkspacePath, OutputLimit: int64(lim.MaxOutputBytes),
+		Artifacts: artifactLimits(e.cfg.Artifacts), Session: session}
+	useKernel := session && lang.Kernel != nil && req.Stdin == "" && len(req.Args) == 0
+	if useKernel {
+		request.Op = wire.OpKernel
+		request.Files = v.files[1:] // the code goes to the interpreter, not a file
+		request.Kernel = &wire.KernelCall{Name: lang.Kernel.Name, Argv: lang.Kernel.Run, Env: env,
+			Code: req.Code, TimeoutMs: int64(v.timeout) * 1000}
+	} else {
+		request.Files = v.files
+		if lang.Compiled() {
+			request.Stages = append(request.Stages, wire.Stage{
+				Name: "compile", Argv: lang.Compile, Env: env,
+				TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
+			})
+		}
+		request.Stages = append(request.Stages, wire.Stage{
+			Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
+			Stdin: []byte(req.Stdin), TimeoutMs: int64(v.timeout) * 1000,
+		})
+	}
+	deadline := time.Duration(v.timeout)*time.Second + deadlineGrace
+	if lang.Compiled() {
+		deadline += time.Duration(compileTimeout) * time.Second
+	}
+	return sandbox.Job{Request: request, Deadline: deadline, RunID: runID}, useKernel
+}

@@ -1,0 +1,94 @@
+package docker
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// tmpfsInodes is the most files and directories each tmpfs may hold.
+const tmpfsInodes = 65536
+
+// expiryMargin is added to a run's deadline for its expiry label: a container
+// past it is removed by any server's sweep.
+const expiryMargin = 2 * time.Minute
+
+// ContainerConfig returns the hardened configuration of a sandbox for spec.
+// It is exported so tests can assert every control.
+func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *container.HostConfig) {
+	r := t.Resources
+	memory := int64(r.MemoryMB) << 20
+	pids := int64(r.PidsLimit)
+	expires := time.Now().Add(t.MaxLife + expiryMargin).Unix()
+	labels := map[string]string{
+		LabelManaged:   "true",
+		LabelOwner:     b.owner.id,
+		LabelOwnerHost: b.owner.host,
+		LabelOwnerPID:  strconv.Itoa(b.owner.pid),
+		LabelOwnerBoot: b.owner.start,
+		LabelExpires:   strconv.FormatInt(expires, 10),
+		LabelPurpose:   t.Purpose,
+	}
+	cfg := &container.Config{
+		Image:           t.Image,
+		Cmd:             []string{AgentPath, "agent"},
+		Entrypoint:      []string{},
+		User:            wire.SandboxUser,
+		WorkingDir:      wire.WorkspacePath,
+		Env:             sandbox.AgentEnv(t),
+		OpenStdin:       true,
+		StdinOnce:       true,
+		AttachStdin:     true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		NetworkDisabled: true,
+		Labels:          labels,
+	}
+	// No separate init: the agent is PID 1 (it reaps orphans, and nothing
+	// else then holds the container's output stream; see agent.BecomeInit).
+	noInit := false
+	host := &container.HostConfig{
+		NetworkMode:    "none",
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Init:           &noInit,
+		IpcMode:        "private",
+		LogConfig:      container.LogConfig{Type: "none"},
+		Runtime:        b.opts.Runtime,
+		Tmpfs: map[string]string{
+			// nr_inodes bounds the files too: a flood of empty files then gets
+			// ENOSPC instead of spending the memory limit on inodes.
+			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm,nr_inodes=%d,mode=1777", r.TmpMB, tmpfsInodes),
+			wire.WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,exec,size=%dm,nr_inodes=%d,uid=%d,gid=%d,mode=0755",
+				r.WorkspaceMB, tmpfsInodes, wire.SandboxUID, wire.SandboxGID),
+		},
+		ShmSize: 16 << 20,
+		Mounts: []mount.Mount{{
+			Type:     mount.TypeBind,
+			Source:   b.opts.AgentPath,
+			Target:   AgentPath,
+			ReadOnly: true,
+		}},
+		Resources: container.Resources{
+			Memory:     memory,
+			MemorySwap: memory,
+			NanoCPUs:   int64(r.CPUs * 1e9),
+			PidsLimit:  &pids,
+			// The agent applies nofile and fsize itself (wire.Limits); set
+			// here too, they bind it from its first instruction.
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: int64(r.NoFile), Hard: int64(r.NoFile)},
+				{Name: "fsize", Soft: int64(r.FileSizeMB) << 20, Hard: int64(r.FileSizeMB) << 20},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	return cfg, host
+}

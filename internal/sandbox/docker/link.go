@@ -1,0 +1,74 @@
+package docker
+
+import (
+	"context"
+	"io"
+
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
+)
+
+// link is one started container, and its agent's stream: the agent's
+// socket connection, or (when the agent could not connect) the attached
+// standard streams. It is the container's agentconn.Link.
+type link struct {
+	b        *Backend
+	id       string
+	att      client.HijackedResponse
+	listener *agentListener // nil without a socket
+	stdout   *stdoutSink    // settles the channel: the socket or the streams
+	frames   *io.PipeReader // the agent's frames when it serves on the streams
+	diag     agentconn.Diagnostics
+	ended    chan struct{} // closed when the attached stream ends
+}
+
+func (l *link) Ended() <-chan struct{} { return l.ended }
+
+func (l *link) Diagnostics() string { return l.diag.String() }
+
+// Stream waits until the channel is settled: by the time a pool sandbox is
+// handed out it is, but a cold one's agent may still be booting. A sandbox
+// that ended, or a caller that went away, meanwhile gets the attached
+// streams, which then end at once.
+func (l *link) Stream(ctx context.Context) (agentconn.Stream, error) {
+	select {
+	case <-l.stdout.chosen:
+	case <-l.ended:
+	case <-ctx.Done():
+	}
+	if conn := l.stdout.socket(); conn != nil {
+		return agentconn.Stream{Reader: conn, Writer: conn, CloseWrite: conn.CloseWrite}, nil
+	}
+	return agentconn.Stream{Reader: l.frames, Writer: l.att.Conn, CloseWrite: l.att.CloseWrite}, nil
+}
+
+// Kill stops the container and closes both channels, which ends a read of
+// the agent's frames.
+func (l *link) Kill(ctx context.Context) {
+	_, _ = l.b.cli.ContainerKill(ctx, l.id, client.ContainerKillOptions{Signal: "KILL"})
+	l.att.Close()
+	if c := l.stdout.socket(); c != nil {
+		c.Close()
+	}
+}
+
+func (l *link) OOMKilled(ctx context.Context) bool { return l.b.oomKilled(ctx, l.id) }
+
+// Close removes the container with a fresh context: the run's own may be
+// cancelled already (client gone, timeout), and the container must go
+// regardless.
+func (l *link) Close() {
+	if l.att.Conn != nil {
+		l.att.Close()
+	}
+	if l.listener != nil {
+		l.listener.close()
+	}
+	if l.stdout != nil {
+		if c := l.stdout.socket(); c != nil {
+			c.Close()
+		}
+	}
+	l.b.remove(l.id)
+}
