@@ -135,11 +135,11 @@ func TestPrometheusScrapesServer(t *testing.T) {
 	testutil.RequireDocker(t)
 	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "python")
 	dir := t.TempDir()
-	const token = "e2e-metrics-token"
+	const token, tokenName = "e2e-metrics-token", "alice"
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	auditPath := filepath.Join(dir, "audit.log")
-	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--http", addr, "--auth-token", token,
+	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--http", addr, "--auth-token", tokenName+"="+token,
 		"--metrics-addr", metricsAddr, "--metrics-on-http-listener=true", "--audit-log", auditPath, "--log-format", "json",
 		"--pool-size", "0", "--pool-sizes", "python=1", "--sweep-interval-seconds", "2"))
 	waitFor(t, "server ready", 60*time.Second, func() bool {
@@ -209,8 +209,8 @@ scrape_configs:
 	}{
 		{`up{job="mcr"}`, eq(1), "the metrics listener is scraped"},
 		{`up{job="mcr-main"}`, eq(1), "/metrics on the MCP listener is scraped with the bearer token"},
-		{`mcr_runs_total{job="mcr",language="python",status="ok",principal="local"}`, eq(3), "two one-shot ok runs and one session run"},
-		{`mcr_runs_total{job="mcr",language="python",status="error",principal="local"}`, eq(1), "the run that exited 3"},
+		{`mcr_runs_total{job="mcr",language="python",status="ok",principal="alice"}`, eq(3), "two one-shot ok runs and one session run"},
+		{`mcr_runs_total{job="mcr",language="python",status="error",principal="alice"}`, eq(1), "the run that exited 3"},
 		{`sum(mcr_run_duration_seconds_count{job="mcr",language="python"})`, eq(4), "every run's total latency observed"},
 		{`sum(mcr_run_exec_seconds_count{job="mcr",language="python"})`, eq(4), "every run's exec latency observed"},
 		{`sum(mcr_run_queue_wait_seconds_count{job="mcr",language="python"})`, eq(4), "every run's queue wait observed"},
@@ -263,8 +263,8 @@ scrape_configs:
 	if runs != 4 {
 		t.Errorf("audit log: %d run_code lines, want 4: %v", runs, lines)
 	}
-	if last := lines[len(lines)-1]; last["tool"] != "close_session" || last["session_id"] != sessionID || last["principal"] != "local" {
-		t.Errorf("audit log's last line: %v, want close_session of %s by local", last, sessionID)
+	if last := lines[len(lines)-1]; last["tool"] != "close_session" || last["session_id"] != sessionID || last["principal"] != tokenName {
+		t.Errorf("audit log's last line: %v, want close_session of %s by %s", last, sessionID, tokenName)
 	}
 }
 
