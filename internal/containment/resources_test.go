@@ -69,10 +69,11 @@ func checkPidsValues(t *testing.T, cur, maxPids, refused, limit int) {
 }
 
 // bashForkBomb is the classic fork bomb; the main shell then spins on
-// builtins only (it cannot fork any more), reads the pids cgroup and spins
-// until its timeout.
+// builtins only (it cannot fork any more), reads the pids cgroup after 5 s
+// (a one-core sandbox on a loaded host needs seconds to fill the limit) and
+// spins until its timeout.
 const bashForkBomb = `:(){ :|:& };:
-end=$((SECONDS+2))
+end=$((SECONDS+5))
 while [ $SECONDS -lt $end ]; do true; done
 for d in /sys/fs/cgroup/pids /sys/fs/cgroup; do
   if [ -r $d/pids.current ]; then
@@ -91,7 +92,7 @@ while true; do true; done`
 func TestForkBombBash(t *testing.T) {
 	h := newHarness(t, "bash")
 	w := watchPids(t, h)
-	r := h.run(engine.Request{Code: bashForkBomb, TimeoutSeconds: 4}, 30*time.Second)
+	r := h.run(engine.Request{Code: bashForkBomb, TimeoutSeconds: 8}, 40*time.Second)
 	checkBombEnd(t, r)
 	checkPids(t, w, r.Stdout, h.cfg.Limits.PidsLimit)
 }
@@ -128,7 +129,7 @@ if os.fork() == 0:
             os.fork()
         except OSError:
             time.sleep(0.005)
-time.sleep(1.5)
+time.sleep(4)
 try:
     os.fork()
     print("fork: allowed")
@@ -140,7 +141,7 @@ refused = [l.split()[1] for l in rd('pids.events').splitlines() if l.startswith(
 print("pids", rd('pids.current'), rd('pids.max'), refused, flush=True)
 time.sleep(60)`
 	w := watchPids(t, h)
-	r := h.run(engine.Request{Code: code, TimeoutSeconds: 3}, 30*time.Second)
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 8}, 40*time.Second)
 	checkBombEnd(t, r)
 	if r.Stdout != "" && !strings.Contains(r.Stdout, "fork: refused: Resource temporarily unavailable") {
 		t.Errorf("the parent's fork should be refused (EAGAIN): stdout %q stderr %q", r.Stdout, r.Stderr)
