@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/moby/moby/api/types/mount"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // SocketDir is where a sandbox sees the directory of the socket its agent
@@ -59,7 +61,7 @@ func sweepSockets() (removed int) {
 		if err != nil {
 			continue
 		}
-		if s := processStart(pid); s != "" && s == fields[1] {
+		if s := sandbox.ProcessStart(pid); s != "" && s == fields[1] {
 			continue // its server still runs
 		}
 		if os.RemoveAll(filepath.Join(os.TempDir(), e.Name())) == nil {

@@ -11,6 +11,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // owner identifies this server process in container labels, so that a later
@@ -31,7 +33,7 @@ func currentOwner() owner {
 		host += "+" + strings.NewReplacer("pid:[", "pidns", "]", "").Replace(ns)
 	}
 	pid := os.Getpid()
-	start := processStart(pid)
+	start := sandbox.ProcessStart(pid)
 	return owner{id: fmt.Sprintf("%s/%d/%s", host, pid, start), host: host, pid: pid, start: start}
 }
 
@@ -42,26 +44,6 @@ const initialPIDNamespace = "pid:[4026531836]"
 // isInitialPIDNamespace reports whether ns (a /proc/self/ns/pid link) is
 // the host's: servers there keep the plain host name in their labels.
 func isInitialPIDNamespace(ns string) bool { return ns == initialPIDNamespace }
-
-// processStart reads field 22 of /proc/PID/stat: with the PID it names one
-// process for the life of the boot, even after the PID is reused.
-func processStart(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	// The command name (field 2) may hold spaces; fields resume after ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return ""
-	}
-	return fields[19]
-}
 
 // ownerAlive reports whether the server that labelled a container still runs.
 // It can only tell for servers on this host; for others it answers true and
@@ -77,7 +59,7 @@ func (b *Backend) ownerAlive(labels map[string]string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	start := processStart(pid)
+	start := sandbox.ProcessStart(pid)
 	return start != "" && start == labels[LabelOwnerBoot]
 }
 

@@ -6,35 +6,16 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // CurrentOwner identifies this server process.
 func CurrentOwner() Owner {
 	host, _ := os.Hostname()
 	pid := os.Getpid()
-	start := processStart(pid)
+	start := sandbox.ProcessStart(pid)
 	return Owner{ID: fmt.Sprintf("%s/%d/%s", host, pid, start), Host: host, PID: pid, Start: start}
-}
-
-// processStart reads field 22 of /proc/PID/stat: with the PID it names one
-// process for the life of the boot, even after the PID is reused.
-func processStart(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	// The command name (field 2) may hold spaces; fields resume after ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return ""
-	}
-	return fields[19]
 }
 
 // alive reports whether the server described by a pod's annotations still
@@ -52,7 +33,7 @@ func (o Owner) alive(annotations map[string]string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	start := processStart(pid)
+	start := sandbox.ProcessStart(pid)
 	return start != "" && start == annotations[AnnotationOwnerBoot]
 }
 
