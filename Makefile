@@ -53,14 +53,7 @@ test: images
 	$(MAKE) test-go || rc=1; \
 	$(MAKE) test-e2e || rc=1; \
 	$(MAKE) test-conformance || rc=1; \
-	echo "checking that no sandbox container was left behind"; \
-	left=$$(docker ps -aq --filter label=io.mcp-code-runner.managed=true); \
-	if [ -n "$$left" ]; then echo "left-behind containers:"; docker ps -a --filter label=io.mcp-code-runner.managed=true; rc=1; fi; \
-	if [ -f $(K8S_STATE)/admin.kubeconfig ]; then \
-		echo "checking that no sandbox pod was left behind"; \
-		pods=$$($(K8S_KUBECTL) get pods -A -l mcp-code-runner.io/sandbox=true -o name); \
-		if [ -n "$$pods" ]; then echo "left-behind pods:"; echo "$$pods"; rc=1; fi; \
-	fi; \
+	bash scripts/check-leftovers.sh $(if $(wildcard $(K8S_STATE)/admin.kubeconfig),$(K8S_KUBECTL)) || rc=1; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the parts above)"; fi; \
 	exit $$rc
 
