@@ -9,7 +9,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 IMAGE    ?= mcp-code-runner:latest
 
 .PHONY: all build image docker gvisor images run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
-	k8s-build k8s-up k8s-images k8s-down test-k8s
+	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s
 
 all: build
 
@@ -101,6 +101,19 @@ k8s-down:
 # without them its tests skip (and fail under CI=true).
 K8S_TEST_ENV = $(if $(wildcard $(K8S_STATE)/admin.kubeconfig),MCR_KUBECONFIG=$(K8S_STATE)/admin.kubeconfig MCR_K8S_AGENT_IMAGE=$$(cat $(K8S_STATE)/agent-image))
 K8S_KUBECTL  = /var/cache/mcp-code-runner/k8s/bin/kubectl --kubeconfig $(K8S_STATE)/admin.kubeconfig
+
+# run_code on the kubernetes backend beside Docker, cold and warm, in one run,
+# on the test cluster (make k8s-up), in a namespace of its own. Each sandbox
+# gets a quarter core on both backends, so that the pools and the cold runs
+# fit on one 2-core node (a pod requests what it is limited to).
+K8S_BENCH_NS ?= mcp-code-runner-bench
+bench-k8s: build
+	$(K8S_KUBECTL) get namespace $(K8S_BENCH_NS) >/dev/null 2>&1 || $(K8S_KUBECTL) create namespace $(K8S_BENCH_NS)
+	$(K8S_KUBECTL) label --overwrite namespace $(K8S_BENCH_NS) pod-security.kubernetes.io/enforce=restricted >/dev/null
+	$(K8S_KUBECTL) -n $(K8S_BENCH_NS) get serviceaccount default >/dev/null 2>&1 || $(K8S_KUBECTL) -n $(K8S_BENCH_NS) create serviceaccount default
+	$(BIN) bench --log-level error --backends docker,kubernetes --languages python,bash --runs 50 --cold-runs 20 --cpus 0.25 --bench-pool-size 2 \
+	  --kubernetes-kubeconfig $(K8S_STATE)/admin.kubeconfig --kubernetes-namespace $(K8S_BENCH_NS) \
+	  --kubernetes-agent-image $$(cat $(K8S_STATE)/agent-image) --kubernetes-image-pull-policy Never
 
 # Only the kubernetes backend's tests (make test runs them too).
 test-k8s: build

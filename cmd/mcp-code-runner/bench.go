@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -10,13 +11,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/bench"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 func init() { subcommands = append(subcommands, newBenchCmd) }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
 	o := bench.Options{Out: os.Stdout}
-	var langs, cpuProfile string
+	var langs, cpuProfile, backends string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
@@ -31,9 +34,14 @@ shows what one run costs; how fast the pool refills under load is what the
 sustained load figures show. Figures from one run compare with each other;
 on a shared machine, compare ratios across runs.`,
 		Example: `  mcp-code-runner bench
-  mcp-code-runner bench --runs 50 --load-for 0`,
+  mcp-code-runner bench --runs 50 --load-for 0
+  mcp-code-runner bench --backends docker,kubernetes --kubernetes-kubeconfig ~/.kube/config \
+    --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if backends != "" {
+				return compareBackends(cmd.Context(), g, strings.Split(backends, ","), strings.Split(langs, ","), o)
+			}
 			st, err := newStack(g)
 			if err != nil {
 				return err
@@ -71,6 +79,44 @@ on a shared machine, compare ratios across runs.`,
 	f.DurationVar(&o.LoadFor, "load-for", 60*time.Second, "how long to run the sustained load (0 skips it)")
 	f.IntVar(&o.LoadClients, "load-clients", 8, "concurrent MCP clients in the sustained load")
 	f.StringVar(&o.LoadLanguage, "load-language", "python", "language of the sustained load")
+	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (docker,kubernetes: cold and warm, --runs and --cold-runs each)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	return cmd
+}
+
+// compareBackends builds each named backend from the same configuration and
+// measures them side by side.
+func compareBackends(ctx context.Context, g *globalOptions, names, langs []string, o bench.Options) error {
+	cfg, reg, err := g.load()
+	if err != nil {
+		return err
+	}
+	log := g.logger()
+	var backends []bench.Backend
+	defer func() {
+		for _, b := range backends {
+			_ = b.Sandbox.Close()
+		}
+	}()
+	for _, name := range names {
+		var b sandbox.Backend
+		switch name {
+		case config.BackendDocker:
+			b, err = newDockerBackend(cfg, log)
+		case config.BackendKubernetes:
+			b, err = newKubernetesBackend(cfg, log)
+		default:
+			return fmt.Errorf("--backends: unknown backend %q (want docker or kubernetes)", name)
+		}
+		if err != nil {
+			return fmt.Errorf("%s backend: %w", name, err)
+		}
+		backends = append(backends, bench.Backend{Name: name, Sandbox: b})
+		if err := b.Check(ctx); err != nil {
+			return fmt.Errorf("%s backend: %w", name, err)
+		}
+	}
+	return bench.CompareBackends(ctx, cfg, reg, backends, bench.CompareOptions{
+		Languages: langs, Runs: o.Runs, ColdRuns: o.ColdRuns, PoolSize: o.PoolSize, Out: o.Out,
+	})
 }

@@ -134,22 +134,8 @@ func newStack(g *globalOptions) (*stack, error) {
 	if cfg.Backend == config.BackendKubernetes {
 		return newKubernetesStack(cfg, reg, log)
 	}
-	cli, err := docker.NewClient(cfg.DockerHost)
+	backend, err := newDockerBackend(cfg, log)
 	if err != nil {
-		return nil, err
-	}
-	agent, err := agentPath(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.SharedDir != "" {
-		if agent, err = shareAgent(agent, cfg.SharedDir); err != nil {
-			return nil, err
-		}
-	}
-	backend, err := docker.New(cli, docker.Options{AgentPath: agent, Runtime: cfg.Runtime, Logger: log})
-	if err != nil {
-		_ = cli.Close()
 		return nil, err
 	}
 	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log}
@@ -158,7 +144,7 @@ func newStack(g *globalOptions) (*stack, error) {
 		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})
 		sb = st.metrics.Backend(backend)
 	}
-	st.engine = engine.New(cfg, reg, sb, log, engine.WithRuntimeVersions(images.NewLocalVersions(cli, reg)))
+	st.engine = engine.New(cfg, reg, sb, log, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg)))
 	if st.metrics != nil {
 		st.engine.SetObserver(st.metrics)
 	}
@@ -168,15 +154,7 @@ func newStack(g *globalOptions) (*stack, error) {
 // newKubernetesStack builds the engine on the kubernetes backend: a pod per
 // sandbox in the configured namespace.
 func newKubernetesStack(cfg config.Config, reg *languages.Registry, log *slog.Logger) (*stack, error) {
-	rc, err := kubernetes.RESTConfig(cfg.Kubernetes)
-	if err != nil {
-		return nil, err
-	}
-	opts, err := kubernetes.OptionsFrom(cfg.Kubernetes, log)
-	if err != nil {
-		return nil, err
-	}
-	backend, err := kubernetes.New(rc, opts)
+	backend, err := newKubernetesBackend(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -191,4 +169,45 @@ func newKubernetesStack(cfg config.Config, reg *languages.Registry, log *slog.Lo
 		st.engine.SetObserver(st.metrics)
 	}
 	return st, nil
+}
+
+// newDockerBackend connects to the configured Docker daemon and makes the
+// backend with the agent (shared through shared_dir when one is set).
+func newDockerBackend(cfg config.Config, log *slog.Logger) (*docker.Backend, error) {
+	cli, err := docker.NewClient(cfg.DockerHost)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := agentPath(cfg)
+	if err == nil && cfg.SharedDir != "" {
+		agent, err = shareAgent(agent, cfg.SharedDir)
+	}
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	backend, err := docker.New(cli, docker.Options{AgentPath: agent, Runtime: cfg.Runtime, Logger: log})
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	return backend, nil
+}
+
+// newKubernetesBackend makes the kubernetes backend from the configured
+// kubeconfig (or the in-cluster configuration) and namespace.
+func newKubernetesBackend(cfg config.Config, log *slog.Logger) (*kubernetes.Backend, error) {
+	rc, err := kubernetes.RESTConfig(cfg.Kubernetes)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := kubernetes.OptionsFrom(cfg.Kubernetes, log)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := kubernetes.New(rc, opts)
+	if err != nil {
+		return nil, err
+	}
+	return backend, nil
 }

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// Backend is one sandbox backend in a side-by-side comparison.
+type Backend struct {
+	Name    string // as printed: "docker", "kubernetes"
+	Sandbox sandbox.Backend
+}
+
+// CompareOptions choose what CompareBackends measures.
+type CompareOptions struct {
+	Languages []string
+	Runs      int // warm runs per language and backend
+	ColdRuns  int // cold runs per language and backend
+	PoolSize  int // warm sandboxes per language and backend
+	Out       io.Writer
+}
+
+// CompareBackends measures run_code through MCP Streamable HTTP on each
+// backend, cold (no pool: the sandbox is made for the run) and warm (from a
+// full pool), in one run. The backends take turns run by run, so that the
+// machine's drift affects them alike and their ratios hold within the run.
+func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Registry, backends []Backend, o CompareOptions) error {
+	w := o.Out
+	fmt.Fprintf(w, "mcp-code-runner bench, backends side by side: %s, %d CPUs seen by Go, pool %d per language\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), o.PoolSize)
+
+	type side struct {
+		Backend
+		warm       *engine.Engine
+		cold, hot  *mcp.ClientSession
+		closeLater []func()
+	}
+	sides := make([]*side, 0, len(backends))
+	defer func() {
+		for _, s := range sides {
+			for i := len(s.closeLater) - 1; i >= 0; i-- {
+				s.closeLater[i]()
+			}
+		}
+	}()
+	names := make([]string, 0, len(o.Languages))
+	for _, lang := range o.Languages {
+		l, ok := reg.Lookup(lang)
+		if !ok {
+			return fmt.Errorf("unknown language %q", lang)
+		}
+		names = append(names, l.Name)
+		if _, ok := hello[l.Name]; !ok {
+			hello[l.Name] = l.Example
+		}
+	}
+	for _, b := range backends {
+		s := &side{Backend: b}
+		sides = append(sides, s)
+
+		coldCfg := cfg
+		coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
+		cold := engine.New(coldCfg, reg, b.Sandbox, nil)
+
+		warmCfg := cfg
+		warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
+		for _, name := range names {
+			warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", name, o.PoolSize))
+		}
+		s.warm = engine.New(warmCfg, reg, b.Sandbox, nil)
+		s.warm.StartPool()
+		s.closeLater = append(s.closeLater, func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			_ = s.warm.Close(cctx)
+			_ = cold.Close(cctx)
+		})
+		for _, e := range []struct {
+			engine *engine.Engine
+			into   **mcp.ClientSession
+		}{{cold, &s.cold}, {s.warm, &s.hot}} {
+			srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(e.engine, "bench", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+			s.closeLater = append(s.closeLater, srv.Close)
+			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				return fmt.Errorf("%s: connecting the MCP client: %w", b.Name, err)
+			}
+			s.closeLater = append(s.closeLater, func() { _ = cs.Close() })
+			*e.into = cs
+		}
+	}
+
+	fmt.Fprintf(w, "## run_code through MCP HTTP per backend (ms), %d warm and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
+	fmt.Fprintln(w, "| language | backend | path | p50 | p95 | p99 | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, lang := range names {
+		for _, s := range sides {
+			if err := waitPoolFull(ctx, s.warm, lang, o.PoolSize, 5*time.Minute); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+		}
+		var warmTurns, coldTurns []*series
+		for _, s := range sides {
+			warm := s.warm
+			warmTurns = append(warmTurns, &series{
+				name: "warm sandbox from a full pool",
+				before: func() {
+					if waitPoolFull(ctx, warm, lang, o.PoolSize, time.Minute) == nil {
+						time.Sleep(quietSettle)
+					}
+				},
+				call: mcpCall(ctx, s.hot, lang),
+			})
+			coldTurns = append(coldTurns, &series{
+				name: "cold sandbox (made for the run, removed after)",
+				call: mcpCall(ctx, s.cold, lang),
+			})
+		}
+		warm := interleave(o.Runs, warmTurns...)
+		cold := interleave(o.ColdRuns, coldTurns...)
+		for _, rows := range [][]*Sample{cold, warm} {
+			for i, s := range rows {
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d |\n", lang, sides[i].Name, s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs)
+			}
+		}
+		// Each backend against the first, p50 and p99.
+		for i := 1; i < len(sides); i++ {
+			for _, r := range []struct {
+				path string
+				rows []*Sample
+			}{{"cold", cold}, {"warm", warm}} {
+				base, this := r.rows[0], r.rows[i]
+				if base.Quantile(.5) > 0 && base.Quantile(.99) > 0 {
+					fmt.Fprintf(w, "| %s | **%s / %s, %s** | p50 %.1fx, p99 %.1fx | | | | |\n", lang, sides[i].Name, sides[0].Name, r.path,
+						float64(this.Quantile(.5))/float64(base.Quantile(.5)), float64(this.Quantile(.99))/float64(base.Quantile(.99)))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// waitPoolFull waits until lang's pool holds n idle sandboxes with none
+// being made or removed: a warm run then measures its own cost, not the
+// refill after the run before.
+func waitPoolFull(ctx context.Context, e *engine.Engine, lang string, n int, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, s := range e.PoolStats() {
+			if s.Language == lang && s.Idle >= n && s.Creating == 0 && s.Removing == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the %s pool did not fill to %d sandboxes within %s (%v): are its sandboxes pending? Each one asks for --cpus cores; lower it or --bench-pool-size", lang, n, limit, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
