@@ -72,8 +72,8 @@ func TestServeStages(t *testing.T) {
 		OutputLimit: 10,
 		Files:       []wire.File{{Path: "sub/in.txt", Data: []byte("from file")}},
 		Stages: []wire.Stage{
-			{Name: "compile", Argv: []string{"sh", "-c", "cat sub/in.txt; echo warn >&2"}, TimeoutMs: 5000, StopOnFailure: true},
-			{Name: "run", Argv: []string{"sh", "-c", "cat; echo 0123456789ABCDEF; exit 4", "x"}, Stdin: []byte("in:"), TimeoutMs: 5000},
+			{Name: "compile", Argv: []string{"sh", "-c", "cat sub/in.txt; echo warn >&2"}, TimeoutMs: unhurried, StopOnFailure: true},
+			{Name: "run", Argv: []string{"sh", "-c", "cat; echo 0123456789ABCDEF; exit 4", "x"}, Stdin: []byte("in:"), TimeoutMs: unhurried},
 		},
 	})
 	if done.Error != "" || len(stages) != 2 {
@@ -93,8 +93,8 @@ func TestServeStages(t *testing.T) {
 
 func TestServeStopsAfterFailedStageAndTimesOut(t *testing.T) {
 	stages, _, _, _ := serve(t, wire.Request{Workdir: t.TempDir(), OutputLimit: 100, Stages: []wire.Stage{
-		{Name: "compile", Argv: []string{"sh", "-c", "exit 2"}, TimeoutMs: 5000, StopOnFailure: true},
-		{Name: "run", Argv: []string{"true"}, TimeoutMs: 5000},
+		{Name: "compile", Argv: []string{"sh", "-c", "exit 2"}, TimeoutMs: unhurried, StopOnFailure: true},
+		{Name: "run", Argv: []string{"true"}, TimeoutMs: unhurried},
 	}})
 	if len(stages) != 1 || stages[0].ExitCode != 2 {
 		t.Errorf("stages %+v; want only the failed compile", stages)
@@ -119,7 +119,7 @@ func TestServeRefusesBadPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"../escaped.txt", "/abs.txt", "link/escaped.txt"} {
-		stages, _, _, done := serve(t, wire.Request{Workdir: dir, Files: []wire.File{{Path: p, Data: []byte("x")}}, Stages: []wire.Stage{{Name: "run", Argv: []string{"true"}, TimeoutMs: 1000}}})
+		stages, _, _, done := serve(t, wire.Request{Workdir: dir, Files: []wire.File{{Path: p, Data: []byte("x")}}, Stages: []wire.Stage{{Name: "run", Argv: []string{"true"}, TimeoutMs: unhurried}}})
 		if done.Error == "" || len(stages) != 0 {
 			t.Errorf("path %q: done %+v stages %d; want a refusal and no stage run", p, done, len(stages))
 		}
@@ -145,7 +145,7 @@ func TestPrestartHoldsTheFirstJob(t *testing.T) {
 	}
 	t.Cleanup(func() { prestarted = nil })
 	stages, stdout, _, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 100, Stages: []wire.Stage{
-		{Name: "compile", Argv: []string{"cat", "marker"}, TimeoutMs: 5000},
+		{Name: "compile", Argv: []string{"cat", "marker"}, TimeoutMs: unhurried},
 	}})
 	if done.Error != "" || len(stages) != 1 || stages[0].ExitCode != 0 {
 		t.Fatalf("done %+v, stages %+v", done, stages)
@@ -181,6 +181,10 @@ func startWarmIn(t *testing.T, w wire.Warm) string {
 	return dir
 }
 
+// unhurried is the timeout of a stage whose test is not about timeouts:
+// long enough for a loaded CI machine to start an interpreter.
+const unhurried = 120_000
+
 // TestWarmInterpreterRunsTheScriptAsPython starts the warm Python
 // interpreter and checks that a run stage handed to it behaves as
 // `python3 -u main.py ARGS` would; a stage that does not fit (other
@@ -211,7 +215,7 @@ f()
 			stages, stdout, stderr, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
 				Files: []wire.File{{Path: "main.py", Data: []byte(script)}},
 				Stages: []wire.Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py", "a b", "c"}, Env: c.env,
-					Stdin: []byte("in"), TimeoutMs: 10000}}})
+					Stdin: []byte("in"), TimeoutMs: unhurried}}})
 			if done.Error != "" || len(stages) != 1 {
 				t.Fatalf("done %+v, stages %+v", done, stages)
 			}
@@ -242,7 +246,7 @@ func TestWarmInterpreterReportsSyntaxErrors(t *testing.T) {
 	dir := startWarmIn(t, wire.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Replaces: []string{"python3", "-u", "main.py"}})
 	stages, _, stderr, _ := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
 		Files:  []wire.File{{Path: "main.py", Data: []byte("print('ok'\n")}},
-		Stages: []wire.Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, TimeoutMs: 10000}}})
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, TimeoutMs: unhurried}}})
 	if len(stages) != 1 || stages[0].ExitCode != 1 || !strings.Contains(stderr[0], "SyntaxError") || strings.Contains(stderr[0], "Traceback") {
 		t.Errorf("stages %+v, stderr %q", stages, stderr[0])
 	}
@@ -290,7 +294,7 @@ exit 3
 			time.Sleep(1100 * time.Millisecond) // so that $SECONDS would show the wait
 			stages, stdout, stderr, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
 				Files:  []wire.File{{Path: "main.sh", Data: []byte(script)}},
-				Stages: []wire.Stage{{Name: "run", Argv: c.argv, Env: c.env, Stdin: []byte("in"), TimeoutMs: 10000}}})
+				Stages: []wire.Stage{{Name: "run", Argv: c.argv, Env: c.env, Stdin: []byte("in"), TimeoutMs: unhurried}}})
 			if done.Error != "" || len(stages) != 1 {
 				t.Fatalf("done %+v, stages %+v", done, stages)
 			}
@@ -334,7 +338,7 @@ func TestWarmScriptInterpreterThatDied(t *testing.T) {
 	}
 	stages, stdout, _, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
 		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo fine")}},
-		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}})
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: unhurried}}})
 	if done.Error != "" || len(stages) != 1 || stages[0].ExitCode != 0 || stdout[0] != "fine\n" {
 		t.Errorf("done %+v, stages %+v, stdout %q", done, stages, stdout[0])
 	}

@@ -34,6 +34,7 @@ func FakeEngine(t testing.TB, cfg *config.Config) (*engine.Engine, *fake.Backend
 	if cfg != nil {
 		c = *cfg
 	}
+	Unhurried(&c)
 	b := FakeBackend(t)
 	e := engine.New(c, languages.Builtin(), b, nil)
 	t.Cleanup(func() {
@@ -69,4 +70,20 @@ func WaitFor(limit time.Duration, cond func() bool) bool {
 		<-tick.C
 	}
 	return true
+}
+
+// Unhurried gives a test's runs minutes where c keeps the product's default
+// run and compile timeouts: the fake backend runs programs on the host, and
+// a loaded CI machine can take seconds to start an interpreter, so a test
+// that is not about timeouts must not fail on one. A test that sets its own
+// timeout (in c or in the request) keeps it.
+func Unhurried(c *config.Config) {
+	def := config.Default().Limits
+	if c.Limits.TimeoutSeconds == def.TimeoutSeconds {
+		c.Limits.TimeoutSeconds = 120
+	}
+	if c.Limits.CompileTimeoutSeconds == def.CompileTimeoutSeconds {
+		c.Limits.CompileTimeoutSeconds = 120
+	}
+	c.Limits.MaxTimeoutSeconds = max(c.Limits.MaxTimeoutSeconds, c.Limits.TimeoutSeconds, c.Limits.CompileTimeoutSeconds)
 }

@@ -13,10 +13,14 @@
 # firewall alone; the kernel settings the kubelet changes are recorded and
 # restored by down.sh.
 #
-# The cluster runs no kube-controller-manager (it would double the build and
-# the memory): a namespace gets its default ServiceAccount from whoever
-# makes it (kubectl create sa default), namespaces are not deleted, and
-# ownerReferences are not garbage-collected.
+# By default the cluster runs no kube-controller-manager (it would double the
+# build and the memory, and the backend's tests need none): a namespace gets
+# its default ServiceAccount from whoever makes it (kubectl create sa
+# default), namespaces are not deleted, Deployments make no pods, and
+# ownerReferences are not garbage-collected. WITH_KCM=1 adds it with the
+# controllers a server deployed from deploy/kubernetes relies on
+# (Deployments, ServiceAccounts, namespaces, garbage collection):
+#   WITH_KCM=1 make k8s-up
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
@@ -53,7 +57,9 @@ fi
 
 # 2. Binaries (seconds when cached).
 log "building (cached by version in $MCR_K8S_CACHE)"
-if ! bash "$HERE/build.sh" etcd kube-apiserver kube-scheduler kubelet kubectl 2>&1 | sed 's/^/    /'; then
+BINS=(etcd kube-apiserver kube-scheduler kubelet kubectl)
+[ -z "${WITH_KCM:-}" ] || BINS+=(kube-controller-manager)
+if ! bash "$HERE/build.sh" "${BINS[@]}" 2>&1 | sed 's/^/    /'; then
 	die "building the binaries failed (see above)"
 fi
 
@@ -88,10 +94,11 @@ log "making certificates"
 	cert kubelet-client "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
 	cert kubelet-server "/CN=system:node:$NODE_NAME" serverAuth "DNS:$NODE_NAME,IP:$NODE_IP,IP:127.0.0.1"
 	cert scheduler "/CN=system:kube-scheduler" clientAuth
+	cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key 2>/dev/null
 	openssl pkey -in sa.key -pubout -out sa.pub
 )
-for u in admin kubelet-client scheduler; do
+for u in admin kubelet-client scheduler controller-manager; do
 	cat >"$STATE/$u.kubeconfig" <<EOK
 apiVersion: v1
 kind: Config
@@ -208,6 +215,15 @@ wait_for kube-apiserver 120 kubectl_admin get --raw /readyz
 # reports Unschedulable when it cannot).
 start kube-scheduler "$BIN_DIR/kube-scheduler" --kubeconfig "$STATE/scheduler.kubeconfig" \
 	--bind-address 127.0.0.1 --secure-port "$SCHED_PORT" --leader-elect=false --profiling=false
+
+if [ -n "${WITH_KCM:-}" ]; then
+	[ -f "$PKI/controller-manager.crt" ] || die "the PKI in $PKI predates WITH_KCM: make k8s-down, then WITH_KCM=1 make k8s-up"
+	start kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+		--kubeconfig "$STATE/controller-manager.kubeconfig" --bind-address 127.0.0.1 --secure-port "$KCM_PORT" \
+		--use-service-account-credentials=true --service-account-private-key-file "$PKI/sa.key" \
+		--root-ca-file "$PKI/ca.crt" --leader-elect=false --profiling=false \
+		--controllers 'serviceaccount-controller,serviceaccount-token-controller,namespace-controller,garbage-collector-controller,pod-garbage-collector-controller,deployment-controller,replicaset-controller,endpoints-controller,endpointslice-controller,root-ca-certificate-publisher-controller'
+fi
 
 # 10. kubelet. It changes these kernel settings: remember them for down.sh.
 mkdir -p "$STATE/kubelet" "$STATE/pod-logs"

@@ -37,7 +37,7 @@ func TestAgentChannel(t *testing.T) {
 	tmpl := eng.Template(lang)
 	job := sandbox.Job{Deadline: 30 * time.Second, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
 		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo hi; ls -A " + docker.SocketDir + "\n")}},
-		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 120_000}}}}
 	for _, c := range []struct {
 		name   string
 		broken bool
@@ -109,7 +109,7 @@ func TestJobForAnAgentThatDied(t *testing.T) {
 	testutil.WaitProcessGone(pid, 10*time.Second)
 	job := sandbox.Job{Deadline: 30 * time.Second, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
 		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo hi\n")}},
-		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 10000}}}}
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 120_000}}}}
 	res, err := sb.Exec(ctx, job, nil)
 	if !errors.Is(err, sandbox.ErrDead) {
 		t.Fatalf("want sandbox.ErrDead, got %v (result %+v)", err, res)
