@@ -9,7 +9,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 IMAGE    ?= mcp-code-runner:latest
 
 .PHONY: all build image docker gvisor images run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
-	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s
+	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s k8s-deploy-check
 
 all: build
 
@@ -114,6 +114,11 @@ bench-k8s: build
 	$(BIN) bench --log-level error --backends docker,kubernetes --languages python,bash --runs 50 --cold-runs 20 --cpus 0.25 --bench-pool-size 2 \
 	  --kubernetes-kubeconfig $(K8S_STATE)/admin.kubeconfig --kubernetes-namespace $(K8S_BENCH_NS) \
 	  --kubernetes-agent-image $$(cat $(K8S_STATE)/agent-image) --kubernetes-image-pull-policy Never
+
+# The server deployed from deploy/kubernetes onto the test cluster runs code
+# (needs WITH_KCM=1 make k8s-up: Deployments need kube-controller-manager).
+k8s-deploy-check: image
+	bash scripts/k8s/deploy-check.sh
 
 # Only the kubernetes backend's tests (make test runs them too).
 test-k8s: build

@@ -87,8 +87,12 @@ func TestOverload(t *testing.T) {
 			if ok+busy+len(other) != calls {
 				t.Errorf("%d calls answered of %d", ok+busy+len(other), calls)
 			}
-			if ok < 8 {
-				t.Errorf("only %d runs succeeded; at least the first 8 slots should have run", ok)
+			// Cold, the first 8 calls take the slots and run. From a warm
+			// pool of 2, the calls past the pool wait 5 s for a refill, which
+			// a loaded daemon may not make in time: busy is then the right
+			// answer, and only the pool's own sandboxes are sure to run.
+			if minOK := map[bool]int{false: 8, true: 2}[pooled]; ok < minOK {
+				t.Errorf("only %d runs succeeded; at least %d should have run", ok, minOK)
 			}
 			if slowest > bound {
 				t.Errorf("a call took %s, over the bound of %s", slowest, bound)

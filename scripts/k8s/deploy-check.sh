@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Deploys the server from deploy/kubernetes onto the test cluster and runs
+# code through it: the Deployment's pod reaches the API server with its
+# ServiceAccount (the in-cluster configuration), the Role lets it make
+# sandbox pods, its probes pass, and an MCP client reaches the Service
+# (through kubectl port-forward) and gets a run_code result. Then it deletes
+# everything it applied.
+#
+#   WITH_KCM=1 make k8s-up && make k8s-deploy-check
+#
+# The test cluster differs from a real one in two ways, which an overlay
+# patches and nothing else: its pods have no network at all (no route, no
+# kube-proxy), so the server's pod uses the host's network and reaches the
+# API server on 127.0.0.1 (and its namespace allows that); and images come
+# from the node's containerd, not a registry (imagePullPolicy Never).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+# shellcheck source=common.sh
+. "$HERE/common.sh"
+log() { echo "[k8s-deploy-check] $*"; }
+die() {
+	log "FAILED: $*"
+	kubectl_admin -n mcp-code-runner get pods -o wide 2>/dev/null || true
+	kubectl_admin -n mcp-code-runner logs deploy/mcp-code-runner --tail 40 2>/dev/null || true
+	exit 1
+}
+
+[ -f "$PIDS/kube-controller-manager.pid" ] && kill -0 "$(cat "$PIDS/kube-controller-manager.pid")" 2>/dev/null ||
+	die "the test cluster runs no kube-controller-manager, so a Deployment makes no pod: make k8s-down, then WITH_KCM=1 make k8s-up"
+SERVER_IMAGE=${SERVER_IMAGE:-mcp-code-runner:latest}
+PORT=${PORT:-18080}       # the server's port on the host network
+LOCAL_PORT=${LOCAL_PORT:-18081} # kubectl port-forward's end
+AGENT_IMAGE=$(cat "$STATE/agent-image")
+bash "$HERE/images.sh" import "$SERVER_IMAGE"
+
+overlay=$(mktemp -d)
+pf_pid=
+cleanup() {
+	[ -z "$pf_pid" ] || kill "$pf_pid" 2>/dev/null || true
+	log "deleting what was applied"
+	kubectl_admin delete -k "$overlay" --ignore-not-found --wait=true --timeout 120s >/dev/null 2>&1 || log "delete did not finish (see kubectl get ns)"
+	rm -rf "$overlay"
+}
+trap cleanup EXIT
+
+cat >"$overlay/kustomization.yaml" <<EOK
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(realpath --relative-to="$overlay" "$REPO/deploy/kubernetes")
+images:
+  - name: mcp-code-runner
+    newName: ${SERVER_IMAGE%:*}
+    newTag: ${SERVER_IMAGE##*:}
+patches:
+  - target: {kind: Namespace, name: mcp-code-runner}
+    patch: |-
+      - op: replace
+        path: /metadata/labels/pod-security.kubernetes.io~1enforce
+        value: privileged
+  - target: {kind: Deployment, name: mcp-code-runner}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/hostNetwork
+        value: true
+      - op: add
+        path: /spec/template/spec/containers/0/imagePullPolicy
+        value: Never
+      - op: replace
+        path: /spec/template/spec/containers/0/ports/0/containerPort
+        value: $PORT
+      - op: replace
+        path: /spec/template/spec/containers/0/resources/requests/cpu
+        value: 250m
+      - op: replace
+        path: /spec/template/spec/containers/0/args
+        value:
+          - serve
+          - --http=0.0.0.0:$PORT
+          - --backend=kubernetes
+          - --kubernetes-namespace=mcp-code-runner-sandboxes
+          - --kubernetes-agent-image=$AGENT_IMAGE
+          - --kubernetes-image-pull-policy=Never
+          - --cpus=0.25
+          - --pool-size=0
+          - --pool-sizes=python=1
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: KUBERNETES_SERVICE_HOST, value: 127.0.0.1}
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: KUBERNETES_SERVICE_PORT, value: "$API_PORT"}
+EOK
+
+log "applying deploy/kubernetes (with the test cluster's overlay)"
+kubectl_admin apply -k "$overlay" >/dev/null
+TOKEN=$(openssl rand -hex 32)
+kubectl_admin -n mcp-code-runner create secret generic mcp-code-runner-auth --from-literal=token="$TOKEN" \
+	--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+log "waiting for the Deployment's pod to be ready (its readiness probe is /readyz)"
+"$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" -n mcp-code-runner rollout status deploy/mcp-code-runner --timeout 180s || die "the Deployment did not become ready"
+
+log "kubectl port-forward svc/mcp-code-runner $LOCAL_PORT:8080"
+"$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" -n mcp-code-runner port-forward svc/mcp-code-runner "$LOCAL_PORT:8080" >/dev/null 2>&1 &
+pf_pid=$!
+for _ in $(seq 1 100); do
+	curl -s -o /dev/null "http://127.0.0.1:$LOCAL_PORT/healthz" && break
+	sleep 0.2
+done
+
+# mcp POST BODY: one JSON-RPC request through the Service, as a client with
+# the bearer token and the Service's name as Host; prints the JSON answer.
+session=
+mcp() {
+	local hdr body
+	hdr=$(mktemp)
+	body=$(curl -sS -D "$hdr" "http://127.0.0.1:$LOCAL_PORT/mcp" \
+		-H "Host: mcp-code-runner.mcp-code-runner.svc" -H "Authorization: Bearer $TOKEN" \
+		-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+		-H 'MCP-Protocol-Version: 2025-11-25' ${session:+-H "Mcp-Session-Id: $session"} --data "$1")
+	[ -n "$session" ] || session=$(sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^\r]*\).*/\1/p' "$hdr")
+	rm -f "$hdr"
+	# Streamable HTTP answers as JSON or as one SSE event.
+	sed -n 's/^data: //p' <<<"$body" | grep . || echo "$body"
+}
+init=$(mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"deploy-check","version":"1"}}}')
+grep -q '"serverInfo"' <<<"$init" || die "initialize through the Service: $init"
+mcp '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null || true
+t0=$(date +%s%N)
+result=$(mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":"import socket; print(6*7, socket.gethostname().startswith(\"mcr-python-\"))"}}}')
+ms=$((($(date +%s%N) - t0) / 1000000))
+grep -q '42 True' <<<"$result" || die "run_code through the Service: $result"
+log "run_code through the Service answered in ${ms} ms from a sandbox pod: $(grep -o '"stdout":"[^"]*"' <<<"$result" | head -1)"
+log "OK: the server deployed from deploy/kubernetes runs code in sandbox pods"
