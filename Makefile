@@ -111,7 +111,7 @@ bench-k8s: build
 	$(K8S_KUBECTL) get namespace $(K8S_BENCH_NS) >/dev/null 2>&1 || $(K8S_KUBECTL) create namespace $(K8S_BENCH_NS)
 	$(K8S_KUBECTL) label --overwrite namespace $(K8S_BENCH_NS) pod-security.kubernetes.io/enforce=restricted >/dev/null
 	$(K8S_KUBECTL) -n $(K8S_BENCH_NS) get serviceaccount default >/dev/null 2>&1 || $(K8S_KUBECTL) -n $(K8S_BENCH_NS) create serviceaccount default
-	$(BIN) bench --log-level error --backends docker,kubernetes --languages python,bash --runs 50 --cold-runs 20 --cpus 0.25 --bench-pool-size 2 \
+	$(BIN) bench --log-level error --backends docker,kubernetes --languages python,bash --runs 50 --cold-runs 20 --cpus 0.25 --bench-pool-size 1 \
 	  --kubernetes-kubeconfig $(K8S_STATE)/admin.kubeconfig --kubernetes-namespace $(K8S_BENCH_NS) \
 	  --kubernetes-agent-image $$(cat $(K8S_STATE)/agent-image) --kubernetes-image-pull-policy Never
 

@@ -33,7 +33,7 @@ func startKubernetesServer(t *testing.T, c *k8stest.Cluster, pools string) *serv
 	cmd := exec.Command(testutil.ServerBinary(t), "serve", "--http", addr,
 		"--backend", "kubernetes", "--kubernetes-kubeconfig", k.Kubeconfig, "--kubernetes-namespace", k.Namespace,
 		"--kubernetes-agent-image", k.AgentImage, "--kubernetes-image-pull-policy", k.ImagePullPolicy,
-		"--pool-size", "0", "--pool-sizes", pools, "--sweep-interval-seconds", "2")
+		"--pool-size", "0", "--pool-sizes", pools, "--sweep-interval-seconds", "2", "--cpus", fmt.Sprint(k8stest.SandboxCPUs))
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

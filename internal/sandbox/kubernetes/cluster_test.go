@@ -29,7 +29,7 @@ import (
 
 func testEngine(t *testing.T, c *k8stest.Cluster, edit func(*config.Config)) (*engine.Engine, *kubernetes.Backend) {
 	t.Helper()
-	cfg := config.Default()
+	cfg := k8stest.EngineConfig()
 	cfg.Pool.Size, cfg.Pool.Sizes = 0, nil
 	if edit != nil {
 		edit(&cfg)
@@ -79,7 +79,7 @@ func TestClusterRunsPythonAndBash(t *testing.T) {
 func TestClusterPodIsHardenedInsideAndOut(t *testing.T) {
 	c := k8stest.Require(t)
 	b := c.Backend(t, nil)
-	e := engine.New(config.Default(), languages.Builtin(), b, nil)
+	e := engine.New(k8stest.EngineConfig(), languages.Builtin(), b, nil)
 	lang, _ := languages.Builtin().Lookup("bash")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -280,7 +280,7 @@ func TestClusterBadInputFailsFastAndCleanly(t *testing.T) {
 	c := k8stest.Require(t)
 	reg := languages.Builtin()
 	bash, _ := reg.Lookup("bash")
-	tpl := engine.New(config.Default(), reg, c.Backend(t, nil), nil).Template(bash)
+	tpl := engine.New(k8stest.EngineConfig(), reg, c.Backend(t, nil), nil).Template(bash)
 
 	quotaNS := k8stest.Namespace + "-quota"
 	c.EnsureNamespace(t, quotaNS)
@@ -391,7 +391,7 @@ func TestClusterSweepDeletesPodsOfDeadServers(t *testing.T) {
 	left := c.Backend(t, func(o *kubernetes.Options) { o.Pod.Owner = dead })
 	reg := languages.Builtin()
 	bash, _ := reg.Lookup("bash")
-	sb, err := left.Create(ctx, engine.New(config.Default(), reg, left, nil).Template(bash))
+	sb, err := left.Create(ctx, engine.New(k8stest.EngineConfig(), reg, left, nil).Template(bash))
 	if err != nil {
 		t.Fatal(err)
 	}

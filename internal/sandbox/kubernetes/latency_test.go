@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -33,7 +32,7 @@ func TestClusterLatencyFigures(t *testing.T) {
 	b := c.Backend(t, nil)
 	reg := languages.Builtin()
 	bash, _ := reg.Lookup("bash")
-	tpl := engine.New(config.Default(), reg, b, nil).Template(bash)
+	tpl := engine.New(k8stest.EngineConfig(), reg, b, nil).Template(bash)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

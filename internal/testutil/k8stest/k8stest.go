@@ -159,3 +159,16 @@ func (c *Cluster) NoLeftovers(t testing.TB, ns string, owner kubernetes.Owner) {
 	}
 	t.Errorf("sandbox pods left behind: %s", strings.Join(left, ", "))
 }
+
+// SandboxCPUs is the CPU share of the tests' sandbox pods. A pod requests
+// what it is limited to, and the test node has two cores: at a quarter core
+// each, the tests' pools and cold runs fit beside each other (and beside a
+// bench on the same cluster) instead of waiting in Pending.
+const SandboxCPUs = 0.25
+
+// EngineConfig is the default configuration with the tests' CPU share.
+func EngineConfig() config.Config {
+	c := config.Default()
+	c.Limits.CPUs = SandboxCPUs
+	return c
+}
