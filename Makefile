@@ -116,7 +116,7 @@ bench-k8s: build
 	  --kubernetes-agent-image $$(cat $(K8S_STATE)/agent-image) --kubernetes-image-pull-policy Never
 
 # The server deployed from deploy/kubernetes onto the test cluster runs code
-# (needs WITH_KCM=1 make k8s-up: Deployments need kube-controller-manager).
+# (with WITH_KCM=1 make k8s-up the Deployment itself makes its pod).
 k8s-deploy-check: image
 	bash scripts/k8s/deploy-check.sh
 

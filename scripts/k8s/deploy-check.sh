@@ -6,7 +6,14 @@
 # (through kubectl port-forward) and gets a run_code result. Then it deletes
 # everything it applied.
 #
-#   WITH_KCM=1 make k8s-up && make k8s-deploy-check
+#   make k8s-up && make k8s-deploy-check
+#
+# With kube-controller-manager (WITH_KCM=1 make k8s-up) the Deployment makes
+# the server's pod and everything applied is deleted afterwards. Without it
+# (the default test cluster) nothing acts on a Deployment, so the check makes
+# the pod from the Deployment's own pod template, and afterwards deletes the
+# pods and the Deployment but leaves the two namespaces and their RBAC (a
+# namespace cannot be deleted without the namespace controller).
 #
 # The test cluster differs from a real one in two ways, which an overlay
 # patches and nothing else: its pods have no network at all (no route, no
@@ -22,12 +29,13 @@ log() { echo "[k8s-deploy-check] $*"; }
 die() {
 	log "FAILED: $*"
 	kubectl_admin -n mcp-code-runner get pods -o wide 2>/dev/null || true
-	kubectl_admin -n mcp-code-runner logs deploy/mcp-code-runner --tail 40 2>/dev/null || true
+	kubectl_admin -n mcp-code-runner logs -l app.kubernetes.io/name=mcp-code-runner --tail 40 2>/dev/null || true
 	exit 1
 }
 
-[ -f "$PIDS/kube-controller-manager.pid" ] && kill -0 "$(cat "$PIDS/kube-controller-manager.pid")" 2>/dev/null ||
-	die "the test cluster runs no kube-controller-manager, so a Deployment makes no pod: make k8s-down, then WITH_KCM=1 make k8s-up"
+KUBECTL=("$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN")
+KCM=
+[ -f "$PIDS/kube-controller-manager.pid" ] && kill -0 "$(cat "$PIDS/kube-controller-manager.pid")" 2>/dev/null && KCM=1
 SERVER_IMAGE=${SERVER_IMAGE:-mcp-code-runner:latest}
 PORT=${PORT:-18080}       # the server's port on the host network
 LOCAL_PORT=${LOCAL_PORT:-18081} # kubectl port-forward's end
@@ -38,8 +46,14 @@ overlay=$(mktemp -d)
 pf_pid=
 cleanup() {
 	[ -z "$pf_pid" ] || kill "$pf_pid" 2>/dev/null || true
-	log "deleting what was applied"
-	kubectl_admin delete -k "$overlay" --ignore-not-found --wait=true --timeout 120s >/dev/null 2>&1 || log "delete did not finish (see kubectl get ns)"
+	if [ -n "$KCM" ]; then
+		log "deleting what was applied"
+		"${KUBECTL[@]}" delete -k "$overlay" --ignore-not-found --wait=true --timeout 120s >/dev/null 2>&1 || log "delete did not finish (see kubectl get ns)"
+	else
+		log "deleting the server and its sandbox pods (the namespaces stay: no namespace controller)"
+		"${KUBECTL[@]}" -n mcp-code-runner delete deployment/mcp-code-runner pod/mcp-code-runner-check --ignore-not-found --wait=true --timeout 60s >/dev/null 2>&1 || true
+		"${KUBECTL[@]}" -n mcp-code-runner-sandboxes delete pods -l mcp-code-runner.io/sandbox=true --ignore-not-found --wait=true --timeout 60s >/dev/null 2>&1 || true
+	fi
 	rm -rf "$overlay"
 }
 trap cleanup EXIT
@@ -94,15 +108,31 @@ patches:
 EOK
 
 log "applying deploy/kubernetes (with the test cluster's overlay)"
-kubectl_admin apply -k "$overlay" >/dev/null
+"${KUBECTL[@]}" apply -k "$overlay" >/dev/null
 TOKEN=$(openssl rand -hex 32)
 kubectl_admin -n mcp-code-runner create secret generic mcp-code-runner-auth --from-literal=token="$TOKEN" \
 	--dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
-log "waiting for the Deployment's pod to be ready (its readiness probe is /readyz)"
-"$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" -n mcp-code-runner rollout status deploy/mcp-code-runner --timeout 180s || die "the Deployment did not become ready"
+if [ -n "$KCM" ]; then
+	log "waiting for the Deployment's pod to be ready (its readiness probe is /readyz)"
+	"${KUBECTL[@]}" -n mcp-code-runner rollout status deploy/mcp-code-runner --timeout 180s || die "the Deployment did not become ready"
+else
+	# What the controllers would do: a default ServiceAccount for the
+	# sandbox pods, and the cluster's CA in each namespace for the server's
+	# projected token volume.
+	"${KUBECTL[@]}" -n mcp-code-runner-sandboxes get serviceaccount default >/dev/null 2>&1 ||
+		"${KUBECTL[@]}" -n mcp-code-runner-sandboxes create serviceaccount default >/dev/null
+	"${KUBECTL[@]}" -n mcp-code-runner get configmap kube-root-ca.crt >/dev/null 2>&1 ||
+		"${KUBECTL[@]}" -n mcp-code-runner create configmap kube-root-ca.crt --from-file=ca.crt="$PKI/ca.crt" >/dev/null
+	log "no kube-controller-manager: making the server's pod from the Deployment's pod template"
+	"${KUBECTL[@]}" -n mcp-code-runner get deployment mcp-code-runner -o json |
+		jq '{apiVersion: "v1", kind: "Pod", metadata: {name: "mcp-code-runner-check", namespace: "mcp-code-runner", labels: .spec.template.metadata.labels}, spec: .spec.template.spec}' |
+		"${KUBECTL[@]}" apply -f - >/dev/null
+	log "waiting for the server's pod to be ready (its readiness probe is /readyz)"
+	"${KUBECTL[@]}" -n mcp-code-runner wait --for=condition=Ready pod/mcp-code-runner-check --timeout 180s >/dev/null || die "the server's pod did not become ready"
+fi
 
 log "kubectl port-forward svc/mcp-code-runner $LOCAL_PORT:8080"
-"$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" -n mcp-code-runner port-forward svc/mcp-code-runner "$LOCAL_PORT:8080" >/dev/null 2>&1 &
+"${KUBECTL[@]}" -n mcp-code-runner port-forward svc/mcp-code-runner "$LOCAL_PORT:8080" >/dev/null 2>&1 &
 pf_pid=$!
 for _ in $(seq 1 100); do
 	curl -s -o /dev/null "http://127.0.0.1:$LOCAL_PORT/healthz" && break
