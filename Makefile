@@ -61,13 +61,13 @@ test: images
 # carry //go:build !fast; the logic tests run on the in-process fake backend.
 # Its tests mostly wait on processes and timers, so 4 packages run at once.
 test-fast:
-	go test -race -tags fast -count=1 -p 4 -timeout 5m ./...
+	go test -race -tags fast -count=1 -p 4 -timeout 15m ./...
 
 # One package at a time (-p 1): the Docker and cluster suites each load both
 # cores, and the containment battery measures what a sandbox can do with its
 # one-core share, so they must not compete with each other.
 test-go: build
-	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -p 1 -count=1 -timeout 20m ./...
+	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -p 1 -count=1 -timeout 45m ./...
 
 test-e2e: build
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec tests/
