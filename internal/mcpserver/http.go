@@ -68,6 +68,12 @@ func HTTPHandler(s *mcp.Server, opts HTTPOptions) http.Handler {
 		Stateless:                    true,
 		MaxRequestBodyBytes:          opts.MaxBodyBytes,
 		PropagateRequestCancellation: true,
+		// guard checks every request's Host against loopback names and
+		// http.allowed_hosts, whatever address it arrived on. The SDK's own
+		// check refuses any non-loopback Host that arrives on a loopback
+		// address, which would refuse an allowed name coming through a
+		// loopback hop: kubectl port-forward, a sidecar proxy.
+		DisableLocalhostProtection: true,
 	})
 	h = linker.wrap(h)
 	h = bodyCap(h, opts.MaxBodyBytes)

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,6 +23,7 @@ func TestHTTPGuards(t *testing.T) {
 	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
 		MaxBodyBytes:   1 << 10,
 		AllowedOrigins: []string{"https://app.example"},
+		AllowedHosts:   []string{"mcp-code-runner.mcp-code-runner.svc"},
 		BearerTokens:   []string{"s3cret"},
 	})
 	cases := []struct {
@@ -35,6 +37,8 @@ func TestHTTPGuards(t *testing.T) {
 		{"no token", "127.0.0.1:8080", nil, initBody, http.StatusUnauthorized},
 		{"wrong token", "127.0.0.1:8080", map[string]string{"Authorization": "Bearer nope"}, initBody, http.StatusUnauthorized},
 		{"foreign Host (DNS rebinding)", "evil.example", map[string]string{"Authorization": "Bearer s3cret"}, initBody, http.StatusForbidden},
+		{"allowed Host through a loopback hop (kubectl port-forward, a sidecar proxy)", "mcp-code-runner.mcp-code-runner.svc:8080",
+			map[string]string{"Authorization": "Bearer s3cret"}, initBody, http.StatusOK},
 		{"foreign Origin", "localhost:8080", map[string]string{"Authorization": "Bearer s3cret", "Origin": "https://evil.example"}, initBody, http.StatusForbidden},
 		{"loopback Origin", "localhost:8080", map[string]string{"Authorization": "Bearer s3cret", "Origin": "http://localhost:3000"}, initBody, http.StatusOK},
 		{"allowed Origin", "localhost:8080", map[string]string{"Authorization": "Bearer s3cret", "Origin": "https://app.example"}, initBody, http.StatusOK},
@@ -45,6 +49,9 @@ func TestHTTPGuards(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(c.body))
 			req.Host = c.host
 			req.RemoteAddr = "127.0.0.1:5555"
+			// Every request arrives on a loopback address, as on a server
+			// that listens on localhost or behind a loopback hop.
+			req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			for k, v := range c.header {
