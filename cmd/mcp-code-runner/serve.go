@@ -111,7 +111,7 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			var serveErr error
 			if httpAddr == "" {
 				st.log.Info("serving MCP on stdio")
-				serveErr = server.Run(ctx, &mcp.StdioTransport{})
+				serveErr = server.Run(ctx, mcpserver.NewStdioTransport())
 			} else {
 				serveErr = serveHTTP(ctx, st, server, httpAddr, tokens)
 			}
