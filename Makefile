@@ -72,8 +72,11 @@ test-go: build
 test-e2e: build
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec tests/
 
+# Both suites against the conformance fixture server (the suite's fixtures on
+# the product's HTTP handler, internal/conformance) and against the product.
 test-conformance: build
-	MCR_BINARY=$(CURDIR)/$(BIN) bash scripts/conformance.sh
+	CGO_ENABLED=0 go build -o bin/conformance-fixture ./internal/conformance/fixtureserver
+	MCR_BINARY=$(CURDIR)/$(BIN) MCR_FIXTURE_BINARY=$(CURDIR)/bin/conformance-fixture bash scripts/conformance.sh
 
 # A real single-node Kubernetes on this machine for the kubernetes backend
 # (scripts/k8s/: etcd, kube-apiserver, kube-scheduler and kubelet built from

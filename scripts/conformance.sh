@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite against `mcp-code-runner serve --http`
-# on a free loopback port, for spec 2025-11-25 and for the 2026-07-28
-# requirements, and compares the results with the baselines in conformance/.
+# Runs the official MCP conformance suite, for spec 2025-11-25 and for the
+# 2026-07-28 requirements, against two servers on free loopback ports, and
+# compares the results with the baselines in conformance/:
+#
+#   fixture  the conformance fixture server (internal/conformance/fixtureserver):
+#            the suite's own fixture tools, prompts and resources
+#            (test_simple_text, slow_compute, test://static-text, ...) on the
+#            product's HTTP handler, so every scenario exercises our MCP layer;
+#            baselines conformance/fixture-baseline-*.txt
+#   product  `mcp-code-runner serve --http`; baselines conformance/baseline-*.txt
 #
 #   MCR_BINARY=bin/mcp-code-runner bash scripts/conformance.sh
 #
-# Every check must pass except those listed in conformance/baseline-*.txt
-# (scenarios that need the suite's own fixture tools, prompts and resources,
-# or features the server does not offer). The script fails when a check
-# outside the baseline fails, or a scenario gives no results, and warns when
-# a baseline entry passes (then remove it from the baseline).
+# Every check must pass except those a baseline lists as expected failures
+# ("SCENARIO:CHECK reason"). A product baseline also names, with "fixture
+# SCENARIO:CHECK", the checks that call the suite's fixtures: against the
+# product they are not scored, and they must have run against the fixture
+# server. The script fails when a check outside the baseline fails, or a
+# scenario gives no results, and warns when a baseline entry passes (then
+# remove it from the baseline).
 #
 # Environment:
 #   MCR_BINARY               server binary (default: bin/mcp-code-runner)
+#   MCR_FIXTURE_BINARY       fixture server binary (default: built with go
+#                            build from internal/conformance/fixtureserver)
+#   MCR_CONFORMANCE_TARGETS  which servers to test (default: "fixture product")
 #   MCR_CONFORMANCE_OUT      directory for results and logs, kept (default: a new
 #                            temporary directory, removed unless something fails)
 #   MCR_CONFORMANCE_SUITES   which suites to run (default: "2025-11-25 2026-07-28")
@@ -26,18 +38,29 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${MCR_BINARY:-$ROOT/bin/mcp-code-runner}
 SUITES=${MCR_CONFORMANCE_SUITES:-"2025-11-25 2026-07-28"}
+TARGETS=${MCR_CONFORMANCE_TARGETS:-"fixture product"}
+FIXTURE_BIN=${MCR_FIXTURE_BINARY:-}
 SUITE_TIMEOUT=${MCR_CONFORMANCE_TIMEOUT:-900}
 NODE_PKG=node@22
 CONF_2025=@modelcontextprotocol/conformance@0.1.16
 CONF_2026=@modelcontextprotocol/conformance@0.2.0-alpha.12
 
-if [[ ! -x $BIN ]]; then
+if [[ " $TARGETS " == *" product "* && ! -x $BIN ]]; then
 	echo "conformance: server binary $BIN not found; run make build (or set MCR_BINARY)" >&2
 	exit 2
 fi
 KEEP_OUT=${MCR_CONFORMANCE_OUT:+1}
 OUT=${MCR_CONFORMANCE_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/mcr-conformance.XXXXXX")}
 mkdir -p "$OUT"
+if [[ " $TARGETS " == *" fixture "* && -z $FIXTURE_BIN ]]; then
+	FIXTURE_BIN=$OUT/conformance-fixture
+	echo "conformance: building the fixture server ($FIXTURE_BIN)"
+	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$FIXTURE_BIN" ./internal/conformance/fixtureserver)
+fi
+if [[ " $TARGETS " == *" fixture "* && ! -x $FIXTURE_BIN ]]; then
+	echo "conformance: fixture server binary $FIXTURE_BIN not found; run make build (or set MCR_FIXTURE_BINARY)" >&2
+	exit 2
+fi
 export MCR_HTTP_RATE_PER_MINUTE=${MCR_HTTP_RATE_PER_MINUTE:-0}
 export npm_config_yes=true npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
@@ -83,12 +106,17 @@ healthy() {
 	fi
 }
 
-# start_server: starts the server on a free loopback port, sets URL.
+# start_server TARGET: starts TARGET's server on a free loopback port, sets
+# URL and SERVER_LOG.
 start_server() {
-	local attempt port
+	local target=$1 attempt port
+	SERVER_LOG=$OUT/$target-server.log
 	for attempt in 1 2 3; do
 		port=$(free_port)
-		"$BIN" serve --http "127.0.0.1:$port" >"$OUT/server.log" 2>&1 &
+		case $target in
+		product) "$BIN" serve --http "127.0.0.1:$port" >"$SERVER_LOG" 2>&1 & ;;
+		fixture) "$FIXTURE_BIN" --http "127.0.0.1:$port" >"$SERVER_LOG" 2>&1 & ;;
+		esac
 		SERVER_PID=$!
 		for _ in $(seq 1 300); do
 			if ! kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -96,42 +124,58 @@ start_server() {
 			fi
 			if healthy "http://127.0.0.1:$port/readyz"; then
 				URL="http://127.0.0.1:$port/mcp"
-				echo "conformance: server $SERVER_PID serving $URL (log: $OUT/server.log)"
+				echo "conformance: $target server $SERVER_PID serving $URL (log: $SERVER_LOG)"
 				return 0
 			fi
 			sleep 0.1
 		done
 		stop_server
-		if ! grep -q "address already in use" "$OUT/server.log"; then
+		if ! grep -q "address already in use" "$SERVER_LOG"; then
 			break
 		fi
 		echo "conformance: port $port was taken; retrying (attempt $attempt)" >&2
 	done
-	echo "conformance: the server did not become ready at 127.0.0.1:$port/readyz; its log:" >&2
-	cat "$OUT/server.log" >&2
+	echo "conformance: the $target server did not become ready at 127.0.0.1:$port/readyz; its log:" >&2
+	cat "$SERVER_LOG" >&2
 	return 1
 }
 
-# evaluate DIR LOG BASELINE NAME: compares the suite's results with the
-# baseline; prints the outcome and exits non-zero on unexpected failures.
+# evaluate DIR LOG BASELINE NAME [FIXTURE_DIR]: compares the suite's results
+# with the baseline; prints the outcome and exits non-zero on unexpected
+# failures. FIXTURE_DIR holds the same suite's results against the fixture
+# server, where the baseline's "fixture" checks must have run.
 evaluate() {
 	node - "$@" <<'JS'
 const fs = require('fs');
 const path = require('path');
-const [dir, logFile, baselineFile, name] = process.argv.slice(2);
+const [dir, logFile, baselineFile, name, fixtureDir] = process.argv.slice(2);
 const log = fs.readFileSync(logFile, 'utf8');
 
-// Baseline: "SCENARIO:CHECK reason" (CHECK may be * for every check).
+// Baseline: "SCENARIO:CHECK reason" (an expected failure) or "fixture
+// SCENARIO:CHECK [what it needs]" (not scored here: it calls the suite's
+// fixtures); CHECK may be * for every check of the scenario.
 const baseline = [];
+const fixtureOnly = [];
 fs.readFileSync(baselineFile, 'utf8').split('\n').forEach((line, i) => {
   line = line.trim();
   if (!line || line.startsWith('#')) return;
-  const m = line.match(/^(\S+?):(\S+)\s+(.+)$/);
-  if (!m) { console.error(`${baselineFile}:${i + 1}: want "SCENARIO:CHECK reason", got: ${line}`); process.exit(2); }
+  let m = line.match(/^fixture\s+(\S+?):(\S+)(?:\s+(.*))?$/);
+  if (m) { fixtureOnly.push({ scenario: m[1], check: m[2], reason: m[3] ?? '', failed: 0, passed: 0 }); return; }
+  m = line.match(/^(\S+?):(\S+)\s+(.+)$/);
+  if (!m) { console.error(`${baselineFile}:${i + 1}: want "SCENARIO:CHECK reason" or "fixture SCENARIO:CHECK", got: ${line}`); process.exit(2); }
   baseline.push({ scenario: m[1], check: m[2], reason: m[3], failed: 0, passed: 0 });
 });
-const allowed = (scenario, check) =>
-  baseline.find((b) => b.scenario === scenario && (b.check === check || b.check === '*'));
+const matches = (list, scenario, check) =>
+  list.find((b) => b.scenario === scenario && (b.check === check || b.check === '*'));
+
+// results DIR SCENARIO: the checks of one scenario's run in DIR, or null.
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+function results(d, s) {
+  const dirs = fs.existsSync(d) ? fs.readdirSync(d) : [];
+  const re = new RegExp(`^server-${escape(s)}-\\d{4}-\\d\\d-\\d\\dT`);
+  const r = dirs.filter((x) => re.test(x)).sort().pop();
+  try { const c = r && JSON.parse(fs.readFileSync(path.join(d, r, 'checks.json'), 'utf8')); return Array.isArray(c) ? c : null; } catch { return null; }
+}
 
 // The scenarios the suite ran, in order, from its log.
 const scenarios = [...log.matchAll(/^=== Running scenario: (\S+) ===$/gm)].map((m) => m[1]);
@@ -144,23 +188,24 @@ if (announced && Number(announced[1]) !== scenarios.length) {
 }
 if (scenarios.length === 0) problems.push('no scenario ran');
 
-// Results: DIR/server-SCENARIO-TIMESTAMP/checks.json
-const dirs = fs.existsSync(dir) ? fs.readdirSync(dir) : [];
-let nPass = 0, nFail = 0, nExpected = 0;
+let nPass = 0, nFail = 0, nExpected = 0, nFixture = 0;
 const rows = [];
 for (const s of scenarios) {
-  const re = new RegExp(`^server-${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d{4}-\\d\\d-\\d\\dT`);
-  const d = dirs.filter((x) => re.test(x)).sort().pop();
-  let checks = null;
-  try { checks = d && JSON.parse(fs.readFileSync(path.join(dir, d, 'checks.json'), 'utf8')); } catch { checks = null; }
-  if (!Array.isArray(checks)) {
-    const b = allowed(s, '*');
+  const checks = results(dir, s);
+  if (!checks) {
+    const b = matches(baseline, s, '*') ?? matches(fixtureOnly, s, '*');
     if (b) { b.failed++; nExpected++; rows.push(`  xfail ${s}: no results (baseline: ${b.reason})`); }
-    else { problems.push(`${s}: no results (${d ? d + '/checks.json unreadable' : 'no results directory'})`); }
+    else { problems.push(`${s}: no results in ${dir}`); }
     continue;
   }
   for (const c of checks) {
-    const b = allowed(s, c.id);
+    const f = matches(fixtureOnly, s, c.id);
+    if (f) {
+      if (c.status === 'FAILURE') { f.failed++; nFixture++; rows.push(`  fixture ${s}:${c.id}`); }
+      else f.passed++;
+      continue;
+    }
+    const b = matches(baseline, s, c.id);
     if (c.status === 'FAILURE') {
       if (b) { b.failed++; nExpected++; rows.push(`  xfail ${s}:${c.id}`); }
       else { nFail++; problems.push(`${s}:${c.id} FAILED: ${c.errorMessage ?? ''}`); }
@@ -180,7 +225,21 @@ for (const b of baseline) {
     warnings.push(`baseline entry ${b.scenario}:${b.check} matched no check: remove or fix it in ${path.basename(baselineFile)}`);
   }
 }
-console.log(`conformance ${name}: ${scenarios.length} scenarios; checks: ${nPass} passed, ${nExpected} failed as expected (baseline), ${nFail} failed unexpectedly`);
+for (const f of fixtureOnly) {
+  if (f.failed + f.passed === 0) {
+    warnings.push(`fixture entry ${f.scenario}:${f.check} matched no check: remove or fix it in ${path.basename(baselineFile)}`);
+  }
+  // A check not scored here must have been scored against the fixture server.
+  if (fixtureDir) {
+    const checks = results(fixtureDir, f.scenario);
+    if (!checks || !checks.some((c) => f.check === '*' || c.id === f.check)) {
+      problems.push(`fixture entry ${f.scenario}:${f.check} did not run against the fixture server (${fixtureDir})`);
+    }
+  }
+}
+console.log(`conformance ${name}: ${scenarios.length} scenarios; checks: ${nPass} passed, ${nExpected} failed as expected (baseline)` +
+  (fixtureOnly.length ? `, ${nFixture} need the suite's fixtures (scored against the fixture server)` : '') +
+  `, ${nFail} failed unexpectedly`);
 if (process.env.MCR_CONFORMANCE_VERBOSE) rows.forEach((r) => console.log(r));
 for (const w of warnings) console.log(`  WARNING ${w}`);
 for (const p of problems) console.log(`  FAIL ${p}`);
@@ -188,14 +247,21 @@ process.exit(problems.length ? 1 : 0);
 JS
 }
 
-# run_suite NAME PACKAGE ARGS...: runs one suite against $URL, then evaluates it.
+# run_suite TARGET NAME PACKAGE ARGS...: runs one suite against $URL, then evaluates it.
 run_suite() {
-	local name=$1 pkg=$2
-	shift 2
-	local dir="$OUT/$name" log="$OUT/$name.log" baseline="$ROOT/conformance/baseline-$name.txt" rc=0 start=$SECONDS
+	local target=$1 name=$2 pkg=$3
+	shift 3
+	local dir="$OUT/$target-$name" log="$OUT/$target-$name.log" rc=0 start=$SECONDS baseline fixture_dir=
+	case $target in
+	product)
+		baseline="$ROOT/conformance/baseline-$name.txt"
+		if [[ " $TARGETS " == *" fixture "* ]]; then fixture_dir="$OUT/fixture-$name"; fi
+		;;
+	fixture) baseline="$ROOT/conformance/fixture-baseline-$name.txt" ;;
+	esac
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	echo "conformance: running $pkg ($name) against $URL"
+	echo "conformance: running $pkg ($name) against the $target server at $URL"
 	# In the background, so that a signal to this script is handled at once.
 	timeout -k 10 "$SUITE_TIMEOUT" npx -y -p "$NODE_PKG" -p "$pkg" -- conformance server --url "$URL" "$@" -o "$dir" >"$log" 2>&1 &
 	SUITE_PID=$!
@@ -211,8 +277,8 @@ run_suite() {
 		return 1
 	fi
 	local erc=0
-	evaluate "$dir" "$log" "$baseline" "$name" || erc=$?
-	echo "conformance: $name took $((SECONDS - start))s"
+	evaluate "$dir" "$log" "$baseline" "$target $name" "$fixture_dir" || erc=$?
+	echo "conformance: $target $name took $((SECONDS - start))s"
 	if [[ $erc -ne 0 ]]; then
 		return 1
 	fi
@@ -222,30 +288,40 @@ run_suite() {
 	fi
 }
 
-start_server
 failed=()
-for suite in $SUITES; do
-	case $suite in
-	2025-11-25) run_suite 2025-11-25 "$CONF_2025" --spec-version 2025-11-25 || failed+=("$suite") ;;
-	2026-07-28) run_suite 2026-07-28 "$CONF_2026" --requirements 2026-07-28 || failed+=("$suite") ;;
+for target in $TARGETS; do
+	case $target in
+	product | fixture) ;;
 	*)
-		echo "conformance: unknown suite $suite (want 2025-11-25 or 2026-07-28)" >&2
-		failed+=("$suite")
+		echo "conformance: unknown target $target (want fixture or product)" >&2
+		failed+=("$target")
+		continue
 		;;
 	esac
-	if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-		echo "conformance: the server died during the $suite suite; its log:" >&2
-		tail -n 50 "$OUT/server.log" >&2
-		failed+=("server-died")
-		SERVER_PID=
-		start_server
-	fi
+	start_server "$target" || { failed+=("$target-server"); continue; }
+	for suite in $SUITES; do
+		case $suite in
+		2025-11-25) run_suite "$target" 2025-11-25 "$CONF_2025" --spec-version 2025-11-25 || failed+=("$target-$suite") ;;
+		2026-07-28) run_suite "$target" 2026-07-28 "$CONF_2026" --requirements 2026-07-28 || failed+=("$target-$suite") ;;
+		*)
+			echo "conformance: unknown suite $suite (want 2025-11-25 or 2026-07-28)" >&2
+			failed+=("$suite")
+			;;
+		esac
+		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			echo "conformance: the $target server died during the $suite suite; its log:" >&2
+			tail -n 50 "$SERVER_LOG" >&2
+			failed+=("$target-server-died")
+			SERVER_PID=
+			start_server "$target" || break
+		fi
+	done
+	stop_server
 done
-stop_server
 
 if [[ ${#failed[@]} -gt 0 ]]; then
 	echo "conformance: results kept in $OUT"
-	echo "conformance: FAILED: ${failed[*]} (checks failing outside conformance/baseline-*.txt, see above)" >&2
+	echo "conformance: FAILED: ${failed[*]} (checks failing outside conformance/*baseline-*.txt, see above)" >&2
 	exit 1
 fi
 if [[ -z $KEEP_OUT ]]; then

@@ -60,29 +60,61 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &handlers{eng: deps.Engine, execs: deps.Executions, sessions: deps.Sessions, log: log, onCall: deps.OnToolCall}
-	s := mcp.NewServer(&mcp.Implementation{
-		Name:    Name,
-		Title:   "Code Runner",
-		Version: version,
-	}, &mcp.ServerOptions{
-		Instructions: instructions,
-		// The SDK logs every connection at info level: one per HTTP request
-		// in stateless mode. Keep its warnings and errors only.
-		Logger:            slog.New(minLevel{log.Handler(), slog.LevelWarn}),
+	s := NewBareServer(Surface{
+		Implementation: &mcp.Implementation{
+			Name:    Name,
+			Title:   "Code Runner",
+			Version: version,
+		},
+		Instructions:      instructions,
 		CompletionHandler: h.complete,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{},
 			Resources: &mcp.ResourceCapabilities{},
 			Prompts:   &mcp.PromptCapabilities{},
 		},
-	})
-	s.AddReceivingMiddleware(withPrincipal)
+	}, log)
 	addRunTools(s, h)
 	addLanguageTools(s, h)
 	addExecutionTools(s, h)
 	addSessionTools(s, h)
 	addResources(s, h)
 	addPrompts(s, h)
+	return s
+}
+
+// Surface describes what a server built by NewBareServer announces: who it
+// is, its capabilities, and the handlers of methods that are not tools,
+// resources or prompts.
+type Surface struct {
+	Implementation     *mcp.Implementation
+	Instructions       string
+	Capabilities       *mcp.ServerCapabilities
+	CompletionHandler  func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
+	SubscribeHandler   func(context.Context, *mcp.SubscribeRequest) error
+	UnsubscribeHandler func(context.Context, *mcp.UnsubscribeRequest) error
+}
+
+// NewBareServer returns an MCP server with the plumbing every server of this
+// MCP layer shares (the SDK's logger, the principal of each request, and
+// every receiving middleware the layer adds) and no tools, resources or
+// prompts: NewServer adds the product's, and the conformance fixture server
+// (internal/conformance) the suite's, so that both are served the same way.
+func NewBareServer(sf Surface, log *slog.Logger) *mcp.Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := mcp.NewServer(sf.Implementation, &mcp.ServerOptions{
+		Instructions: sf.Instructions,
+		// The SDK logs every connection at info level: one per HTTP request
+		// in stateless mode. Keep its warnings and errors only.
+		Logger:             slog.New(minLevel{log.Handler(), slog.LevelWarn}),
+		CompletionHandler:  sf.CompletionHandler,
+		SubscribeHandler:   sf.SubscribeHandler,
+		UnsubscribeHandler: sf.UnsubscribeHandler,
+		Capabilities:       sf.Capabilities,
+	})
+	s.AddReceivingMiddleware(withPrincipal)
 	return s
 }
 
