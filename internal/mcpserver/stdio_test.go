@@ -51,9 +51,11 @@ func newStdioPeer(t *testing.T) *stdioPeer {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		inW.Close()
-		<-done
-		outW.Close()
+		_ = inW.Close()
+		if err := <-done; err != nil {
+			t.Logf("the server ended: %v", err)
+		}
+		_ = outW.Close()
 	})
 	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	p.expect(`"id":0`)

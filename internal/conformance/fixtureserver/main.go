@@ -32,8 +32,9 @@ func main() {
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *addr, log); err != nil {
+	err := run(ctx, *addr, log)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance fixture server:", err)
 		os.Exit(1)
 	}
