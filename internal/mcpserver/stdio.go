@@ -154,7 +154,11 @@ func (r *callReader) Read(p []byte) (int, error) {
 			line = r.line
 		}
 		r.calls.received(line)
-		r.line = r.line[:0]
+		if cap(r.line) > 64<<10 {
+			r.line = nil // a large request's buffer is not kept for the next line
+		} else {
+			r.line = r.line[:0]
+		}
 		data = data[i+1:]
 	}
 	return n, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -151,4 +152,64 @@ func TestIDKey(t *testing.T) {
 			t.Errorf("idKey(%q) = %q, want %q", tc.raw, got, tc.want)
 		}
 	}
+}
+
+// readAll reads r through a callReader one byte at a time, as a slow pipe
+// would deliver it.
+func readAll(t *testing.T, calls *stdioCalls, input string) string {
+	t.Helper()
+	r := &callReader{ReadCloser: io.NopCloser(iotest.OneByteReader(strings.NewReader(input))), calls: calls}
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(got)
+}
+
+func TestStdioCalls(t *testing.T) {
+	t.Run("the reader passes bytes through unchanged and sees lines split across reads", func(t *testing.T) {
+		calls := &stdioCalls{pending: map[string]bool{}}
+		in := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}` + "\n" +
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}` + "\n" +
+			`{"jsonrpc":"2.0","id":4,"method":"tools/call"}` + "\n"
+		if got := readAll(t, calls, in); got != in {
+			t.Fatalf("the reader changed the bytes: %q", got)
+		}
+		if want := map[string]bool{"n3": true, "n4": false}; fmt.Sprint(calls.pending) != fmt.Sprint(want) {
+			t.Fatalf("pending calls %v, want %v", calls.pending, want)
+		}
+	})
+	t.Run("the writer drops a cancelled call's response from a batch and keeps the others", func(t *testing.T) {
+		calls := &stdioCalls{pending: map[string]bool{"n1": true, "n2": false}}
+		var out strings.Builder
+		w := &callWriter{WriteCloser: nopWriteCloser{&out}, calls: calls}
+		batch := `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]` + "\n"
+		if n, err := w.Write([]byte(batch)); err != nil || n != len(batch) {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+		if got, want := out.String(), `[{"jsonrpc":"2.0","id":2,"result":{}}]`+"\n"; got != want {
+			t.Fatalf("wrote %q, want %q", got, want)
+		}
+		if len(calls.pending) != 0 {
+			t.Fatalf("answered calls are still pending: %v", calls.pending)
+		}
+	})
+	t.Run("the writer passes the server's own requests and notifications", func(t *testing.T) {
+		calls := &stdioCalls{pending: map[string]bool{"n1": true}}
+		var out strings.Builder
+		w := &callWriter{WriteCloser: nopWriteCloser{&out}, calls: calls}
+		msgs := `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}` + "\n" +
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}` + "\n"
+		for _, line := range strings.SplitAfter(msgs, "\n") {
+			if line == "" {
+				continue
+			}
+			if _, err := w.Write([]byte(line)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out.String() != msgs {
+			t.Fatalf("wrote %q, want %q", out.String(), msgs)
+		}
+	})
 }
