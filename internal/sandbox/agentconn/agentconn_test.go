@@ -179,8 +179,10 @@ func TestCallOfACallerThatWentAwayCancelsTheJobNotTheSandbox(t *testing.T) {
 
 func TestTheDeadlineKillsTheSandbox(t *testing.T) {
 	sb, l := start(t, agent.Serve)
-	// The stage's own limit ends the in-process agent after the test.
-	res, err := sb.Exec(context.Background(), job(t, 50*time.Millisecond, sh("run", "echo started; exec sleep 2", 3*time.Second)), nil)
+	// The deadline comes a second after the job is sent (a shorter one can
+	// fire before the send on a loaded machine), long before the stage's own
+	// limit, which ends the in-process agent after the test.
+	res, err := sb.Exec(context.Background(), job(t, time.Second, sh("run", "echo started; exec sleep 5", time.Minute)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
