@@ -100,12 +100,13 @@ func TestServeStopsAfterFailedStageAndTimesOut(t *testing.T) {
 		t.Errorf("stages %+v; want only the failed compile", stages)
 	}
 	stages, stdout, _, _ := serve(t, wire.Request{Workdir: t.TempDir(), OutputLimit: 100, Stages: []wire.Stage{
-		{Name: "run", Argv: []string{"sh", "-c", "echo a; sleep 10"}, TimeoutMs: 300},
+		// 3 s: long enough for sh to print "a" on a loaded machine first.
+		{Name: "run", Argv: []string{"sh", "-c", "echo a; sleep 30"}, TimeoutMs: 3000},
 	}})
 	if len(stages) != 1 || !stages[0].TimedOut || stages[0].Signal != "SIGKILL" || stdout[0] != "a\n" {
 		t.Errorf("timeout: %+v stdout %q", stages, stdout[0])
 	}
-	stages, _, _, _ = serve(t, wire.Request{Workdir: t.TempDir(), Stages: []wire.Stage{{Name: "run", Argv: []string{"/no/such/cmd"}, TimeoutMs: 300}}})
+	stages, _, _, _ = serve(t, wire.Request{Workdir: t.TempDir(), Stages: []wire.Stage{{Name: "run", Argv: []string{"/no/such/cmd"}, TimeoutMs: unhurried}}})
 	if stages[0].ExitCode != 127 || !strings.Contains(stages[0].Error, "/no/such/cmd") {
 		t.Errorf("missing command: %+v", stages[0])
 	}
