@@ -64,6 +64,12 @@ var rpcIDs atomic.Int64
 // with or without the Tasks extension declared) and reads its answer.
 func rpc(t *testing.T, url, token, era string, declareTasks bool, method string, params map[string]any) rpcReply {
 	t.Helper()
+	return rpcWithHeaders(t, url, token, era, declareTasks, method, params, nil)
+}
+
+// rpcWithHeaders is rpc with HTTP headers of the caller's.
+func rpcWithHeaders(t *testing.T, url, token, era string, declareTasks bool, method string, params map[string]any, headers map[string]string) rpcReply {
+	t.Helper()
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -94,6 +100,9 @@ func rpc(t *testing.T, url, token, era string, declareTasks bool, method string,
 		req.Header.Set("Mcp-Name", id)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -390,6 +399,8 @@ func TestTasks20260728Extension(t *testing.T) {
 	}
 	rpc(t, url, bob, era, true, "tasks/get", map[string]any{"taskId": id}).fails(t, "bob's tasks/get", -32602, "unknown task id")
 	rpc(t, url, alice, era, false, "tasks/get", map[string]any{"taskId": id}).fails(t, "tasks/get without the extension", -32021, "io.modelcontextprotocol/tasks")
+	rpcWithHeaders(t, url, alice, era, true, "tasks/get", map[string]any{"taskId": id}, map[string]string{"Mcp-Name": "task-elsewhere"}).
+		fails(t, "tasks/get whose Mcp-Name names another task", -32020, "does not match params.taskId")
 	rpc(t, url, alice, era, true, "tasks/result", map[string]any{"taskId": id}).fails(t, "2026 tasks/result", -32601, "method not found")
 	rpc(t, url, alice, era, true, "tasks/list", nil).fails(t, "2026 tasks/list", -32601, "method not found")
 

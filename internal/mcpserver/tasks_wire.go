@@ -50,10 +50,13 @@ func liftTaskParam(params json.RawMessage) json.RawMessage {
 	return out
 }
 
-// liftTaskParamHTTP applies liftTaskParam to the body of a POSTed
-// tools/call. It runs after the call linker, which has read the body into
-// memory already.
-func liftTaskParamHTTP(next http.Handler) http.Handler {
+// tasksHTTP is the HTTP side of the Tasks layer. It applies liftTaskParam
+// to the body of a POSTed tools/call, and answers a 2026-era tasks/get,
+// tasks/update or tasks/cancel whose Mcp-Name header names another task
+// than params.taskId with 400 and HeaderMismatch (-32020), as go-sdk does
+// for the methods it knows (SEP-2243; SEP-2663 routes tasks by that header).
+// It runs after the call linker, which has read the body into memory.
+func tasksHTTP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -65,12 +68,25 @@ func liftTaskParamHTTP(next http.Handler) http.Handler {
 			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if bytes.Contains(body, []byte(`"task"`)) {
+		if bytes.Contains(body, []byte(`"task`)) {
 			var msg map[string]json.RawMessage
-			if json.Unmarshal(body, &msg) == nil && string(msg["method"]) == `"tools/call"` && len(msg["params"]) > 0 {
-				msg["params"] = liftTaskParam(msg["params"])
-				if out, err := json.Marshal(msg); err == nil {
-					body = out
+			if json.Unmarshal(body, &msg) == nil {
+				switch string(msg["method"]) {
+				case `"tools/call"`:
+					if len(msg["params"]) > 0 {
+						msg["params"] = liftTaskParam(msg["params"])
+						if out, err := json.Marshal(msg); err == nil {
+							body = out
+						}
+					}
+				case `"tasks/get"`, `"tasks/update"`, `"tasks/cancel"`:
+					if mismatch := taskNameMismatch(r.Header, msg["params"]); mismatch != "" {
+						w.Header().Set("Content-Type", "application/json")
+						w.WriteHeader(http.StatusBadRequest)
+						_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg["id"],
+							"error": map[string]any{"code": mcp.CodeHeaderMismatch, "message": mismatch}})
+						return
+					}
 				}
 			}
 		}
@@ -102,4 +118,23 @@ func (c taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		req.Params = liftTaskParam(req.Params)
 	}
 	return msg, err
+}
+
+// taskNameMismatch describes how a 2026-era task request's Mcp-Name header
+// disagrees with its params.taskId, or returns "" when it does not (or the
+// header is absent, or the request is of the 2025 era, which has no such
+// header).
+func taskNameMismatch(h http.Header, params json.RawMessage) string {
+	name := h.Get("Mcp-Name")
+	if name == "" || h.Get("MCP-Protocol-Version") < "2026-07-28" {
+		return ""
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if p.TaskID == name {
+		return ""
+	}
+	return "header mismatch: Mcp-Name header value '" + name + "' does not match params.taskId '" + p.TaskID + "'"
 }
