@@ -70,6 +70,17 @@ func rpc(t *testing.T, url, token, era string, declareTasks bool, method string,
 // rpcWithHeaders is rpc with HTTP headers of the caller's.
 func rpcWithHeaders(t *testing.T, url, token, era string, declareTasks bool, method string, params map[string]any, headers map[string]string) rpcReply {
 	t.Helper()
+	r, err := rpcStream(url, token, era, declareTasks, method, params, headers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// rpcStream posts one request and reads its answer, calling onNote with
+// each notification sent on its stream before the answer. It fails with an
+// error, not the test, so that it can run on a goroutine of the test's.
+func rpcStream(url, token, era string, declareTasks bool, method string, params map[string]any, headers map[string]string, onNote func(map[string]any)) (rpcReply, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -105,45 +116,58 @@ func rpcWithHeaders(t *testing.T, url, token, era string, declareTasks bool, met
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return rpcReply{}, err
 	}
 	defer resp.Body.Close()
 	var out rpcReply
-	handle := func(data []byte) bool {
+	handle := func(data []byte) (bool, error) {
 		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params map[string]any  `json:"params"`
-			Result map[string]any  `json:"result"`
-			Error  *jsonrpc.Error  `json:"error"`
+			Method string         `json:"method"`
+			Params map[string]any `json:"params"`
+			Result map[string]any `json:"result"`
+			Error  *jsonrpc.Error `json:"error"`
 		}
 		if err := json.Unmarshal(data, &msg); err != nil {
-			t.Fatalf("%s: undecodable message %q: %v", method, data, err)
+			return false, fmt.Errorf("%s: undecodable message %q: %v", method, data, err)
 		}
 		if msg.Method != "" {
-			out.Notifications = append(out.Notifications, map[string]any{"method": msg.Method, "params": msg.Params})
-			return false
+			note := map[string]any{"method": msg.Method, "params": msg.Params}
+			out.Notifications = append(out.Notifications, note)
+			if onNote != nil {
+				onNote(note)
+			}
+			return false, nil
 		}
 		out.Result, out.Error = msg.Result, msg.Error
-		return true
+		return true, nil
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<22)
 		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && handle([]byte(data)) {
-				return out
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				if done, err := handle([]byte(data)); done || err != nil {
+					return out, err
+				}
 			}
 		}
-		t.Fatalf("%s: the stream ended without an answer (HTTP %d)", method, resp.StatusCode)
+		return out, fmt.Errorf("%s: the stream ended without an answer (HTTP %d)", method, resp.StatusCode)
 	}
 	var buf bytes.Buffer
 	_, _ = buf.ReadFrom(resp.Body)
 	// Errors of 2026-era requests come with an HTTP error status.
-	if !json.Valid(buf.Bytes()) || !handle(buf.Bytes()) {
-		t.Fatalf("%s: HTTP %d: %s", method, resp.StatusCode, buf.String())
+	if json.Valid(buf.Bytes()) {
+		if done, err := handle(buf.Bytes()); done || err != nil {
+			return out, err
+		}
 	}
-	return out
+	return out, fmt.Errorf("%s: HTTP %d: %s", method, resp.StatusCode, buf.String())
+}
+
+// rpcReplyOrErr carries rpcStream's answer across goroutines.
+type rpcReplyOrErr struct {
+	reply rpcReply
+	err   error
 }
 
 // ok fails the test on a JSON-RPC error and returns the result.
@@ -176,8 +200,7 @@ func release(t *testing.T, b *fake.Backend) {
 	}
 }
 
-// waitForOutput polls get_execution of the execution behind the only task
-// until its stdout holds want.
+// waitNoSandbox waits until every sandbox is gone.
 func waitNoSandbox(t *testing.T, b *fake.Backend) {
 	t.Helper()
 	testutil.Eventually(t, 30*time.Second, func() bool { return len(b.Live()) == 0 }, "no sandbox left")
@@ -242,16 +265,22 @@ func TestTasks20251125OverHTTP(t *testing.T) {
 	}
 
 	// tasks/result blocks until the end, streaming the output as progress.
-	done := make(chan rpcReply, 1)
-	go func() { done <- rpc(t, url, alice, era, false, "tasks/result", map[string]any{"taskId": id}) }()
+	done := make(chan rpcReplyOrErr, 1)
+	go func() {
+		r, err := rpcStream(url, alice, era, false, "tasks/result", map[string]any{"taskId": id}, nil, nil)
+		done <- rpcReplyOrErr{r, err}
+	}()
 	release(t, b)
-	var reply rpcReply
+	var reply rpcReplyOrErr
 	select {
 	case reply = <-done:
 	case <-time.After(60 * time.Second):
 		t.Fatal("tasks/result did not answer after the run ended")
 	}
-	res := reply.ok(t, "tasks/result")
+	if reply.err != nil {
+		t.Fatal(reply.err)
+	}
+	res := reply.reply.ok(t, "tasks/result")
 	sc, _ := res["structuredContent"].(map[string]any)
 	if sc == nil || sc["stdout"] != "started\nfinished\n" || sc["status"] != "ok" || res["isError"] == true {
 		t.Fatalf("tasks/result: %v", res)
@@ -276,35 +305,39 @@ func TestTaskProgressReachesTasksResultOverHTTP(t *testing.T) {
 	url, b := taskServer(t, nil)
 	const era = "2025-11-25"
 	alice := teamTokens[0].Value
+	// The program prints until released; the test releases it once a
+	// progress notification has reached the waiting tasks/result.
 	created := rpc(t, url, alice, era, false, "tools/call", map[string]any{
 		"name": "run_code", "arguments": map[string]any{"language": "bash",
-			"code": `echo before; until [ -e go ]; do sleep 0.01; done; echo after; until [ -e release ]; do sleep 0.01; done`},
+			"code": `until [ -e release ]; do echo tick; sleep 0.05; done`},
 		"task": map[string]any{}, "_meta": map[string]any{"progressToken": "tok-7"},
 	}).ok(t, "task-augmented tools/call")
 	id := created["task"].(map[string]any)["taskId"].(string)
-	done := make(chan rpcReply, 1)
-	go func() { done <- rpc(t, url, alice, era, false, "tasks/result", map[string]any{"taskId": id}) }()
 	var live []string
 	testutil.Eventually(t, 60*time.Second, func() bool { live = b.Live(); return len(live) == 1 }, "the run's sandbox")
-	// The output printed while tasks/result waits reaches it as progress.
 	ws := b.Workspace(live[0])
-	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
+	var once sync.Once
+	done := make(chan rpcReplyOrErr, 1)
+	go func() {
+		r, err := rpcStream(url, alice, era, false, "tasks/result", map[string]any{"taskId": id}, nil, func(n map[string]any) {
+			if n["method"] == "notifications/progress" {
+				once.Do(func() { _ = os.WriteFile(filepath.Join(ws, "release"), nil, 0o644) })
+			}
+		})
+		done <- rpcReplyOrErr{r, err}
+	}()
+	var reply rpcReplyOrErr
+	select {
+	case reply = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no progress reached tasks/result, or it did not answer once the run ended")
 	}
-	// Give the listener time to be attached: poll the execution for "after"
-	// before releasing the run.
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		r := rpc(t, url, alice, era, false, "tools/call", map[string]any{"name": "list_executions", "arguments": map[string]any{}}).ok(t, "list_executions")
-		xs := r["structuredContent"].(map[string]any)["executions"].([]any)
-		return len(xs) == 1 && xs[0].(map[string]any)["stdout_bytes"].(float64) >= float64(len("before\nafter\n"))
-	}, "the second line")
-	if err := os.WriteFile(filepath.Join(ws, "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
+	if reply.err != nil {
+		t.Fatal(reply.err)
 	}
-	reply := <-done
-	reply.ok(t, "tasks/result")
+	reply.reply.ok(t, "tasks/result")
 	var progress strings.Builder
-	for _, n := range reply.Notifications {
+	for _, n := range reply.reply.Notifications {
 		if n["method"] != "notifications/progress" {
 			continue
 		}
@@ -312,10 +345,13 @@ func TestTaskProgressReachesTasksResultOverHTTP(t *testing.T) {
 		if p["progressToken"] != "tok-7" {
 			t.Errorf("progress with token %v, want the tools/call's tok-7", p["progressToken"])
 		}
+		if meta, _ := p["_meta"].(map[string]any); meta == nil || meta["io.modelcontextprotocol/related-task"] == nil {
+			t.Errorf("progress of a task without its related-task _meta: %v", p)
+		}
 		progress.WriteString(fmt.Sprint(p["message"]))
 	}
-	if !strings.Contains(progress.String(), "after") {
-		t.Errorf("progress on the tasks/result stream: %q, want the output printed while it waited", progress.String())
+	if !strings.Contains(progress.String(), "tick") {
+		t.Errorf("progress on the tasks/result stream: %q, want the program's output", progress.String())
 	}
 }
 
@@ -593,4 +629,38 @@ func TestTasksOverStdio(t *testing.T) {
 		t.Fatalf("tasks/result: %v", res)
 	}
 	waitNoSandbox(t, b)
+}
+
+// TestSessionRunAsTask: run_code in a session runs as a task too, in the
+// session's sandbox, which outlives the task.
+func TestSessionRunAsTask(t *testing.T) {
+	url, _ := taskServer(t, nil)
+	const era = "2026-07-28"
+	alice := teamTokens[0].Value
+	sess := rpc(t, url, alice, era, false, "tools/call", map[string]any{"name": "create_session",
+		"arguments": map[string]any{"language": "bash"}}).ok(t, "create_session")
+	sid := sess["structuredContent"].(map[string]any)["session_id"].(string)
+	run := func(code string) map[string]any {
+		t.Helper()
+		created := rpc(t, url, alice, era, true, "tools/call", map[string]any{"name": "run_code",
+			"arguments": map[string]any{"language": "bash", "code": code, "session_id": sid}}).ok(t, "run_code in a session")
+		if created["resultType"] != "task" {
+			t.Fatalf("run_code in a session: %v, want a task", created)
+		}
+		var got map[string]any
+		testutil.Eventually(t, 60*time.Second, func() bool {
+			got = rpc(t, url, alice, era, true, "tasks/get", map[string]any{"taskId": created["taskId"]}).ok(t, "tasks/get")
+			return got["status"] != "working"
+		}, "the session task to end")
+		result, _ := got["result"].(map[string]any)
+		if got["status"] != "completed" || result == nil || result["isError"] == true {
+			t.Fatalf("session task: %v", got)
+		}
+		return result["structuredContent"].(map[string]any)
+	}
+	run("echo kept > note.txt")
+	if out := run("cat note.txt"); out["stdout"] != "kept\n" {
+		t.Errorf("the second task in the session read %q, want the file the first one wrote", out["stdout"])
+	}
+	rpc(t, url, alice, era, false, "tools/call", map[string]any{"name": "close_session", "arguments": map[string]any{"session_id": sid}}).ok(t, "close_session")
 }
