@@ -103,6 +103,8 @@ type taskRunner interface {
 type taskLayer struct {
 	runner  taskRunner
 	maxTTL  time.Duration
+	// maxKept bounds the tasks kept: past it the oldest ended tasks are
+	// forgotten before their TTL.
 	maxKept int
 	stages  func(language string) []string
 	log     *slog.Logger
@@ -217,9 +219,9 @@ type task struct {
 	created time.Time
 	ttl     time.Duration
 	done    chan struct{}
-	expiry  *time.Timer
 
 	mu        sync.Mutex
+	expiry    *time.Timer
 	updated   time.Time
 	status    string
 	message   string
@@ -442,6 +444,7 @@ func (tl *taskLayer) start(ctx context.Context, next mcp.MethodHandler, req *mcp
 	// Registered before the execution starts, so that a tasks/get right
 	// after the answer finds it, and the run can never finish unseen.
 	tl.mu.Lock()
+	tl.pruneLocked()
 	tl.tasks[t.id] = t
 	tl.mu.Unlock()
 	snap, err := tl.runner.Track(ctx, language, work)
@@ -452,10 +455,12 @@ func (tl *taskLayer) start(ctx context.Context, next mcp.MethodHandler, req *mcp
 		// Over quota (or another refusal): the answer a plain call gets.
 		return toolError(err), nil
 	}
+	// The expiry starts once the execution is known, so that it can always
+	// cancel it.
 	t.mu.Lock()
 	t.execID = snap.ExecutionID
-	t.mu.Unlock()
 	t.expiry = time.AfterFunc(ttl, func() { tl.expire(t) })
+	t.mu.Unlock()
 	tl.log.Debug("task created", "task", t.id, "execution", snap.ExecutionID, "tool", t.tool, "owner", owner, "ttl", ttl)
 	view := t.view()
 	if modern {
@@ -611,6 +616,32 @@ func (tl *taskLayer) lookup(ctx context.Context, method, id string) (*task, erro
 			method, id, int(tl.maxTTL.Seconds()))
 	}
 	return t, nil
+}
+
+// pruneLocked forgets the oldest ended tasks while maxKept or more are
+// kept, so that a client cannot fill the server's memory with results
+// within their TTL. Running tasks are bounded by the executions' quotas.
+func (tl *taskLayer) pruneLocked() {
+	if len(tl.tasks) < tl.maxKept {
+		return
+	}
+	var ended []*task
+	for _, t := range tl.tasks {
+		select {
+		case <-t.done:
+			ended = append(ended, t)
+		default:
+		}
+	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].created.Before(ended[j].created) })
+	for _, t := range ended[:min(len(ended), len(tl.tasks)-tl.maxKept+1)] {
+		delete(tl.tasks, t.id)
+		t.mu.Lock()
+		if t.expiry != nil {
+			t.expiry.Stop()
+		}
+		t.mu.Unlock()
+	}
 }
 
 // expire forgets a task at its TTL; a run still going is cancelled, so

@@ -664,3 +664,24 @@ func TestSessionRunAsTask(t *testing.T) {
 	}
 	rpc(t, url, alice, era, false, "tools/call", map[string]any{"name": "close_session", "arguments": map[string]any{"session_id": sid}}).ok(t, "close_session")
 }
+
+// TestEndedTasksBeyondMaxKeptAreForgotten: results are not kept without
+// bound within their TTL; the oldest ended task goes first.
+func TestEndedTasksBeyondMaxKeptAreForgotten(t *testing.T) {
+	url, _ := taskServer(t, func(c *config.Config) { c.Executions.MaxKept = 2 })
+	const era = "2026-07-28"
+	alice := teamTokens[0].Value
+	var ids []any
+	for i := range 3 {
+		created := rpc(t, url, alice, era, true, "tools/call", map[string]any{"name": "run_code",
+			"arguments": map[string]any{"language": "bash", "code": fmt.Sprintf("echo %d", i)}}).ok(t, "run_code")
+		ids = append(ids, created["taskId"])
+		testutil.Eventually(t, 60*time.Second, func() bool {
+			return rpc(t, url, alice, era, true, "tasks/get", map[string]any{"taskId": created["taskId"]}).ok(t, "tasks/get")["status"] == "completed"
+		}, "the task to complete")
+	}
+	rpc(t, url, alice, era, true, "tasks/get", map[string]any{"taskId": ids[0]}).fails(t, "the oldest task past max_kept", -32602, "unknown task id")
+	for _, id := range ids[1:] {
+		rpc(t, url, alice, era, true, "tasks/get", map[string]any{"taskId": id}).ok(t, "a task within max_kept")
+	}
+}
