@@ -130,10 +130,11 @@ for (const transport of ['stdio', 'http']) {
             if (!needLanguage(t, langs, 'bash')) return;
             const code = 'for i in 1 2 3; do echo "line $i"; sleep 0.2; done';
             const seen = [];
+            const progress = [];
             let result;
             const stream = client.experimental.tasks.callToolStream(
                 { name: 'run_code', arguments: { language: 'bash', code } }, CallToolResultSchema,
-                { task: { ttl: 60000 }, timeout: 120000 });
+                { task: { ttl: 60000 }, timeout: 120000, onprogress: (p) => progress.push(p.message ?? '') });
             for await (const msg of stream) {
                 seen.push(msg.type);
                 if (msg.type === 'taskCreated') {
@@ -151,6 +152,13 @@ for (const transport of ['stdio', 'http']) {
             assert.deepEqual(strip(result), strip(plain), show(result));
             assert.equal(result.structuredContent.stdout, 'line 1\nline 2\nline 3\n');
             assert.equal(result._meta?.['io.modelcontextprotocol/related-task']?.taskId !== undefined, true, show(result));
+            if (transport === 'stdio') {
+                // Over a connection that lasts, the output streams as progress
+                // with the tools/call's token while the task runs. (Over
+                // stateless HTTP it goes to a waiting tasks/result, which this
+                // client sends only once the task has ended.)
+                assert.match(progress.join(''), /line 1/, `progress: ${JSON.stringify(progress)}`);
+            }
         });
 
         it('lists, gets and cancels a running task, killing its sandbox', async (t) => {
