@@ -348,7 +348,7 @@ func TestTaskProgressReachesTasksResultOverHTTP(t *testing.T) {
 		if meta, _ := p["_meta"].(map[string]any); meta == nil || meta["io.modelcontextprotocol/related-task"] == nil {
 			t.Errorf("progress of a task without its related-task _meta: %v", p)
 		}
-		progress.WriteString(fmt.Sprint(p["message"]))
+		fmt.Fprint(&progress, p["message"])
 	}
 	if !strings.Contains(progress.String(), "tick") {
 		t.Errorf("progress on the tasks/result stream: %q, want the program's output", progress.String())
