@@ -101,8 +101,8 @@ type taskRunner interface {
 
 // taskLayer holds the tasks of one server.
 type taskLayer struct {
-	runner  taskRunner
-	maxTTL  time.Duration
+	runner taskRunner
+	maxTTL time.Duration
 	// maxKept bounds the tasks kept: past it the oldest ended tasks are
 	// forgotten before their TTL.
 	maxKept int
