@@ -162,15 +162,15 @@ export async function startHttpServer({ attempts = 3, args = [] } = {}) {
 
 /**
  * Connects an @modelcontextprotocol/client (2.x) Client over stdio (spawning
- * `BIN serve`) or HTTP (url), with the given version negotiation.
+ * `BIN serve ...args`) or HTTP (url), with the given version negotiation.
  * Returns { client, close, logs }.
  */
-export async function connect2({ transport, url, negotiation, name = 'mcr-e2e', token }) {
+export async function connect2({ transport, url, negotiation, name = 'mcr-e2e', token, args = [] }) {
     const client = new Client({ name, version: '1.0.0' }, { versionNegotiation: negotiation });
     let t;
     let err = { text: '' };
     if (transport === 'stdio') {
-        t = new StdioClientTransport({ command: BIN, args: ['serve'], env: serverEnv(), stderr: 'pipe' });
+        t = new StdioClientTransport({ command: BIN, args: ['serve', ...args], env: serverEnv(), stderr: 'pipe' });
         err = tail(t.stderr);
     } else {
         t = new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined);

@@ -252,6 +252,11 @@ type Executions struct {
 	MaxWaitSeconds int `json:"max_wait_seconds"`
 	// MaxKept caps the executions remembered; the oldest finished go first.
 	MaxKept int `json:"max_kept"`
+	// TaskMaxTTLSeconds is how long an MCP task (a task-augmented run_code)
+	// is kept from its creation: the TTL a task gets when its client asks
+	// for none, and the most a client may ask for. A task still running at
+	// its TTL is cancelled and forgotten.
+	TaskMaxTTLSeconds int `json:"task_max_ttl_seconds"`
 }
 
 // Pool configures the warm pool: sandboxes started ahead of need, each used
@@ -368,6 +373,7 @@ func Default() Config {
 			RetentionSeconds:   3600,
 			MaxWaitSeconds:     60,
 			MaxKept:            1000,
+			TaskMaxTTLSeconds:  3600,
 		},
 		Artifacts: Artifacts{
 			MaxFiles:         20,
@@ -536,8 +542,8 @@ func (c Config) Validate() error {
 	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 || c.Pool.RefillDelayMs < 0 {
 		errs = append(errs, errors.New("pool.size and pool.refill_delay_ms must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))
 	}
-	if x := c.Executions; x.MaxDurationSeconds <= 0 || x.RetentionSeconds <= 0 || x.MaxWaitSeconds <= 0 || x.MaxKept <= 0 {
-		errs = append(errs, errors.New("executions.max_duration_seconds, retention_seconds, max_wait_seconds and max_kept must be positive"))
+	if x := c.Executions; x.MaxDurationSeconds <= 0 || x.RetentionSeconds <= 0 || x.MaxWaitSeconds <= 0 || x.MaxKept <= 0 || x.TaskMaxTTLSeconds <= 0 {
+		errs = append(errs, errors.New("executions.max_duration_seconds, retention_seconds, max_wait_seconds, max_kept and task_max_ttl_seconds must be positive"))
 	}
 	if a := c.Artifacts; a.MaxFiles <= 0 || a.MaxFileBytes <= 0 || a.MaxTotalBytes <= 0 || a.InlineImageBytes <= 0 || a.RetentionSeconds <= 0 || a.StoreMB <= 0 {
 		errs = append(errs, errors.New("every artifacts setting must be positive"))

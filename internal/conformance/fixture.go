@@ -56,6 +56,9 @@ func NewServer(version string, log *slog.Logger) *mcp.Server {
 	addDiagnosticTools(s)
 	addInputRequiredTools(s)
 	addTaskTools(s)
+	for _, name := range TaskTools {
+		mcpserver.TaskSupport(s, name)
+	}
 	addResources(s)
 	addPrompts(s)
 	return s
@@ -444,8 +447,8 @@ func addInputRequiredTools(s *mcp.Server) {
 }
 
 // TaskTools names the fixtures the suite's Tasks scenarios (SEP-2663) call
-// as task-supporting tools; a Tasks layer runs a call to them as a task when
-// the client negotiated the extension. Without one they answer inline.
+// as task-supporting tools; the Tasks layer of mcpserver runs a call to them
+// as a task when the client declared the extension, and inline otherwise.
 var TaskTools = []string{"slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input", "test_tool_with_task"}
 
 // addTaskTools adds the tools of the Tasks scenarios (SEP-2663).

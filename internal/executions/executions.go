@@ -119,17 +119,45 @@ func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, erro
 		return Snapshot{}, err
 	}
 	queueWait := time.Since(queued)
-	lang, _ := m.eng.Registry().Lookup(req.Language)
+	work := func(ctx context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
+		return m.eng.Run(ctx, req, engine.RunOptions{OnChunk: onChunk, Long: true, Release: release, QueueWait: queueWait})
+	}
+	return m.launch(ctx, owner.Name, req.Language, work), nil
+}
+
+// Work is what an execution runs: it gets the execution's context, which
+// ends when the execution is cancelled, and the sink of its output, and
+// returns the run's result.
+type Work func(ctx context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error)
+
+// Track runs work in the background as an execution of ctx's principal,
+// like Start: listed by list_executions, read by get_execution, stopped by
+// cancel_execution and Shutdown, its output kept. Unlike Start it neither
+// validates nor takes a run slot: work does (Tasks run run_code's own
+// handler, which does both). language names the execution in listings.
+func (m *Manager) Track(ctx context.Context, language string, work Work) (Snapshot, error) {
+	owner := principal.FromContext(ctx)
+	if err := m.makeRoom(owner.Name); err != nil {
+		return Snapshot{}, err
+	}
+	return m.launch(ctx, owner.Name, language, work), nil
+}
+
+// launch registers an execution of owner and runs work in the background.
+func (m *Manager) launch(ctx context.Context, owner, language string, work Work) Snapshot {
 	stages := []string{"run"}
-	if lang.Compiled() {
-		stages = []string{"compile", "run"}
+	if lang, ok := m.eng.Registry().Lookup(language); ok {
+		language = lang.Name
+		if lang.Compiled() {
+			stages = []string{"compile", "run"}
+		}
 	}
 	limit := time.Duration(m.cfg.Executions.MaxDurationSeconds)*time.Second + time.Duration(m.cfg.Limits.CompileTimeoutSeconds)*time.Second + time.Minute
 	// The run outlives the request but keeps its values (the principal,
 	// for ownership, metrics and logs).
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	x := &Execution{
-		id: newID(), owner: owner.Name, language: lang.Name, started: time.Now(), cancel: cancel, done: make(chan struct{}),
+		id: newID(), owner: owner, language: language, started: time.Now(), cancel: cancel, done: make(chan struct{}),
 		outCap: m.cfg.Limits.MaxOutputBytes, stages: stages,
 	}
 	m.mu.Lock()
@@ -140,13 +168,13 @@ func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, erro
 	go func() {
 		defer m.wg.Done()
 		defer cancel()
-		res, err := m.eng.Run(runCtx, req, engine.RunOptions{OnChunk: x.onChunk, Long: true, Release: release, QueueWait: queueWait})
+		res, err := work(runCtx, x.onChunk)
 		x.mu.Lock()
 		x.result, x.err, x.ended = res, err, time.Now()
 		x.mu.Unlock()
 		close(x.done)
 	}()
-	return m.snapshot(x, 0, 0), nil
+	return m.snapshot(x, 0, 0)
 }
 
 // Running returns how many executions have not ended (metrics).

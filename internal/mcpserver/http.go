@@ -75,7 +75,7 @@ func HTTPHandler(s *mcp.Server, opts HTTPOptions) http.Handler {
 		// loopback hop: kubectl port-forward, a sidecar proxy.
 		DisableLocalhostProtection: true,
 	})
-	h = linker.wrap(h)
+	h = linker.wrap(tasksHTTP(h))
 	h = bodyCap(h, opts.MaxBodyBytes)
 	if opts.RatePerMinute > 0 {
 		h = newRateLimiter(opts.RatePerMinute).wrap(h)

@@ -28,6 +28,9 @@ type progressStreamer struct {
 	session *mcp.ServerSession
 	token   any
 	stages  []string
+	// notify, when set, sends instead of session (a task's progress goes
+	// wherever its client listens now).
+	notify func(context.Context, *mcp.ProgressNotificationParams) error
 
 	mu       sync.Mutex
 	stdout   strings.Builder
@@ -120,8 +123,12 @@ func (p *progressStreamer) flushLocked() {
 	if errs != "" {
 		meta["stderr"] = toValidUTF8(errs)
 	}
+	send := p.notify
+	if send == nil {
+		send = p.session.NotifyProgress
+	}
 	// Sending blocks on a slow client at worst for this request's output.
-	_ = p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{
+	_ = send(p.ctx, &mcp.ProgressNotificationParams{
 		Meta:          meta,
 		ProgressToken: p.token,
 		Progress:      p.sent,

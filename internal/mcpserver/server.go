@@ -73,8 +73,15 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 			Resources: &mcp.ResourceCapabilities{},
 			Prompts:   &mcp.PromptCapabilities{},
 		},
+		Tasks: TaskConfig{
+			Executions: deps.Executions,
+			MaxTTL:     time.Duration(deps.Engine.Config().Executions.TaskMaxTTLSeconds) * time.Second,
+			MaxKept:    deps.Engine.Config().Executions.MaxKept,
+			Stages:     h.stageNames,
+		},
 	}, log)
 	addRunTools(s, h)
+	TaskSupport(s, "run_code")
 	addLanguageTools(s, h)
 	addExecutionTools(s, h)
 	addSessionTools(s, h)
@@ -93,6 +100,9 @@ type Surface struct {
 	CompletionHandler  func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 	SubscribeHandler   func(context.Context, *mcp.SubscribeRequest) error
 	UnsubscribeHandler func(context.Context, *mcp.UnsubscribeRequest) error
+	// Tasks configures the server's MCP Tasks layer (tasks.go); the tools
+	// that run as tasks are named with TaskSupport.
+	Tasks TaskConfig
 }
 
 // NewBareServer returns an MCP server with the plumbing every server of this
@@ -112,9 +122,14 @@ func NewBareServer(sf Surface, log *slog.Logger) *mcp.Server {
 		CompletionHandler:  sf.CompletionHandler,
 		SubscribeHandler:   sf.SubscribeHandler,
 		UnsubscribeHandler: sf.UnsubscribeHandler,
-		Capabilities:       sf.Capabilities,
+		Capabilities:       withTasksExtension(sf.Capabilities),
 	})
+	// The Tasks layer runs inside withPrincipal: tasks belong to the
+	// request's principal.
+	tl := newTaskLayer(s, sf.Tasks, log)
+	s.AddReceivingMiddleware(tl.middleware)
 	s.AddReceivingMiddleware(withPrincipal)
+	addTaskMethods(s, tl)
 	return s
 }
 

@@ -19,9 +19,10 @@ import (
 // run_code, a "killed" result); the specification says the receiver should
 // not answer a cancelled request. The transport watches the bytes both ways
 // without changing what the SDK reads, so the SDK's own framing, line limit
-// and batch rules stay as they are.
+// and batch rules stay as they are. It also carries a 2025-11-25 tools/call's
+// params.task past the SDK (TaskTransport).
 func NewStdioTransport() mcp.Transport {
-	return newCancelAwareTransport(os.Stdin, nopWriteCloser{os.Stdout}, nil)
+	return TaskTransport(newCancelAwareTransport(os.Stdin, nopWriteCloser{os.Stdout}, nil))
 }
 
 // newCancelAwareTransport is NewStdioTransport on r and w; onDrop, if set,

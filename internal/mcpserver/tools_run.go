@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // RunCodeTool describes run_code; lim sets the bounds its schema states.
@@ -57,12 +58,25 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in eng
 		opts.OnChunk = ps.OnChunk
 		defer ps.Close()
 	}
+	// As a task, the run reports its output and result to the task's
+	// execution.
+	tr := taskRunFrom(ctx)
+	if tr != nil {
+		if own := opts.OnChunk; own != nil {
+			opts.OnChunk = func(c sandbox.Chunk) { own(c); tr.onChunk(c) }
+		} else {
+			opts.OnChunk = tr.onChunk
+		}
+	}
 	var res *engine.Result
 	var err error
 	if in.SessionID != "" {
 		res, err = h.sessions.Run(ctx, in, opts)
 	} else {
 		res, err = h.eng.Run(ctx, in, opts)
+	}
+	if tr != nil {
+		tr.result = res
 	}
 	if err != nil {
 		return nil, nil, err
