@@ -33,6 +33,13 @@ die() {
 	exit 1
 }
 
+need=()
+for c in jq curl openssl; do command -v "$c" >/dev/null || need+=("$c"); done
+if [ ${#need[@]} -gt 0 ]; then
+	log "installing ${need[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; }
+fi
 KUBECTL=("$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN")
 KCM=
 [ -f "$PIDS/kube-controller-manager.pid" ] && kill -0 "$(cat "$PIDS/kube-controller-manager.pid")" 2>/dev/null && KCM=1
