@@ -13,6 +13,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/entry"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
 
@@ -141,6 +142,11 @@ func runRequest(w *frameWriter, req wire.Request, cancel <-chan struct{}) (err e
 	}()
 	done := wire.Done{}
 	clearWarmScript()
+	if req.Entry != "" && len(req.Files) > 0 && len(req.Stages) > 0 {
+		if err := applyEntry(&req); err != nil {
+			return refuseEntry(w, req, err)
+		}
+	}
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
 		done.Error = err.Error()
 		return w.json(wire.KindDone, 0, done)
@@ -171,4 +177,37 @@ func runRequest(w *frameWriter, req wire.Request, cancel <-chan struct{}) (err e
 		return err
 	}
 	return w.json(wire.KindDone, 0, done)
+}
+
+// applyEntry applies the request's entry-point convention to its code: the
+// code's file name, and the stages' commands with {file} and {main} filled.
+func applyEntry(req *wire.Request) error {
+	code := req.Files[0]
+	p, err := entry.Find(req.Entry, code.Path, code.Data)
+	if err != nil {
+		return err
+	}
+	for _, f := range req.Files[1:] {
+		if f.Path == p.File {
+			return fmt.Errorf("the code must be saved as %s, which the request's files also give; leave that file out or rename it", p.File)
+		}
+	}
+	req.Files = append([]wire.File{{Path: p.File, Data: p.Source, Mode: code.Mode}}, req.Files[1:]...)
+	for i := range req.Stages {
+		req.Stages[i].Argv = entry.Fill(req.Stages[i].Argv, p)
+	}
+	return nil
+}
+
+// refuseEntry answers a request whose code has no entry point it can run:
+// its first stage (the compile stage of a compiled language) fails with the
+// reason on its stderr, and no stage runs.
+func refuseEntry(w *frameWriter, req wire.Request, why error) error {
+	msg := []byte("error: " + why.Error() + "\n")
+	w.hold()
+	_ = w.write(wire.Frame{Kind: wire.KindStderr, Stage: 0, Payload: msg})
+	if err := w.json(wire.KindStage, 0, wire.StageResult{Name: req.Stages[0].Name, ExitCode: 1, StderrBytes: int64(len(msg))}); err != nil {
+		return err
+	}
+	return w.json(wire.KindDone, 0, wire.Done{})
 }

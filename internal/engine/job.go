@@ -67,6 +67,7 @@ func (e *Engine) job(v *validated, req Request, runID string, session bool) (san
 			Code: req.Code, TimeoutMs: int64(v.timeout) * 1000}
 	} else {
 		request.Files = v.files
+		request.Entry = lang.Entry
 		if lang.Compiled() {
 			request.Stages = append(request.Stages, wire.Stage{
 				Name: "compile", Argv: lang.Compile, Env: env,

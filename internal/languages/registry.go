@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/entry"
 )
 
 //go:embed registry.json
@@ -59,6 +61,13 @@ type Language struct {
 	Run []string `json:"run"`
 	// Version prints the runtime's version; it runs when the image is built.
 	Version []string `json:"version"`
+	// Entry, if set, names the entry-point convention (internal/agent/entry)
+	// the agent applies to the code before the first stage: it may save the
+	// code under another name than File (Java's public class Solution goes
+	// to Solution.java) and finds what the program starts with; "{file}" and
+	// "{main}" in Compile and Run stand for the two. Code the convention
+	// cannot run fails the first stage with a message saying what it expects.
+	Entry string `json:"entry,omitempty"`
 	// Env holds extra NAME=value pairs set for every stage.
 	Env []string `json:"env,omitempty"`
 	// Prestart, if set, is started by a warm sandbox as soon as it exists,
@@ -208,6 +217,14 @@ func New(f File) (*Registry, error) {
 			return nil, fmt.Errorf("language %q: a script warm interpreter has no run command of its own, and the language's run command must name its file", l.Name)
 		case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") })):
 			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program}", l.Name)
+		}
+		if l.Entry != "" && !entry.Known(l.Entry) {
+			return nil, fmt.Errorf("language %q: unknown entry convention %q (known: %s)", l.Name, l.Entry, strings.Join(entry.Names(), ", "))
+		}
+		if l.Entry == "" && slices.ContainsFunc(append(slices.Clone(l.Compile), l.Run...), func(a string) bool {
+			return strings.Contains(a, "{file}") || strings.Contains(a, "{main}")
+		}) {
+			return nil, fmt.Errorf("language %q: {file} and {main} in its commands need an entry convention to fill them", l.Name)
 		}
 		if _, ok := r.images[l.Image]; !ok {
 			return nil, fmt.Errorf("language %q uses unknown image %q", l.Name, l.Image)

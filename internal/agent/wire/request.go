@@ -65,6 +65,13 @@ type Request struct {
 	MaxReadBytes int64 `json:"max_read_bytes,omitempty"`
 	// Kernel is the interpreter call of a kernel request.
 	Kernel *KernelCall `json:"kernel,omitempty"`
+	// Entry names the language's entry-point convention (package entry):
+	// before the first stage the agent reads the code, Files[0], saves it
+	// under the name the convention gives, and puts what it found for
+	// {file} and {main} in the stages' commands. Code without an entry
+	// point the convention can run fails the first stage, with a message
+	// on its stderr that says what was expected.
+	Entry string `json:"entry,omitempty"`
 }
 
 // KernelCall runs code in a session's long-lived interpreter, whose
