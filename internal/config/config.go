@@ -85,6 +85,10 @@ type Config struct {
 	SharedDir string `json:"shared_dir"`
 	// LanguagesFile adds or overrides language registry entries.
 	LanguagesFile string `json:"languages_file"`
+	// TypeErrorsFatal makes type errors stop the run in languages whose
+	// compiler emits a runnable program despite them (TypeScript): the
+	// compile stage fails instead of reporting them and running the program.
+	TypeErrorsFatal bool `json:"type_errors_fatal"`
 	// MaxConcurrentRuns caps executions in flight.
 	MaxConcurrentRuns int `json:"max_concurrent_runs"`
 	// QueueTimeoutSeconds is how long a run waits for a free slot before it

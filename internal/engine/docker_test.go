@@ -67,7 +67,8 @@ var perLanguage = map[string]programs{
 		syntaxErrWant:  "error TS",
 		loop:           "while (true) {}",
 		flood:          "for (let i = 0; i < 20000; i++) console.log('line ' + String(i).padStart(6, '0') + ' xxxxxxxxxx');",
-		compileErr:     "const n: number = 'not a number';\nconsole.log(n);",
+		// Type errors do not stop a TypeScript run (TestTypeScriptTypeErrorsAgainstDocker); a grammar error does.
+		compileErr: "let x = 1;\nbreak;\nconsole.log(x);",
 	},
 	"bash": {
 		hello:          "echo 'hello, world'",

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -69,8 +70,13 @@ func (e *Engine) job(v *validated, req Request, runID string, session bool) (san
 		request.Files = v.files
 		request.Entry = lang.Entry
 		if lang.Compiled() {
+			compileEnv := env
+			if lang.TypeErrors != nil && e.cfg.TypeErrorsFatal {
+				// Last, so that it wins; request env cannot name MCR_ variables anyway.
+				compileEnv = append(slices.Clip(env), lang.TypeErrors.FatalEnv)
+			}
 			request.Stages = append(request.Stages, wire.Stage{
-				Name: "compile", Argv: lang.Compile, Env: env,
+				Name: "compile", Argv: lang.Compile, Env: compileEnv,
 				TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
 			})
 		}

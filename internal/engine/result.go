@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -92,7 +94,30 @@ func (e *Engine) shape(runID, owner string, lang languages.Language, sres *sandb
 	if run != nil && run.Error != "" {
 		out.ExitReason = run.Error
 	}
+	if c := stageByName["compile"]; c != nil && lang.TypeErrors != nil {
+		out.TypeErrors = countLines(c.Stderr, lang.TypeErrors.Pattern)
+		if out.TypeErrors > 0 && run != nil {
+			note := fmt.Sprintf("the compiler reported %d type error(s), in compile.stderr; the program was compiled and run despite them", out.TypeErrors)
+			out.ExitReason = strings.TrimPrefix(out.ExitReason+"; "+note, "; ")
+		}
+	}
 	return out
+}
+
+// countLines counts the lines of text that match pattern (validated when
+// the registry was loaded).
+func countLines(text []byte, pattern string) int {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for line := range bytes.Lines(text) {
+		if re.Match(line) {
+			n++
+		}
+	}
+	return n
 }
 
 // stage shapes one stage, capping inline output and keeping the full output.
@@ -162,6 +187,9 @@ func Summary(r *Result) string {
 		}
 	}
 	fmt.Fprintf(&b, " in %d ms.", r.DurationMs)
+	if r.TypeErrors > 0 && r.Status != StatusCompileError {
+		fmt.Fprintf(&b, " The compiler reported %d type error(s) (compile.stderr); the program ran despite them.", r.TypeErrors)
+	}
 	if r.StdoutTruncated || r.StderrTruncated {
 		b.WriteString(" Output was truncated; the full text is readable at the stdout_uri/stderr_uri resources.")
 	}

@@ -51,6 +51,7 @@ type Result struct {
 	Status         string `json:"status" jsonschema:"ok, error (non-zero exit), compile_error, timeout, oom_killed or killed"`
 	Stage
 	Compile         *Stage     `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
+	TypeErrors      int        `json:"type_errors,omitempty" jsonschema:"how many type errors the compiler reported in compile.stderr; TypeScript runs the emitted program despite them unless the operator makes them fatal"`
 	Value           string     `json:"value,omitempty" jsonschema:"in a Python or JavaScript session: the value of the cell's last bare expression"`
 	KernelRestarted bool       `json:"interpreter_restarted,omitempty" jsonschema:"in a session: this call started a fresh interpreter (first call, or the previous one was lost to a timeout or crash)"`
 	Artifacts       []Artifact `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -68,6 +69,10 @@ type Language struct {
 	// "{main}" in Compile and Run stand for the two. Code the convention
 	// cannot run fails the first stage with a message saying what it expects.
 	Entry string `json:"entry,omitempty"`
+	// TypeErrors, if set, says how the compile stage reports type errors
+	// that do not stop the run, as tsc emits runnable JavaScript despite
+	// them (TypeScript's); the result counts them.
+	TypeErrors *TypeErrors `json:"type_errors,omitempty"`
 	// Env holds extra NAME=value pairs set for every stage.
 	Env []string `json:"env,omitempty"`
 	// Prestart, if set, is started by a warm sandbox as soon as it exists,
@@ -88,6 +93,17 @@ type Language struct {
 	Limits Limits `json:"limits,omitzero"`
 	// Example is a hello-world program, used in prompts and tests.
 	Example string `json:"example,omitempty"`
+}
+
+// TypeErrors describes a compiler's type errors that do not stop the run.
+type TypeErrors struct {
+	// Pattern matches each line of the compile stage's stderr that reports
+	// a type error (RE2 syntax).
+	Pattern string `json:"pattern"`
+	// FatalEnv is a NAME=value pair given to the compile stage when the
+	// operator makes type errors fatal (type_errors_fatal); the compile
+	// command then fails on them.
+	FatalEnv string `json:"fatal_env"`
 }
 
 // Kernel is a language's session interpreter.
@@ -225,6 +241,11 @@ func New(f File) (*Registry, error) {
 			return strings.Contains(a, "{file}") || strings.Contains(a, "{main}")
 		}) {
 			return nil, fmt.Errorf("language %q: {file} and {main} in its commands need an entry convention to fill them", l.Name)
+		}
+		if te := l.TypeErrors; te != nil {
+			if _, err := regexp.Compile(te.Pattern); err != nil || te.Pattern == "" || !strings.Contains(te.FatalEnv, "=") || !l.Compiled() {
+				return nil, fmt.Errorf("language %q: type_errors needs a compile command, a valid pattern and a NAME=value fatal_env", l.Name)
+			}
 		}
 		if _, ok := r.images[l.Image]; !ok {
 			return nil, fmt.Errorf("language %q uses unknown image %q", l.Name, l.Image)
