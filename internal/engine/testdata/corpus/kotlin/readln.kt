@@ -1,0 +1,4 @@
+fun main() {
+    val name = readln()
+    println("Hello, ${name.uppercase()}!")
+}

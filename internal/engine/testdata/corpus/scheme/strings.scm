@@ -1,0 +1,20 @@
+(define (string-reverse s)
+  (list->string (reverse (string->list s))))
+
+(define (count-char c s)
+  (let loop ([i 0] [n 0])
+    (if (= i (string-length s))
+        n
+        (loop (+ i 1) (if (char=? c (string-ref s i)) (+ n 1) n)))))
+
+(define line (get-line (current-input-port)))
+(display (string-reverse line))
+(newline)
+(display (count-char #\a line))
+(newline)
+(define ht (make-hashtable string-hash string=?))
+(hashtable-set! ht "lang" "scheme")
+(display (hashtable-ref ht "lang" "none"))
+(newline)
+(display (call-with-current-continuation (lambda (k) (+ 1 (k 42)))))
+(newline)
