@@ -36,8 +36,11 @@ stdout and stderr. Each call gets a new sandbox: no network, nothing kept
 between calls. The code is saved in the working directory (/workspace)
 under the language's file name; files adds more files there, stdin, args
 and env are given to the program. Compiled languages report a separate
-compile stage; a program that does not compile is not run. Output past
-the inline limit is truncated with the full text at stdout_uri/stderr_uri.`,
+compile stage; a program that does not compile is not run, except that
+TypeScript's type errors are counted in type_errors and the program runs.
+Entry points are found as written (Java's public class Solution, Kotlin's
+fun main, Erlang's main/0, Clojure's -main). Output past the inline limit
+is truncated with the full text at stdout_uri/stderr_uri.`,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run code in a sandbox",
 			ReadOnlyHint:    false,
