@@ -1,5 +1,4 @@
-import std.stdio;
-import std.conv : to;
+import std.stdio : writeln;
 
 struct Vec(T)
 {
@@ -9,23 +8,21 @@ struct Vec(T)
     {
         return Vec(mixin("x " ~ op ~ " rhs.x"), mixin("y " ~ op ~ " rhs.y"));
     }
-
-    string toString() const { return "(" ~ x.to!string ~ ", " ~ y.to!string ~ ")"; }
 }
 
 int main(string[] args)
 {
+    scope (exit) writeln("bye");
     auto a = Vec!int(1, 2), b = Vec!int(3, 5);
-    writeln(a + b, " ", b - a);
+    auto c = a + b, d = b - a;
+    writeln(c.x, ",", c.y, " ", d.x, ",", d.y);
     try
     {
-        auto n = "12x".to!int;
-        writeln(n);
+        throw new Exception("conversion failed");
     }
     catch (Exception e)
     {
-        writeln("conversion failed");
+        writeln(e.msg);
     }
-    scope (exit) writeln("bye");
     return 0;
 }
