@@ -98,6 +98,7 @@ func TestIdiomCorpusAgainstDocker(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.MaxConcurrentRuns, cfg.QueueTimeoutSeconds = 4, 900
+	testutil.Unhurried(&cfg)
 	e, b := testutil.Engine(t, &cfg)
 	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 	start := time.Now()
@@ -108,7 +109,7 @@ func TestIdiomCorpusAgainstDocker(t *testing.T) {
 			testutil.RequireImage(t, b, reg, p.lang)
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
-			r, err := e.Run(ctx, engine.Request{Language: p.lang, Code: p.code, Stdin: p.stdin, Args: p.args, TimeoutSeconds: 30}, engine.RunOptions{})
+			r, err := e.Run(ctx, engine.Request{Language: p.lang, Code: p.code, Stdin: p.stdin, Args: p.args}, engine.RunOptions{})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}

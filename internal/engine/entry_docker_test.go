@@ -109,6 +109,7 @@ func TestEntryPointsAgainstDocker(t *testing.T) {
 	// each with room to finish, the rest waiting their turn.
 	cfg := config.Default()
 	cfg.MaxConcurrentRuns, cfg.QueueTimeoutSeconds = 4, 600
+	testutil.Unhurried(&cfg)
 	e, b := testutil.Engine(t, &cfg)
 	reg := languages.Builtin()
 	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
@@ -117,7 +118,7 @@ func TestEntryPointsAgainstDocker(t *testing.T) {
 			t.Parallel()
 			testutil.RequireImage(t, b, reg, c.lang)
 			l, _ := reg.Lookup(c.lang)
-			r := run(t, e, engine.Request{Language: c.lang, Code: c.code, Args: c.args, TimeoutSeconds: 30})
+			r := run(t, e, engine.Request{Language: c.lang, Code: c.code, Args: c.args})
 			if strings.Contains(r.Stderr+compileStderr(r), "could not find or load main class") {
 				t.Errorf("the JVM was asked for a class that is not there: %+v", r)
 			}

@@ -16,10 +16,13 @@ import (
 // counted but do not stop the run (as tsx, Deno and Bun run code), syntax
 // errors do, and an operator can make type errors fatal.
 func TestTypeScriptTypeErrorsAgainstDocker(t *testing.T) {
-	lenient, b := testutil.Engine(t, nil)
+	lenientCfg := config.Default()
+	testutil.Unhurried(&lenientCfg)
+	lenient, b := testutil.Engine(t, &lenientCfg)
 	testutil.RequireImage(t, b, languages.Builtin(), "typescript")
 	strictCfg := config.Default()
 	strictCfg.TypeErrorsFatal = true
+	testutil.Unhurried(&strictCfg)
 	strict, _ := testutil.Engine(t, &strictCfg)
 	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 
@@ -48,7 +51,7 @@ func TestTypeScriptTypeErrorsAgainstDocker(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			r := run(t, c.e, engine.Request{Language: "typescript", Code: c.code, TimeoutSeconds: 30})
+			r := run(t, c.e, engine.Request{Language: "typescript", Code: c.code})
 			if r.Compile == nil {
 				t.Fatalf("no compile stage: %+v", r)
 			}
