@@ -380,3 +380,52 @@ func alive(pid int) bool {
 	i := bytes.LastIndexByte(data, ')')
 	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
 }
+
+func TestServeSavesTheCodeWhereItsEntryPointConventionSays(t *testing.T) {
+	dir := t.TempDir()
+	stages, stdout, _, done := serve(t, wire.Request{
+		Workdir: dir, OutputLimit: 1 << 10, Entry: "java",
+		Files: []wire.File{{Path: "Main.java", Data: []byte("package p;\npublic class Solution { public static void main(String[] a) {} }")}},
+		Stages: []wire.Stage{
+			{Name: "compile", Argv: []string{"sh", "-c", "ls; echo \"$1\"", "sh", "{file}"}, TimeoutMs: unhurried, StopOnFailure: true},
+			{Name: "run", Argv: []string{"echo", "{main}"}, TimeoutMs: unhurried},
+		},
+	})
+	if done.Error != "" || len(stages) != 2 {
+		t.Fatalf("done %+v, stages %+v", done, stages)
+	}
+	if stdout[0] != "Solution.java\nSolution.java\n" || stdout[1] != "p.Solution\n" {
+		t.Errorf("compile stdout %q, run stdout %q", stdout[0], stdout[1])
+	}
+}
+
+func TestServeRefusesCodeWithoutAnEntryPointInTheFirstStage(t *testing.T) {
+	cases := []struct {
+		name  string
+		files []wire.File
+		want  string
+	}{
+		{"two public classes", []wire.File{{Path: "Main.java", Data: []byte("public class A {}\npublic class B {}")}}, "2 public top-level classes (A, B)"},
+		{"the file the code needs is taken", []wire.File{
+			{Path: "Main.java", Data: []byte("public class App { public static void main(String[] a) {} }")},
+			{Path: "App.java", Data: []byte("class Other {}")}}, "must be saved as App.java, which the request's files also give"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stages, _, stderr, done := serve(t, wire.Request{
+				Workdir: dir, OutputLimit: 1 << 10, Entry: "java", Files: c.files,
+				Stages: []wire.Stage{
+					{Name: "compile", Argv: []string{"touch", "compiled"}, TimeoutMs: unhurried, StopOnFailure: true},
+					{Name: "run", Argv: []string{"touch", "ran"}, TimeoutMs: unhurried},
+				},
+			})
+			if done.Error != "" || len(stages) != 1 || stages[0].Name != "compile" || stages[0].ExitCode != 1 || !strings.Contains(stderr[0], c.want) {
+				t.Fatalf("done %+v, stages %+v, stderr %q; want the compile stage to fail with %q", done, stages, stderr, c.want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("the workspace has %d entries; nothing should be written or run", len(entries))
+			}
+		})
+	}
+}
