@@ -137,4 +137,3 @@ func TestIdiomCorpusAgainstDocker(t *testing.T) {
 		})
 	}
 }
-
