@@ -437,7 +437,11 @@ func run(t *testing.T, e *engine.Engine, req engine.Request) *engine.Result {
 }
 
 func TestLanguagesAgainstDocker(t *testing.T) {
-	e, b := testutil.Engine(t, nil)
+	// Only the timeout subtest is about time limits, and it sets its own:
+	// the rest must not fail because a loaded machine starts a JVM slowly.
+	cfg := config.Default()
+	testutil.Unhurried(&cfg)
+	e, b := testutil.Engine(t, &cfg)
 	reg := languages.Builtin()
 	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 	for _, lang := range reg.Names() {
