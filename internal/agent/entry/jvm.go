@@ -93,15 +93,15 @@ func java(file string, src []byte) (Point, error) {
 		}
 	}
 
-	var public_ []string
+	var publicTypes []string
 	for _, t := range types {
 		if t.public {
-			public_ = append(public_, t.name)
+			publicTypes = append(publicTypes, t.name)
 		}
 	}
-	if len(public_) > 1 {
+	if len(publicTypes) > 1 {
 		return Point{}, fmt.Errorf("the code declares %d public top-level classes (%s), but Java allows one per file, and the file must be named after it; "+
-			"keep `public` on the class with main and remove it from the others (or nest them inside it)", len(public_), strings.Join(public_, ", "))
+			"keep `public` on the class with main and remove it from the others (or nest them inside it)", len(publicTypes), strings.Join(publicTypes, ", "))
 	}
 	main := -1
 	for i, t := range types {
@@ -118,8 +118,8 @@ func java(file string, src []byte) (Point, error) {
 			"the runner compiles the code and runs the top-level class that has that method, so add one (for example `public class Main { public static void main(String[] args) { ... } }`)", what)
 	}
 	p := Point{File: file, Main: types[main].name, Source: src}
-	if len(public_) == 1 {
-		p.File = public_[0] + ".java"
+	if len(publicTypes) == 1 {
+		p.File = publicTypes[0] + ".java"
 	}
 	if pkg != "" {
 		p.Main = pkg + "." + p.Main

@@ -23,7 +23,7 @@ type syntax struct {
 func blank(src []byte, s syntax) []byte {
 	out := bytes.Clone(src)
 	n := len(out)
-	clear := func(from, to int) {
+	wipe := func(from, to int) {
 		for k := from; k < to && k < n; k++ {
 			if out[k] != '\n' {
 				out[k] = ' '
@@ -37,7 +37,7 @@ func blank(src []byte, s syntax) []byte {
 			for j < n && src[j] != '\n' {
 				j++
 			}
-			clear(i, j)
+			wipe(i, j)
 			i = j
 		case s.blockOpen != "" && bytes.HasPrefix(src[i:], []byte(s.blockOpen)):
 			depth, j := 0, i
@@ -57,10 +57,10 @@ func blank(src []byte, s syntax) []byte {
 				}
 				j++
 			}
-			clear(i, j)
+			wipe(i, j)
 			i = j
 		case s.charPrefix != 0 && src[i] == s.charPrefix && i+1 < n:
-			clear(i+1, i+2)
+			wipe(i+1, i+2)
 			i += 2
 		case strings.IndexByte(s.quotes, src[i]) >= 0:
 			q, j := src[i], i+1
@@ -70,7 +70,7 @@ func blank(src []byte, s syntax) []byte {
 				}
 				j++
 			}
-			clear(i+1, j)
+			wipe(i+1, j)
 			i = j + 1
 		default:
 			i++

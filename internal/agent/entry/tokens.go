@@ -22,14 +22,14 @@ func cTokens(src string, templates bool) []token {
 	skipCode := func(i int) int { // from after "${" to after its "}"
 		depth := 1
 		for i < n && depth > 0 {
-			switch {
-			case rs[i] == '"':
+			switch rs[i] {
+			case '"':
 				triple := i+2 < n && rs[i+1] == '"' && rs[i+2] == '"'
 				i, _ = skipString(i, triple)
 				continue
-			case rs[i] == '{':
+			case '{':
 				depth++
-			case rs[i] == '}':
+			case '}':
 				depth--
 			}
 			i++
@@ -140,7 +140,7 @@ func isIdent(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		if !(r == '_' || r == '$' || unicode.IsLetter(r) || i > 0 && unicode.IsDigit(r)) {
+		if r != '_' && r != '$' && !unicode.IsLetter(r) && (i == 0 || !unicode.IsDigit(r)) {
 			return false
 		}
 	}
