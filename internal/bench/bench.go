@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
@@ -38,7 +39,10 @@ type Options struct {
 	LoadFor      time.Duration // sustained load; 0 skips it
 	LoadClients  int
 	LoadLanguage string
-	Out          io.Writer
+	// Burst is the number of concurrent runs of LoadLanguage sent at once,
+	// twice, to a pool of PoolSize that may grow to Burst; 0 skips it.
+	Burst int
+	Out   io.Writer
 }
 
 // hello is the program every path runs.
@@ -67,8 +71,10 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	cold := engine.New(coldCfg, reg, b, nil)
 
 	warmCfg := cfg
-	// Warm pools only for the languages measured.
+	// Warm pools only for the languages measured, of a fixed size: the
+	// latency tables measure one run, and the burst below the growth.
 	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
+	warmCfg.Pool.MaxSize, warmCfg.Pool.MaxSizes = 0, nil
 	for _, lang := range append(append([]string(nil), o.Languages...), o.LoadLanguage) {
 		if l, ok := reg.Lookup(lang); ok {
 			warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", l.Name, o.PoolSize))
@@ -174,6 +180,12 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		fmt.Fprintf(w, "- %s: %d idle warm containers use %.1f MiB in all, %.2f MiB each (cgroup memory usage less page cache)\n", lang, m.n, float64(m.bytes)/(1<<20), float64(m.bytes)/float64(m.n)/(1<<20))
 	}
 	fmt.Fprintf(w, "- server process RSS (with the benchmark client in it): %.1f MiB\n", float64(rss())/(1<<20))
+
+	if o.Burst > 0 {
+		if err := burst(ctx, cfg, reg, b, o); err != nil {
+			fmt.Fprintf(w, "burst: %v\n", err)
+		}
+	}
 
 	if o.ChurnFor > 0 {
 		rate, err := churnCeiling(ctx, b, reg, o.ChurnFor, o.ChurnLoops)
@@ -544,4 +556,86 @@ func rss() uint64 {
 		}
 	}
 	return 0
+}
+
+// burst sends o.Burst concurrent runs of o.LoadLanguage through MCP HTTP
+// at once to a server whose pool for it holds o.PoolSize and may grow to
+// o.Burst, waits until the pool has refilled to the size the first burst
+// grew it to, and sends a second burst: how many runs of each waited for a
+// sandbox to be made (a cold start) and what they took.
+func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) error {
+	w := o.Out
+	l, ok := reg.Lookup(o.LoadLanguage)
+	if !ok {
+		return fmt.Errorf("unknown language %q", o.LoadLanguage)
+	}
+	lang := l.Name
+	bc := cfg
+	bc.Pool.Size, bc.Pool.Sizes = 0, []string{fmt.Sprintf("%s=%d", lang, o.PoolSize)}
+	bc.Pool.MaxSize, bc.Pool.MaxSizes = 0, []string{fmt.Sprintf("%s=%d", lang, o.Burst)}
+	bc.MaxConcurrentRuns = max(bc.MaxConcurrentRuns, o.Burst)
+	bc.Pool.MaxWaiters = max(bc.Pool.MaxWaiters, o.Burst)
+	// The first burst waits for most of its sandboxes to be made, on a
+	// busy machine: it must not time out.
+	bc.QueueTimeoutSeconds = max(bc.QueueTimeoutSeconds, 600)
+	e := engine.New(bc, reg, b, nil)
+	e.StartPool()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_ = e.Close(cctx)
+	}()
+	srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(e, "bench-burst", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	defer srv.Close()
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench-burst", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return fmt.Errorf("connecting the MCP client: %w", err)
+	}
+	defer cs.Close()
+	stat := func() pool.Stat {
+		for _, s := range e.PoolStats() {
+			if s.Language == lang {
+				return s
+			}
+		}
+		return pool.Stat{}
+	}
+	fmt.Fprintf(w, "\n## Burst: %d concurrent %s runs at once through MCP HTTP, pool %d growing up to %d\n\n", o.Burst, lang, o.PoolSize, o.Burst)
+	fmt.Fprintln(w, "| burst | pool size before | runs | waited for a sandbox to be made | p50 | p99 | max | errors | pool size after |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for i, name := range []string{"first (pool at its configured size)", "second (pool refilled to the size the first grew it to)"} {
+		size := stat().Size
+		waitIdle(e, lang, size, 10*time.Minute)
+		before := stat()
+		s := &Sample{Name: name}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range o.Burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t := time.Now()
+				ok := mcpCall(ctx, cs, lang)()
+				el := time.Since(t)
+				mu.Lock()
+				defer mu.Unlock()
+				if ok {
+					s.add(el)
+				} else {
+					s.Errs++
+				}
+			}()
+		}
+		wg.Wait()
+		s.Wall = time.Since(start)
+		after := stat()
+		fmt.Fprintf(w, "| %d, %s | %d (%d idle) | %d | %d | %s | %s | %s | %d | %d |\n", i+1, name, before.Size, before.Idle, len(s.Times)+s.Errs,
+			after.Waited-before.Waited, ms(s.Quantile(.5)), ms(s.Quantile(.99)), ms(s.Quantile(1)), s.Errs, after.Size)
+		if after.GrowBlocked != "" {
+			fmt.Fprintf(w, "\npool could not grow: %s\n", after.GrowBlocked)
+		}
+	}
+	return nil
 }
