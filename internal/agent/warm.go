@@ -327,12 +327,13 @@ func (w *warmProc) stop() {
 			}
 		}()
 	}
+	if w.programDir != "" {
+		// Gone already if the interpreter loaded its program; else gone
+		// before the stage's own process starts.
+		_ = os.RemoveAll(w.programDir)
+	}
 	go func() {
 		_ = w.cmd.Wait()
 		untrack(w.cmd)
-		if w.programDir != "" {
-			// Gone already if the interpreter loaded its program.
-			_ = os.RemoveAll(w.programDir)
-		}
 	}()
 }
