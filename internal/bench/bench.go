@@ -42,7 +42,11 @@ type Options struct {
 	// Burst is the number of concurrent runs of LoadLanguage sent at once,
 	// twice, to a pool of PoolSize that may grow to Burst; 0 skips it.
 	Burst int
-	Out   io.Writer
+	// JSONOut, if set, is a file the run's rows are written to as JSON;
+	// Compare, if set, is such a file of an earlier run, whose rows this
+	// run's are compared with.
+	JSONOut, Compare string
+	Out              io.Writer
 }
 
 // hello is the program every path runs.
@@ -63,12 +67,26 @@ var bare = map[string][]string{
 // Run measures everything and prints the tables.
 func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) error {
 	w := o.Out
+	var ref *Report
+	if o.Compare != "" {
+		// Read first: a run takes minutes, and a wrong path should not
+		// cost them.
+		r, err := loadReport(o.Compare)
+		if err != nil {
+			return err
+		}
+		ref = r
+	}
 	fmt.Fprintf(w, "mcp-code-runner bench: %s, %d CPUs seen by Go, pool %d per language\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), o.PoolSize)
 
 	// Cold path: pool size 0.
 	coldCfg := cfg
 	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
-	cold := engine.New(coldCfg, reg, b, nil)
+	coldBackend := &timingBackend{Backend: b}
+	cold := engine.New(coldCfg, reg, coldBackend, nil)
+	coldObs, warmObs := &lastRun{}, &lastRun{}
+	cold.SetObserver(coldObs)
+	report := Report{Time: time.Now().UTC().Format(time.RFC3339)}
 
 	warmCfg := cfg
 	// Warm pools only for the languages measured, of a fixed size: the
@@ -82,6 +100,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	}
 	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
 	warm := engine.New(warmCfg, reg, b, nil)
+	warm.SetObserver(warmObs)
 	warm.StartPool()
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -101,6 +120,14 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	}
 	defer cs.Close()
 	raw := newRawClient(srv.URL)
+	coldSrv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(cold, "bench-cold", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	defer coldSrv.Close()
+	coldCS, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: coldSrv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return fmt.Errorf("connecting the MCP client: %w", err)
+	}
+	defer coldCS.Close()
 
 	fmt.Fprintf(w, "## Latency per run (ms), %d warm/bare runs and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
 	fmt.Fprintln(w, "| language | path | p50 | p95 | p99 | runs/s | errors |")
@@ -109,6 +136,8 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	// under every run_code figure below.
 	s := toolCallSample(ctx, cs, o.Runs)
 	fmt.Fprintf(w, "| - | %s | %s | %s | %s | %.1f | %d |\n", s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
+	report.Rows = append(report.Rows, rowOf("-", s))
+	var breakdowns [][]breakdownRow
 	for _, lang := range o.Languages {
 		l, ok := reg.Lookup(lang)
 		if !ok {
@@ -152,7 +181,22 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 				continue
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.1f | %d |\n", lang, s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
+			report.Rows = append(report.Rows, rowOf(lang, s))
 		}
+		// One warm and one cold run, taken apart.
+		var bd []breakdownRow
+		quiet()
+		if r, err := breakdownOf(ctx, cs, lang, lang+" warm", warmObs, nil); err == nil {
+			bd = append(bd, r)
+		} else {
+			fmt.Fprintf(w, "breakdown of a warm %s run: %v\n", lang, err)
+		}
+		if r, err := breakdownOf(ctx, coldCS, lang, lang+" cold", coldObs, coldBackend); err == nil {
+			bd = append(bd, r)
+		} else {
+			fmt.Fprintf(w, "breakdown of a cold %s run: %v\n", lang, err)
+		}
+		breakdowns = append(breakdowns, bd)
 		if c, m := rows[1], rows[3]; c != nil && m != nil && m.Quantile(.5) > 0 {
 			fmt.Fprintf(w, "| %s | **cold / warm-MCP p50** | %.1fx | | | | |\n", lang, float64(c.Quantile(.5))/float64(m.Quantile(.5)))
 		}
@@ -164,6 +208,13 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		}
 		if bs, m := rows[0], rows[5]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
 			fmt.Fprintf(w, "| %s | **warm-MCP (minimal client) / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
+		}
+	}
+
+	for i, bd := range breakdowns {
+		if len(bd) > 0 {
+			printBreakdown(w, o.Languages[i], bd)
+			report.Breakdown = append(report.Breakdown, bd...)
 		}
 	}
 
@@ -182,7 +233,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	fmt.Fprintf(w, "- server process RSS (with the benchmark client in it): %.1f MiB\n", float64(rss())/(1<<20))
 
 	if o.Burst > 0 {
-		if err := burst(ctx, cfg, reg, b, o); err != nil {
+		if err := burst(ctx, cfg, reg, b, o, &report); err != nil {
 			fmt.Fprintf(w, "burst: %v\n", err)
 		}
 	}
@@ -228,7 +279,18 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 				return s.Rate() / of * 100
 			}
 			fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% | %.0f%% | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share(rate), share(cliRate), share(sandboxRate))
+			s.Name = fmt.Sprintf("sustained load, %d MCP clients", o.LoadClients)
+			report.Rows = append(report.Rows, rowOf(o.LoadLanguage, s))
 		}
+	}
+	if o.JSONOut != "" {
+		data, _ := json.MarshalIndent(report, "", "  ")
+		if err := os.WriteFile(o.JSONOut, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", o.JSONOut, err)
+		}
+	}
+	if ref != nil {
+		compare(w, report, *ref, o.Compare)
 	}
 	return nil
 }
@@ -563,7 +625,7 @@ func rss() uint64 {
 // o.Burst, waits until the pool has refilled to the size the first burst
 // grew it to, and sends a second burst: how many runs of each waited for a
 // sandbox to be made (a cold start) and what they took.
-func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) error {
+func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options, report *Report) error {
 	w := o.Out
 	l, ok := reg.Lookup(o.LoadLanguage)
 	if !ok {
@@ -633,6 +695,8 @@ func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *d
 		after := stat()
 		fmt.Fprintf(w, "| %d, %s | %d (%d idle) | %d | %d | %s | %s | %s | %d | %d |\n", i+1, name, before.Size, before.Idle, len(s.Times)+s.Errs,
 			after.Waited-before.Waited, ms(s.Quantile(.5)), ms(s.Quantile(.99)), ms(s.Quantile(1)), s.Errs, after.Size)
+		s.Name = fmt.Sprintf("burst %d of %d concurrent runs", i+1, o.Burst)
+		report.Rows = append(report.Rows, rowOf(lang, s))
 		if after.GrowBlocked != "" {
 			fmt.Fprintf(w, "\npool could not grow: %s\n", after.GrowBlocked)
 		}
