@@ -39,6 +39,8 @@ f();`
 		{"ESM by package.json", []wire.File{{Path: "main.js", Data: []byte("console.log(import.meta.url, typeof require);\nthrow new TypeError('esm');")},
 			{Path: "package.json", Data: []byte(`{"type": "module"}`)}}, nil, nil},
 		{"unhandled rejection", []wire.File{{Path: "main.js", Data: []byte("Promise.reject(new RangeError('nope'));")}}, nil, nil},
+		{"a program that writes nothing ends", []wire.File{{Path: "main.js", Data: []byte("setTimeout(() => {}, 10);")}}, nil, nil},
+		{"stdout written through its descriptor", []wire.File{{Path: "main.js", Data: []byte("require('fs').writeSync(1, 'raw\\n');\nconsole.log(process.stdout.isTTY, process.stdout.constructor.name, process.stderr.constructor.name);")}}, nil, nil},
 		{"other environment", []wire.File{{Path: "main.js", Data: []byte(probe)}}, nil, []string{"MINE=1"}},
 	}
 	for _, c := range cases {

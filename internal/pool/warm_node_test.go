@@ -61,6 +61,8 @@ console.log('after await');
 		{"unhandled rejection", engine.Request{Code: "Promise.reject(new RangeError('nope'));\nsetTimeout(() => console.log('never'), 1000);"}},
 		{"stdin", engine.Request{Code: "let s = '';\nprocess.stdin.on('data', (d) => s += d).on('end', () => console.log(JSON.stringify(s)));", Stdin: "line 1\nline 2\n"}},
 		{"empty stdin", engine.Request{Code: "console.log(JSON.stringify(require('fs').readFileSync(0, 'utf8')));"}},
+		{"a program that writes nothing", engine.Request{Code: "setTimeout(() => {}, 10);"}},
+		{"stdout and stderr streams", engine.Request{Code: "require('fs').writeSync(1, 'raw\n');\nconsole.log(process.stdout.isTTY, process.stdout.constructor.name, process.stderr.constructor.name, process.stdout.writableLength);\nconsole.error('to stderr');"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
