@@ -640,6 +640,9 @@ func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *d
 	// The first burst waits for most of its sandboxes to be made, on a
 	// busy machine: it must not time out.
 	bc.QueueTimeoutSeconds = max(bc.QueueTimeoutSeconds, 600)
+	// The grown pool refills on the same busy machine before the second
+	// burst; it must not shrink meanwhile.
+	bc.Pool.ShrinkAfterSeconds = max(bc.Pool.ShrinkAfterSeconds, 600)
 	e := engine.New(bc, reg, b, nil)
 	e.StartPool()
 	defer func() {
@@ -663,7 +666,7 @@ func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *d
 		}
 		return pool.Stat{}
 	}
-	fmt.Fprintf(w, "\n## Burst: %d concurrent %s runs at once through MCP HTTP, pool %d growing up to %d\n\n", o.Burst, lang, o.PoolSize, o.Burst)
+	fmt.Fprintf(w, "\n## Burst: %d concurrent %s runs at once through MCP HTTP, pool %d growing up to %d (shrinking after %d s)\n\n", o.Burst, lang, o.PoolSize, o.Burst, bc.Pool.ShrinkAfterSeconds)
 	fmt.Fprintln(w, "| burst | pool size before | runs | waited for a sandbox to be made | p50 | p99 | max | errors | pool size after |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for i, name := range []string{"first (pool at its configured size)", "second (pool refilled to the size the first grew it to)"} {

@@ -294,6 +294,11 @@ func (p *Pool) grow(k *keyed) {
 // has not come to its size for ShrinkAfter, removing a surplus idle
 // sandbox (the oldest); with k locked.
 func (p *Pool) shrink(k *keyed, now time.Time) {
+	if len(k.queue) > 0 {
+		// Runs still wait: the pool is short, whatever its size.
+		k.lastBusy = now
+		return
+	}
 	if now.Sub(k.lastBusy) < p.opts.ShrinkAfter {
 		return
 	}

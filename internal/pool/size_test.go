@@ -222,3 +222,47 @@ func TestBurstAfterGrowthNeedsNoCreation(t *testing.T) {
 		t.Errorf("%d runs of the second burst waited for a sandbox to be made: %+v", s.Waited-first, s)
 	}
 }
+
+// TestPoolDoesNotShrinkWhileRunsWait: runs still waiting for sandboxes
+// (creations slower than the shrink period) keep a grown pool from
+// shrinking, however long ago its load last came to its size.
+func TestPoolDoesNotShrinkWhileRunsWait(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	clock := newFakeClock()
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, MaxSizes: map[string]int{"bash": 3},
+		ShrinkAfter: time.Minute, Clock: clock})
+	waitStat(t, p, "1 idle", func(s pool.Stat) bool { return s.Idle == 1 })
+	gate := make(chan struct{})
+	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error {
+		select {
+		case <-gate:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	got := make(chan sandbox.Sandbox, 4)
+	for range 4 {
+		go func() {
+			sb, err := p.Get(context.Background(), "bash")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- sb
+		}()
+	}
+	waitStat(t, p, "grown to 3, 3 runs waiting", func(s pool.Stat) bool { return s.Size == 3 && s.Waiting == 3 })
+	p.Release(<-got) // the one served at once ends: the load falls below the size
+	clock.Tick(t, 2*time.Minute)
+	clock.Tick(t, 0)
+	if s := stat(p); s.Size != 3 {
+		t.Errorf("shrank while runs waited: %+v", s)
+	}
+	close(gate)
+	for range 3 {
+		if sb := <-got; sb != nil {
+			p.Release(sb)
+		}
+	}
+	b.SetBeforeCreate(nil)
+}
