@@ -2,7 +2,9 @@
 // run does not wait for a container to be created. Every pooled sandbox is
 // made exactly like a cold one, serves exactly one run and is then removed;
 // the pool refills in the background. When a pool is empty, a run waits a
-// bounded time for the next sandbox, then gets a clear busy error.
+// bounded time for the next sandbox, then gets a clear busy error. A pool
+// grows while runs wait for it, up to its maximum and as far as CanGrow
+// allows, and shrinks back to its size once the load is gone.
 package pool
 
 import (
