@@ -420,12 +420,13 @@ func (p *Pool) fill(k *keyed) {
 	check, stopCheck := p.opts.Clock.NewTicker(checkEvery)
 	defer stopCheck()
 	var retry <-chan time.Time // the next probe after a failure
-	checked := false           // woken by the check's tick
+	var ticked time.Time // the time of a check's tick not yet acted on
 	for {
 		k.mu.Lock()
-		if checked {
-			p.shrink(k, p.opts.Clock.Now())
-			checked = false
+		if !ticked.IsZero() {
+			// The tick's own time: the clock may have moved on since.
+			p.shrink(k, ticked)
+			ticked = time.Time{}
 		}
 		kept := k.idle[:0]
 		for _, e := range k.idle {
@@ -465,8 +466,7 @@ func (p *Pool) fill(k *keyed) {
 		case <-p.ctx.Done():
 			return
 		case <-k.wake:
-		case <-check:
-			checked = true
+		case ticked = <-check:
 		case <-retry:
 			retry = nil
 			k.mu.Lock()
