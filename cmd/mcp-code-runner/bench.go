@@ -27,7 +27,8 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 process on the host; in a cold sandbox (create, start, run, remove); in a
 warm pooled sandbox through the engine and through MCP Streamable HTTP
 (run_code over loopback); the daemon's container churn ceiling; sustained
-load from concurrent MCP clients; and the memory of idle warm containers.
+load from concurrent MCP clients; the memory of idle warm containers; and
+two bursts of concurrent runs against a pool that grows while runs wait.
 
 Warm latency is measured with a warm sandbox ready before each run, so it
 shows what one run costs; how fast the pool refills under load is what the
@@ -35,6 +36,8 @@ sustained load figures show. Figures from one run compare with each other;
 on a shared machine, compare ratios across runs.`,
 		Example: `  mcp-code-runner bench
   mcp-code-runner bench --runs 50 --load-for 0
+  mcp-code-runner bench --json before.json
+  mcp-code-runner bench --compare before.json
   mcp-code-runner bench --backends docker,kubernetes --kubernetes-kubeconfig ~/.kube/config \
     --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`,
 		Args: cobra.NoArgs,
@@ -78,7 +81,10 @@ on a shared machine, compare ratios across runs.`,
 	f.IntVar(&o.ChurnLoops, "churn-loops", 4, "parallel create/start/wait/remove loops for the churn ceiling")
 	f.DurationVar(&o.LoadFor, "load-for", 60*time.Second, "how long to run the sustained load (0 skips it)")
 	f.IntVar(&o.LoadClients, "load-clients", 8, "concurrent MCP clients in the sustained load")
-	f.StringVar(&o.LoadLanguage, "load-language", "python", "language of the sustained load")
+	f.StringVar(&o.LoadLanguage, "load-language", "python", "language of the sustained load and the burst")
+	f.StringVar(&o.JSONOut, "json", "", "also write the latency rows and the breakdown to this file as JSON (for --compare later)")
+	f.StringVar(&o.Compare, "compare", "", "a file an earlier run wrote with --json: print this run's p50 and p99 against it, as ratios")
+	f.IntVar(&o.Burst, "burst", 50, "concurrent runs in each of the two bursts against a growing pool (0 skips them)")
 	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (docker,kubernetes: cold and warm, --runs and --cold-runs each)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	return cmd

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
 )
@@ -140,10 +141,18 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.ok("no sandbox containers left behind")
 		}
 	}
-	var sizes, ahead []string
+	var sizes, ahead, blocked []string
+	canGrow := pool.HostHeadroom(cfg.Pool.ReserveMemoryMB, cfg.Pool.ReservePids)
 	for _, l := range reg.Languages() {
-		n := cfg.Pool.SizeFor(l.Name)
-		sizes = append(sizes, fmt.Sprintf("%s=%d", l.Name, n))
+		n, most := cfg.Pool.SizeFor(l.Name), cfg.Pool.MaxSizeFor(l.Name)
+		if n > 0 && most > n {
+			sizes = append(sizes, fmt.Sprintf("%s=%d..%d", l.Name, n, most))
+			if err := canGrow(st.engine.Template(l)); err != nil {
+				blocked = append(blocked, fmt.Sprintf("%s: %v", l.Name, err))
+			}
+		} else {
+			sizes = append(sizes, fmt.Sprintf("%s=%d", l.Name, n))
+		}
 		switch {
 		case n > 0 && l.Warm != nil:
 			ahead = append(ahead, l.Name+" (interpreter)")
@@ -151,7 +160,10 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			ahead = append(ahead, l.Name+" (compiler)")
 		}
 	}
-	d.ok("warm pool configured: %s (0 means cold path; `serve` logs the pool's state as it changes)", strings.Join(sizes, " "))
+	d.ok("warm pool configured: %s (0 means cold path; N..M grows from N idle sandboxes toward M while runs wait; `serve` logs the pool's state as it changes)", strings.Join(sizes, " "))
+	for _, b := range blocked {
+		d.warn("warm pool cannot grow on this host now, and stays at its size when runs wait: %s", b)
+	}
 	if len(ahead) > 0 {
 		d.ok("warm sandboxes start their runtime before the job for: %s", strings.Join(ahead, ", "))
 	}

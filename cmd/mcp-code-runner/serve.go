@@ -272,8 +272,8 @@ func logPool(ctx context.Context, st *stack) {
 				continue
 			}
 			last[s.Language] = line
-			st.log.Info("warm pool", "language", s.Language, "idle", s.Idle, "size", s.Size, "creating", s.Creating,
-				"waiting", s.Waiting, "served", s.Served, "failures", s.Failures, "error", s.Error)
+			st.log.Info("warm pool", "language", s.Language, "idle", s.Idle, "size", s.Size, "max_size", s.MaxSize, "creating", s.Creating,
+				"waiting", s.Waiting, "served", s.Served, "waited", s.Waited, "failures", s.Failures, "error", s.Error, "grow_blocked", s.GrowBlocked)
 		}
 	}
 }

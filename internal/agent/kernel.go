@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-//go:embed kernels/python_kernel.py kernels/javascript_kernel.js kernels/python_warm.py
+//go:embed kernels/python_kernel.py kernels/javascript_kernel.js kernels/python_warm.py kernels/node_warm.cjs
 var kernelFiles embed.FS
 
 // kernelMark ends each cell's output on stdout and on stderr.

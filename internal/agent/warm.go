@@ -19,7 +19,7 @@ import (
 
 // warmPrograms are the programs a Warm may name (wire.WarmPrograms), by
 // their files among the embedded kernels.
-var warmPrograms = map[string]string{"python": "kernels/python_warm.py"}
+var warmPrograms = map[string]string{"python": "kernels/python_warm.py", "node": "kernels/node_warm.cjs"}
 
 // warmProc is the started warm interpreter, waiting for its job.
 type warmProc struct {
@@ -35,6 +35,9 @@ type warmProc struct {
 	fifo   string
 	writer chan *os.File
 	opened *os.File
+	// For a program given as a file ("{program_file}"): the private
+	// directory that holds it until the interpreter has loaded it.
+	programDir string
 }
 
 // warm is the interpreter started at boot, until a stage takes it; nil if
@@ -57,7 +60,7 @@ func StartWarm(spec string) error {
 		return fmt.Errorf("warm interpreter: finding the working directory: %w", err)
 	}
 	argv := slices.Clone(w.Argv)
-	fifo := ""
+	fifo, programDir := "", ""
 	if w.Name == wire.ScriptWarm {
 		if w.Script == "" || wire.ValidPath(w.Script) != nil || !slices.Equal(w.Argv, w.Replaces) {
 			return fmt.Errorf("%s: a script interpreter needs a plain script path and argv equal to replaces: %q", wire.WarmEnv, spec)
@@ -75,6 +78,39 @@ func StartWarm(spec string) error {
 		if err != nil {
 			return fmt.Errorf("warm program %s: %w", w.Name, err)
 		}
+		if slices.Contains(argv, "{program_file}") {
+			// An interpreter that loads its program from a file gets it
+			// in a directory of its own, which the program removes once
+			// loaded (and stop removes if it never was). It starts there,
+			// not in the workspace, and moves to the workspace when its
+			// job comes: an interpreter that looks for files around its
+			// working directory as it loads its program (node reads
+			// package.json there) must not find the workspace before the
+			// job's files are in it, nor remember it without them. A
+			// package.json of its own ends node's search there, short of
+			// /tmp. The script's path is given absolute, as the
+			// interpreter would have resolved it from the workspace.
+			if programDir, err = os.MkdirTemp("", ".mcr-warm-"); err != nil {
+				return fmt.Errorf("warm program %s: %w", w.Name, err)
+			}
+			path := filepath.Join(programDir, filepath.Base(file))
+			err := os.WriteFile(path, program, 0o400)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(programDir, "package.json"), []byte("{}\n"), 0o400)
+			}
+			if err != nil {
+				_ = os.RemoveAll(programDir)
+				return fmt.Errorf("warm program %s: %w", w.Name, err)
+			}
+			for i, a := range argv {
+				if a == "{program_file}" {
+					argv[i] = path
+				}
+			}
+			if last := len(argv) - 1; !filepath.IsAbs(argv[last]) {
+				argv[last] = filepath.Join(dir, argv[last])
+			}
+		}
 		for i, a := range argv {
 			argv[i] = strings.ReplaceAll(a, "{program}", string(program))
 		}
@@ -91,6 +127,9 @@ func StartWarm(spec string) error {
 		if fifo != "" {
 			_ = os.Remove(fifo)
 		}
+		if programDir != "" {
+			_ = os.RemoveAll(programDir)
+		}
 	}
 	for i := range pipes {
 		if i == 3 && fifo != "" {
@@ -105,6 +144,9 @@ func StartWarm(spec string) error {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	if programDir != "" {
+		cmd.Dir = programDir
+	}
 	cmd.Env = append(baseEnv(), w.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
 	if fifo == "" {
@@ -122,7 +164,7 @@ func StartWarm(spec string) error {
 	if fifo == "" {
 		pipes[3][0].Close()
 	}
-	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: pipes[3][1], outR: pipes[1][0], errR: pipes[2][0]}
+	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: pipes[3][1], outR: pipes[1][0], errR: pipes[2][0], programDir: programDir}
 	if fifo != "" {
 		warm.fifo = fifo
 		warm.writer = make(chan *os.File, 1)
@@ -184,6 +226,11 @@ func takeWarm(st wire.Stage, workdir string, files []wire.File) *stageProc {
 		return nil
 	}
 	var msg bytes.Buffer
+	if w.programDir != "" {
+		// Its working directory comes first: it started in its own.
+		msg.WriteString(workdir)
+		msg.WriteByte(0)
+	}
 	msg.WriteString(strconv.Itoa(len(w.spec.Replaces) - 1))
 	msg.WriteByte(0)
 	for _, a := range st.Argv {
@@ -279,6 +326,11 @@ func (w *warmProc) stop() {
 				f.Close()
 			}
 		}()
+	}
+	if w.programDir != "" {
+		// Gone already if the interpreter loaded its program; else gone
+		// before the stage's own process starts.
+		_ = os.RemoveAll(w.programDir)
 	}
 	go func() {
 		_ = w.cmd.Wait()

@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
@@ -38,7 +39,14 @@ type Options struct {
 	LoadFor      time.Duration // sustained load; 0 skips it
 	LoadClients  int
 	LoadLanguage string
-	Out          io.Writer
+	// Burst is the number of concurrent runs of LoadLanguage sent at once,
+	// twice, to a pool of PoolSize that may grow to Burst; 0 skips it.
+	Burst int
+	// JSONOut, if set, is a file the run's rows are written to as JSON;
+	// Compare, if set, is such a file of an earlier run, whose rows this
+	// run's are compared with.
+	JSONOut, Compare string
+	Out              io.Writer
 }
 
 // hello is the program every path runs.
@@ -59,16 +67,32 @@ var bare = map[string][]string{
 // Run measures everything and prints the tables.
 func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) error {
 	w := o.Out
+	var ref *Report
+	if o.Compare != "" {
+		// Read first: a run takes minutes, and a wrong path should not
+		// cost them.
+		r, err := loadReport(o.Compare)
+		if err != nil {
+			return err
+		}
+		ref = r
+	}
 	fmt.Fprintf(w, "mcp-code-runner bench: %s, %d CPUs seen by Go, pool %d per language\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), o.PoolSize)
 
 	// Cold path: pool size 0.
 	coldCfg := cfg
 	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
-	cold := engine.New(coldCfg, reg, b, nil)
+	coldBackend := &timingBackend{Backend: b}
+	cold := engine.New(coldCfg, reg, coldBackend, nil)
+	coldObs, warmObs := &lastRun{}, &lastRun{}
+	cold.SetObserver(coldObs)
+	report := Report{Time: time.Now().UTC().Format(time.RFC3339)}
 
 	warmCfg := cfg
-	// Warm pools only for the languages measured.
+	// Warm pools only for the languages measured, of a fixed size: the
+	// latency tables measure one run, and the burst below the growth.
 	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
+	warmCfg.Pool.MaxSize, warmCfg.Pool.MaxSizes = 0, nil
 	for _, lang := range append(append([]string(nil), o.Languages...), o.LoadLanguage) {
 		if l, ok := reg.Lookup(lang); ok {
 			warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", l.Name, o.PoolSize))
@@ -76,6 +100,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	}
 	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
 	warm := engine.New(warmCfg, reg, b, nil)
+	warm.SetObserver(warmObs)
 	warm.StartPool()
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -95,6 +120,14 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	}
 	defer cs.Close()
 	raw := newRawClient(srv.URL)
+	coldSrv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(cold, "bench-cold", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	defer coldSrv.Close()
+	coldCS, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: coldSrv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return fmt.Errorf("connecting the MCP client: %w", err)
+	}
+	defer coldCS.Close()
 
 	fmt.Fprintf(w, "## Latency per run (ms), %d warm/bare runs and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
 	fmt.Fprintln(w, "| language | path | p50 | p95 | p99 | runs/s | errors |")
@@ -103,6 +136,8 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	// under every run_code figure below.
 	s := toolCallSample(ctx, cs, o.Runs)
 	fmt.Fprintf(w, "| - | %s | %s | %s | %s | %.1f | %d |\n", s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
+	report.Rows = append(report.Rows, rowOf("-", s))
+	var breakdowns [][]breakdownRow
 	for _, lang := range o.Languages {
 		l, ok := reg.Lookup(lang)
 		if !ok {
@@ -146,7 +181,22 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 				continue
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.1f | %d |\n", lang, s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
+			report.Rows = append(report.Rows, rowOf(lang, s))
 		}
+		// One warm and one cold run, taken apart.
+		var bd []breakdownRow
+		quiet()
+		if r, err := breakdownOf(ctx, cs, lang, lang+" warm", warmObs, nil); err == nil {
+			bd = append(bd, r)
+		} else {
+			fmt.Fprintf(w, "breakdown of a warm %s run: %v\n", lang, err)
+		}
+		if r, err := breakdownOf(ctx, coldCS, lang, lang+" cold", coldObs, coldBackend); err == nil {
+			bd = append(bd, r)
+		} else {
+			fmt.Fprintf(w, "breakdown of a cold %s run: %v\n", lang, err)
+		}
+		breakdowns = append(breakdowns, bd)
 		if c, m := rows[1], rows[3]; c != nil && m != nil && m.Quantile(.5) > 0 {
 			fmt.Fprintf(w, "| %s | **cold / warm-MCP p50** | %.1fx | | | | |\n", lang, float64(c.Quantile(.5))/float64(m.Quantile(.5)))
 		}
@@ -158,6 +208,13 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		}
 		if bs, m := rows[0], rows[5]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
 			fmt.Fprintf(w, "| %s | **warm-MCP (minimal client) / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
+		}
+	}
+
+	for i, bd := range breakdowns {
+		if len(bd) > 0 {
+			printBreakdown(w, o.Languages[i], bd)
+			report.Breakdown = append(report.Breakdown, bd...)
 		}
 	}
 
@@ -174,6 +231,12 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		fmt.Fprintf(w, "- %s: %d idle warm containers use %.1f MiB in all, %.2f MiB each (cgroup memory usage less page cache)\n", lang, m.n, float64(m.bytes)/(1<<20), float64(m.bytes)/float64(m.n)/(1<<20))
 	}
 	fmt.Fprintf(w, "- server process RSS (with the benchmark client in it): %.1f MiB\n", float64(rss())/(1<<20))
+
+	if o.Burst > 0 {
+		if err := burst(ctx, cfg, reg, b, o, &report); err != nil {
+			fmt.Fprintf(w, "burst: %v\n", err)
+		}
+	}
 
 	if o.ChurnFor > 0 {
 		rate, err := churnCeiling(ctx, b, reg, o.ChurnFor, o.ChurnLoops)
@@ -216,7 +279,18 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 				return s.Rate() / of * 100
 			}
 			fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% | %.0f%% | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share(rate), share(cliRate), share(sandboxRate))
+			s.Name = fmt.Sprintf("sustained load, %d MCP clients", o.LoadClients)
+			report.Rows = append(report.Rows, rowOf(o.LoadLanguage, s))
 		}
+	}
+	if o.JSONOut != "" {
+		data, _ := json.MarshalIndent(report, "", "  ")
+		if err := os.WriteFile(o.JSONOut, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", o.JSONOut, err)
+		}
+	}
+	if ref != nil {
+		compare(w, report, *ref, o.Compare)
 	}
 	return nil
 }
@@ -544,4 +618,91 @@ func rss() uint64 {
 		}
 	}
 	return 0
+}
+
+// burst sends o.Burst concurrent runs of o.LoadLanguage through MCP HTTP
+// at once to a server whose pool for it holds o.PoolSize and may grow to
+// o.Burst, waits until the pool has refilled to the size the first burst
+// grew it to, and sends a second burst: how many runs of each waited for a
+// sandbox to be made (a cold start) and what they took.
+func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options, report *Report) error {
+	w := o.Out
+	l, ok := reg.Lookup(o.LoadLanguage)
+	if !ok {
+		return fmt.Errorf("unknown language %q", o.LoadLanguage)
+	}
+	lang := l.Name
+	bc := cfg
+	bc.Pool.Size, bc.Pool.Sizes = 0, []string{fmt.Sprintf("%s=%d", lang, o.PoolSize)}
+	bc.Pool.MaxSize, bc.Pool.MaxSizes = 0, []string{fmt.Sprintf("%s=%d", lang, o.Burst)}
+	bc.MaxConcurrentRuns = max(bc.MaxConcurrentRuns, o.Burst)
+	bc.Pool.MaxWaiters = max(bc.Pool.MaxWaiters, o.Burst)
+	// The first burst waits for most of its sandboxes to be made, on a
+	// busy machine: it must not time out.
+	bc.QueueTimeoutSeconds = max(bc.QueueTimeoutSeconds, 600)
+	// The grown pool refills on the same busy machine before the second
+	// burst; it must not shrink meanwhile.
+	bc.Pool.ShrinkAfterSeconds = max(bc.Pool.ShrinkAfterSeconds, 600)
+	e := engine.New(bc, reg, b, nil)
+	e.StartPool()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_ = e.Close(cctx)
+	}()
+	srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(e, "bench-burst", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	defer srv.Close()
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench-burst", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return fmt.Errorf("connecting the MCP client: %w", err)
+	}
+	defer cs.Close()
+	stat := func() pool.Stat {
+		for _, s := range e.PoolStats() {
+			if s.Language == lang {
+				return s
+			}
+		}
+		return pool.Stat{}
+	}
+	fmt.Fprintf(w, "\n## Burst: %d concurrent %s runs at once through MCP HTTP, pool %d growing up to %d (shrinking after %d s)\n\n", o.Burst, lang, o.PoolSize, o.Burst, bc.Pool.ShrinkAfterSeconds)
+	fmt.Fprintln(w, "| burst | pool size before | runs | waited for a sandbox to be made | p50 | p99 | max | errors | pool size after |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for i, name := range []string{"first (pool at its configured size)", "second (pool refilled to the size the first grew it to)"} {
+		size := stat().Size
+		waitIdle(e, lang, size, 10*time.Minute)
+		before := stat()
+		s := &Sample{Name: name}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range o.Burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t := time.Now()
+				ok := mcpCall(ctx, cs, lang)()
+				el := time.Since(t)
+				mu.Lock()
+				defer mu.Unlock()
+				if ok {
+					s.add(el)
+				} else {
+					s.Errs++
+				}
+			}()
+		}
+		wg.Wait()
+		s.Wall = time.Since(start)
+		after := stat()
+		fmt.Fprintf(w, "| %d, %s | %d (%d idle) | %d | %d | %s | %s | %s | %d | %d |\n", i+1, name, before.Size, before.Idle, len(s.Times)+s.Errs,
+			after.Waited-before.Waited, ms(s.Quantile(.5)), ms(s.Quantile(.99)), ms(s.Quantile(1)), s.Errs, after.Size)
+		s.Name = fmt.Sprintf("burst %d of %d concurrent runs", i+1, o.Burst)
+		report.Rows = append(report.Rows, rowOf(lang, s))
+		if after.GrowBlocked != "" {
+			fmt.Fprintf(w, "\npool could not grow: %s\n", after.GrowBlocked)
+		}
+	}
+	return nil
 }

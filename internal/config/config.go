@@ -271,6 +271,22 @@ type Pool struct {
 	Size int `json:"size"`
 	// Sizes overrides Size per language, as "python=4" entries.
 	Sizes []string `json:"sizes"`
+	// MaxSize is how many idle sandboxes a language's pool may grow to
+	// while runs wait for it; it shrinks back to its size once the load is
+	// gone. Not above the size, the pool does not grow.
+	MaxSize int `json:"max_size"`
+	// MaxSizes overrides MaxSize per language, as "python=50" entries.
+	MaxSizes []string `json:"max_sizes"`
+	// ShrinkAfterSeconds is how long a grown pool must go without running
+	// dry before it shrinks, one sandbox every two seconds.
+	ShrinkAfterSeconds int `json:"shrink_after_seconds"`
+	// ReserveMemoryMB is the host memory a pool must leave available when
+	// it grows, counting the new sandbox at its memory limit.
+	ReserveMemoryMB int `json:"reserve_memory_mb"`
+	// ReservePids is the number of tasks a pool must leave to the host's
+	// kernel ceiling when it grows, counting the new sandbox at its pids
+	// limit.
+	ReservePids int `json:"reserve_pids"`
 	// MaxWaiters bounds the runs waiting for one language's empty pool.
 	MaxWaiters int `json:"max_waiters"`
 	// MaxIdleSeconds is how long a sandbox may wait idle before it is replaced.
@@ -286,14 +302,25 @@ type Pool struct {
 
 // SizeFor returns the pool size of a language.
 func (p Pool) SizeFor(language string) int {
-	for _, e := range p.Sizes {
+	return entryFor(p.Sizes, language, p.Size)
+}
+
+// MaxSizeFor returns how far a language's pool may grow: never below its
+// size.
+func (p Pool) MaxSizeFor(language string) int {
+	return max(p.SizeFor(language), entryFor(p.MaxSizes, language, p.MaxSize))
+}
+
+// entryFor returns the value of language's "language=N" entry, else def.
+func entryFor(entries []string, language string, def int) int {
+	for _, e := range entries {
 		name, n, ok := strings.Cut(e, "=")
 		if ok && strings.TrimSpace(name) == language {
 			v, _ := strconv.Atoi(strings.TrimSpace(n))
 			return v
 		}
 	}
-	return p.Size
+	return def
 }
 
 // HTTP configures the Streamable HTTP transport.
@@ -397,12 +424,16 @@ func Default() Config {
 		// Warm sandboxes for the languages assistants use most; the others
 		// take the cold path unless the operator sizes their pools.
 		Pool: Pool{
-			Size:              0,
-			Sizes:             []string{"python=2", "javascript=2", "bash=2", "typescript=1"},
-			MaxWaiters:        64,
-			MaxIdleSeconds:    1800,
-			CreateConcurrency: 2,
-			RefillDelayMs:     2000,
+			Size:               0,
+			Sizes:              []string{"python=2", "javascript=2", "bash=2", "typescript=1"},
+			MaxSize:            16,
+			ShrinkAfterSeconds: 60,
+			ReserveMemoryMB:    1024,
+			ReservePids:        1024,
+			MaxWaiters:         64,
+			MaxIdleSeconds:     1800,
+			CreateConcurrency:  2,
+			RefillDelayMs:      2000,
 		},
 	}
 }
@@ -542,6 +573,15 @@ func (c Config) Validate() error {
 		if v, err := strconv.Atoi(strings.TrimSpace(n)); !ok || name == "" || err != nil || v < 0 {
 			errs = append(errs, fmt.Errorf("pool.sizes entry %q: want LANGUAGE=N, like python=4", e))
 		}
+	}
+	for _, e := range c.Pool.MaxSizes {
+		name, n, ok := strings.Cut(e, "=")
+		if v, err := strconv.Atoi(strings.TrimSpace(n)); !ok || name == "" || err != nil || v < 0 {
+			errs = append(errs, fmt.Errorf("pool.max_sizes entry %q: want LANGUAGE=N, like python=16", e))
+		}
+	}
+	if p := c.Pool; p.MaxSize < 0 || p.ShrinkAfterSeconds <= 0 || p.ReserveMemoryMB < 0 || p.ReservePids < 0 {
+		errs = append(errs, errors.New("pool.max_size, pool.reserve_memory_mb and pool.reserve_pids must be 0 or more; pool.shrink_after_seconds positive"))
 	}
 	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 || c.Pool.RefillDelayMs < 0 {
 		errs = append(errs, errors.New("pool.size and pool.refill_delay_ms must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))

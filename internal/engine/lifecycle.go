@@ -71,7 +71,7 @@ func (e *Engine) Wait(ctx context.Context) error {
 // StartPool starts the warm pool for every language with a pool size.
 func (e *Engine) StartPool() {
 	templates := map[string]sandbox.Template{}
-	sizes := map[string]int{}
+	sizes, maxSizes := map[string]int{}, map[string]int{}
 	for _, l := range e.reg.Languages() {
 		t := e.Template(l)
 		if len(l.Prestart) > 0 {
@@ -90,9 +90,13 @@ func (e *Engine) StartPool() {
 		}
 		templates[l.Name] = t
 		sizes[l.Name] = e.cfg.Pool.SizeFor(l.Name)
+		maxSizes[l.Name] = e.cfg.Pool.MaxSizeFor(l.Name)
 	}
 	e.pool = pool.New(e.backend, templates, pool.Options{
 		Sizes:             sizes,
+		MaxSizes:          maxSizes,
+		ShrinkAfter:       time.Duration(e.cfg.Pool.ShrinkAfterSeconds) * time.Second,
+		CanGrow:           pool.HostHeadroom(e.cfg.Pool.ReserveMemoryMB, e.cfg.Pool.ReservePids),
 		MaxWaiters:        e.cfg.Pool.MaxWaiters,
 		WaitTimeout:       e.cfg.QueueTimeout(),
 		MaxIdle:           time.Duration(e.cfg.Pool.MaxIdleSeconds) * time.Second,

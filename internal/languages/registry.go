@@ -122,7 +122,9 @@ type WarmInterpreter struct {
 	// (for interpreters that read their script as a stream, like bash).
 	Name string `json:"name"`
 	// Run starts the interpreter; "{program}" stands for the program's
-	// source. Empty for "script".
+	// source, an argument "{program_file}" for the path of a file holding
+	// it (for interpreters that load it, like node's --require). Empty for
+	// "script".
 	Run []string `json:"run,omitempty"`
 }
 
@@ -231,8 +233,8 @@ func New(f File) (*Registry, error) {
 			return nil, fmt.Errorf("language %q: version command is required", l.Name)
 		case l.Warm != nil && l.Warm.Name == "script" && (len(l.Warm.Run) > 0 || !slices.Contains(l.Run, l.File)):
 			return nil, fmt.Errorf("language %q: a script warm interpreter has no run command of its own, and the language's run command must name its file", l.Name)
-		case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") })):
-			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program}", l.Name)
+		case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") || a == "{program_file}" })):
+			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program} or {program_file}", l.Name)
 		}
 		if l.Entry != "" && !entry.Known(l.Entry) {
 			return nil, fmt.Errorf("language %q: unknown entry convention %q (known: %s)", l.Name, l.Entry, strings.Join(entry.Names(), ", "))

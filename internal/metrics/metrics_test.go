@@ -81,7 +81,8 @@ func TestRejectionsAreCountedByReason(t *testing.T) {
 func TestPoolCollectorReadsStats(t *testing.T) {
 	m := New(Options{})
 	m.WatchPool(func() []pool.Stat {
-		return []pool.Stat{{Language: "python", Size: 2, Idle: 1, Creating: 1, Served: 7, Replaced: 2, Error: "image missing"}}
+		return []pool.Stat{{Language: "python", Size: 2, MaxSize: 16, Idle: 1, Creating: 1, Served: 7, Replaced: 2, Waited: 3, Error: "image missing",
+			GrowBlocked: "stays at 2 of at most 16: memory: 900 MiB available, ..."}}
 	})
 	want := `
 # HELP mcr_pool_idle Idle sandboxes ready for a run.
@@ -93,8 +94,18 @@ mcr_pool_served_total{language="python"} 7
 # HELP mcr_pool_failing 1 while the pool cannot create sandboxes (see the server's log), else 0.
 # TYPE mcr_pool_failing gauge
 mcr_pool_failing{language="python"} 1
+# HELP mcr_pool_max_size How many idle sandboxes the pool may grow to while runs wait.
+# TYPE mcr_pool_max_size gauge
+mcr_pool_max_size{language="python"} 16
+# HELP mcr_pool_waited_total Runs that found the pool empty and waited for a sandbox to be made.
+# TYPE mcr_pool_waited_total counter
+mcr_pool_waited_total{language="python"} 3
+# HELP mcr_pool_grow_blocked 1 while runs wait and the pool cannot grow, with the reason (memory, pids; doctor and the server's log say more), else 0.
+# TYPE mcr_pool_grow_blocked gauge
+mcr_pool_grow_blocked{language="python",reason="memory"} 1
 `
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "mcr_pool_idle", "mcr_pool_served_total", "mcr_pool_failing"); err != nil {
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "mcr_pool_idle", "mcr_pool_served_total", "mcr_pool_failing",
+		"mcr_pool_max_size", "mcr_pool_waited_total", "mcr_pool_grow_blocked"); err != nil {
 		t.Error(err)
 	}
 }

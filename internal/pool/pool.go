@@ -2,7 +2,9 @@
 // run does not wait for a container to be created. Every pooled sandbox is
 // made exactly like a cold one, serves exactly one run and is then removed;
 // the pool refills in the background. When a pool is empty, a run waits a
-// bounded time for the next sandbox, then gets a clear busy error.
+// bounded time for the next sandbox, then gets a clear busy error. A pool
+// grows while runs wait for it, up to its maximum and as far as CanGrow
+// allows, and shrinks back to its size once the load is gone.
 package pool
 
 import (
@@ -21,9 +23,25 @@ import (
 
 // Options configure a Pool.
 type Options struct {
-	// Sizes is the number of idle sandboxes kept per key; a key absent or 0
-	// has no pool.
+	// Sizes is the number of idle sandboxes kept per key when there is no
+	// load; a key absent or 0 has no pool.
 	Sizes map[string]int
+	// MaxSizes is how far a key's pool may grow while runs wait for it
+	// (idle sandboxes kept); absent or not above Sizes, the pool keeps its
+	// size.
+	MaxSizes map[string]int
+	// ShrinkAfter is how long a pool grown above its size must go without
+	// running dry (a run finding no idle sandbox) before it shrinks, one
+	// sandbox per check (every two seconds), back toward its size. 0 means
+	// a minute.
+	ShrinkAfter time.Duration
+	// CanGrow, if set, is asked before a pool grows by one sandbox of tmpl;
+	// an error keeps the pool at its size, and its text is the reason that
+	// Stats (doctor, metrics) report. See HostHeadroom.
+	CanGrow func(tmpl sandbox.Template) error
+	// Clock is the pool's time for growing and shrinking; nil is the real
+	// clock. Tests inject one they advance.
+	Clock Clock
 	// MaxWaiters bounds the runs waiting on one empty pool; more get a busy
 	// error at once.
 	MaxWaiters int
@@ -43,6 +61,27 @@ type Options struct {
 	// Logger receives the pool's logs.
 	Logger *slog.Logger
 }
+
+// Clock is the time a pool sizes itself by: the current time, and a ticker
+// for its periodic checks.
+type Clock interface {
+	Now() time.Time
+	// NewTicker returns a channel that receives every d, and a function
+	// that stops it.
+	NewTicker(d time.Duration) (<-chan time.Time, func())
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
+// checkEvery is the period of a pool's checks: dead and old idle
+// sandboxes, and shrinking.
+const checkEvery = 2 * time.Second
 
 // ErrBusy is returned when no sandbox became free in time.
 var ErrBusy = errors.New("no sandbox free")
@@ -70,7 +109,10 @@ type entry struct {
 type keyed struct {
 	key  string
 	tmpl sandbox.Template
-	size int
+	// base is the configured size, max how far it may grow; size is the
+	// number of idle sandboxes kept now, between the two.
+	base, max int
+	size      int
 
 	mu       sync.Mutex
 	idle     []*entry
@@ -86,6 +128,16 @@ type keyed struct {
 	served    int
 	failures  int
 	replaced  int
+	// lent holds the sandboxes handed out and not yet released.
+	lent map[sandbox.Sandbox]struct{}
+	// lastBusy is when the pool's load last came to its size: runs holding
+	// or waiting for its sandboxes as many as it keeps idle. The pool
+	// shrinks only long after that.
+	lastBusy time.Time
+	// growErr is why the pool could not grow when runs last waited; nil
+	// once it grows again or its load is gone.
+	growErr error
+	waited  int // runs that waited for a sandbox to be made
 }
 
 // New starts pools for every key of templates with a size in opts.Sizes.
@@ -95,6 +147,12 @@ func New(backend sandbox.Backend, templates map[string]sandbox.Template, opts Op
 	}
 	if opts.MaxIdle <= 0 {
 		opts.MaxIdle = 30 * time.Minute
+	}
+	if opts.ShrinkAfter <= 0 {
+		opts.ShrinkAfter = time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
 	}
 	log := opts.Logger
 	if log == nil {
@@ -108,8 +166,9 @@ func New(backend sandbox.Backend, templates map[string]sandbox.Template, opts Op
 		if size <= 0 {
 			continue
 		}
-		k := &keyed{key: key, tmpl: tmpl, size: size, failed: make(chan struct{}), wake: make(chan struct{}, 1),
-			deferrals: map[sandbox.Sandbox]*time.Timer{}}
+		k := &keyed{key: key, tmpl: tmpl, base: size, max: max(size, opts.MaxSizes[key]), size: size,
+			failed: make(chan struct{}), wake: make(chan struct{}, 1), deferrals: map[sandbox.Sandbox]*time.Timer{},
+			lent: map[sandbox.Sandbox]struct{}{}, lastBusy: opts.Clock.Now()}
 		p.keys[key] = k
 		p.workers.Add(1)
 		go p.fill(k)
@@ -156,8 +215,14 @@ func (p *Pool) Get(ctx context.Context, key string) (sandbox.Sandbox, error) {
 	}
 	w := &waiter{got: make(chan *entry, 1)}
 	k.queue = append(k.queue, w)
+	k.waited++
+	k.noteLoad(p.opts.Clock)
 	failed := k.failed
+	grow := k.size < k.max
 	k.mu.Unlock()
+	if grow {
+		p.grow(k)
+	}
 	k.poke()
 
 	timer := time.NewTimer(p.opts.WaitTimeout)
@@ -203,9 +268,65 @@ func (p *Pool) Get(ctx context.Context, key string) (sandbox.Sandbox, error) {
 	return nil, why
 }
 
+// grow adds one sandbox to k's size, a run having found it empty, unless
+// its maximum is reached or CanGrow refuses; the refusal is kept as the
+// reason the pool stays at its size.
+func (p *Pool) grow(k *keyed) {
+	var err error
+	if p.opts.CanGrow != nil {
+		err = p.opts.CanGrow(k.tmpl)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.size >= k.max {
+		return
+	}
+	if err != nil {
+		if k.growErr == nil {
+			p.log.Warn("warm pool cannot grow", "language", k.key, "size", k.size, "max", k.max, "err", err)
+		}
+		k.growErr = fmt.Errorf("stays at %d of at most %d: %w", k.size, k.max, err)
+		return
+	}
+	k.growErr = nil
+	k.size++
+}
+
+// shrink takes k one sandbox back toward its configured size when its load
+// has not come to its size for ShrinkAfter, removing a surplus idle
+// sandbox (the oldest); with k locked.
+func (p *Pool) shrink(k *keyed, now time.Time) {
+	if len(k.queue) > 0 {
+		// Runs still wait: the pool is short, whatever its size.
+		k.lastBusy = now
+		return
+	}
+	if now.Sub(k.lastBusy) < p.opts.ShrinkAfter {
+		return
+	}
+	k.growErr = nil // no load left that it could not meet
+	if k.size <= k.base {
+		return
+	}
+	k.size--
+	if len(k.idle) > k.size {
+		e := k.idle[0]
+		k.idle = k.idle[1:]
+		p.discard(e.sb)
+	}
+}
+
 // waiter is a run queued for a sandbox of an empty pool.
 type waiter struct {
 	got chan *entry // receives the sandbox handed to it; buffered, one
+}
+
+// noteLoad records, with k locked, when the runs holding or waiting for
+// k's sandboxes come to its size.
+func (k *keyed) noteLoad(clock Clock) {
+	if len(k.lent)+len(k.queue) >= k.size {
+		k.lastBusy = clock.Now()
+	}
 }
 
 // lend hands e out for one run, with k locked; it unlocks k. The
@@ -213,6 +334,8 @@ type waiter struct {
 func (p *Pool) lend(k *keyed, e *entry) sandbox.Sandbox {
 	k.served++
 	sb := e.sb
+	k.lent[sb] = struct{}{}
+	k.noteLoad(p.opts.Clock)
 	if len(k.idle) > 0 && p.opts.RefillDelay > 0 {
 		k.deferrals[sb] = time.AfterFunc(p.opts.RefillDelay, func() { p.refill(k, sb) })
 		k.mu.Unlock()
@@ -243,10 +366,11 @@ func (p *Pool) Release(sb sandbox.Sandbox) {
 	}
 }
 
-// refill ends the deferral of sb's replacement, if k has one, and wakes
-// k's fill loop.
+// refill forgets sb as lent by k and ends the deferral of its
+// replacement, if k has one, and wakes k's fill loop.
 func (p *Pool) refill(k *keyed, sb sandbox.Sandbox) {
 	k.mu.Lock()
+	delete(k.lent, sb)
 	t, ok := k.deferrals[sb]
 	if ok {
 		t.Stop()
@@ -293,11 +417,17 @@ func (k *keyed) poke() {
 func (p *Pool) fill(k *keyed) {
 	defer p.workers.Done()
 	backoff := time.Second
-	check := time.NewTicker(2 * time.Second)
-	defer check.Stop()
+	check, stopCheck := p.opts.Clock.NewTicker(checkEvery)
+	defer stopCheck()
 	var retry <-chan time.Time // the next probe after a failure
+	var ticked time.Time // the time of a check's tick not yet acted on
 	for {
 		k.mu.Lock()
+		if !ticked.IsZero() {
+			// The tick's own time: the clock may have moved on since.
+			p.shrink(k, ticked)
+			ticked = time.Time{}
+		}
 		kept := k.idle[:0]
 		for _, e := range k.idle {
 			if p.stale(e) {
@@ -336,7 +466,7 @@ func (p *Pool) fill(k *keyed) {
 		case <-p.ctx.Done():
 			return
 		case <-k.wake:
-		case <-check.C:
+		case ticked = <-check:
 		case <-retry:
 			retry = nil
 			k.mu.Lock()
@@ -393,20 +523,30 @@ func (p *Pool) createOne(k *keyed) {
 // Stat describes one key's pool.
 type Stat struct {
 	Language string `json:"language"`
-	Size     int    `json:"size"`
-	Idle     int    `json:"idle"`
-	Creating int    `json:"creating"`
-	Waiting  int    `json:"waiting"`
-	Created  int    `json:"created"`
-	Served   int    `json:"served"`
-	Failures int    `json:"failures"`
-	Replaced int    `json:"replaced"`
+	// Size is the number of idle sandboxes kept now: the configured size
+	// (Base), or more, up to MaxSize, while runs wait.
+	Size     int `json:"size"`
+	Base     int `json:"base"`
+	MaxSize  int `json:"max_size"`
+	Idle     int `json:"idle"`
+	Creating int `json:"creating"`
+	Waiting  int `json:"waiting"`
+	Created  int `json:"created"`
+	Served   int `json:"served"`
+	Failures int `json:"failures"`
+	Replaced int `json:"replaced"`
 	// Deferred counts sandboxes in use whose replacement waits for their
 	// run to end (see Options.RefillDelay).
 	Deferred int `json:"deferred"`
 	// Removing counts used sandboxes being removed, across all languages.
-	Removing int    `json:"removing"`
-	Error    string `json:"error,omitempty"`
+	Removing int `json:"removing"`
+	// Waited counts runs that found the pool empty and waited for a
+	// sandbox to be made (the others got one ready).
+	Waited int    `json:"waited"`
+	Error  string `json:"error,omitempty"`
+	// GrowBlocked is why the pool stays at its size while runs wait for
+	// it (memory, pids); empty when it can grow or need not.
+	GrowBlocked string `json:"grow_blocked,omitempty"`
 }
 
 // Stats returns every pool's state, sorted by key.
@@ -414,11 +554,14 @@ func (p *Pool) Stats() []Stat {
 	var out []Stat
 	for _, k := range p.keys {
 		k.mu.Lock()
-		s := Stat{Language: k.key, Size: k.size, Idle: len(k.idle), Creating: k.creating, Waiting: len(k.queue),
-			Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced, Deferred: len(k.deferrals),
-			Removing: int(p.removing.Load())}
+		s := Stat{Language: k.key, Size: k.size, Base: k.base, MaxSize: k.max, Idle: len(k.idle), Creating: k.creating,
+			Waiting: len(k.queue), Created: k.created, Served: k.served, Failures: k.failures, Replaced: k.replaced,
+			Deferred: len(k.deferrals), Removing: int(p.removing.Load()), Waited: k.waited}
 		if k.lastErr != nil {
 			s.Error = k.lastErr.Error()
+		}
+		if k.growErr != nil {
+			s.GrowBlocked = k.growErr.Error()
 		}
 		k.mu.Unlock()
 		out = append(out, s)

@@ -188,12 +188,17 @@ type Prestart struct {
 // interpreter to start. The interpreter runs a program built into the agent
 // that reads the run command on fd 3 and then behaves as that command would
 // have: NUL-terminated fields, the first the index in the command of the
-// script (the last word of Replaces), then the command's words.
+// script (the last word of Replaces), then the command's words. A program
+// given as a file ("{program_file}") starts in that file's directory, with
+// the script's path made absolute, and gets the working directory as a
+// first field before those.
 type Warm struct {
-	// Name picks the program built into the agent ("python").
+	// Name picks the program built into the agent ("python", "node").
 	Name string `json:"name"`
 	// Argv starts the interpreter; "{program}" is replaced by the program's
-	// source.
+	// source, and an argument "{program_file}" by the path of a file that
+	// holds it (in a directory of its own under /tmp, which the program
+	// removes once loaded).
 	Argv []string `json:"argv"`
 	// Env is the language's environment. The warm interpreter serves only a
 	// stage whose environment is exactly this: the interpreter read its
@@ -217,7 +222,7 @@ const ScriptWarm = "script"
 
 // WarmPrograms are the programs built into the agent that a Warm may name,
 // besides ScriptWarm.
-var WarmPrograms = []string{"python"}
+var WarmPrograms = []string{"python", "node"}
 
 // HasWarmProgram reports whether the agent has a warm program of that name.
 func HasWarmProgram(name string) bool {
