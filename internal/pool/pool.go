@@ -420,7 +420,7 @@ func (p *Pool) fill(k *keyed) {
 	check, stopCheck := p.opts.Clock.NewTicker(checkEvery)
 	defer stopCheck()
 	var retry <-chan time.Time // the next probe after a failure
-	var ticked time.Time // the time of a check's tick not yet acted on
+	var ticked time.Time       // the time of a check's tick not yet acted on
 	for {
 		k.mu.Lock()
 		if !ticked.IsZero() {
