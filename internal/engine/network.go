@@ -102,7 +102,7 @@ func (e *Engine) newProxy(p *egress.Policy, runID string) *egress.Proxy {
 	if p == nil {
 		return nil
 	}
-	return egress.New(*p, egress.Options{Logger: e.log.With("run", runID, "component", "egress")})
+	return egress.New(*p, egress.Options{Logger: e.log.With("run", runID, "component", "egress"), Resolver: e.resolver})
 }
 
 func describeDenied(r egress.Report) string {
