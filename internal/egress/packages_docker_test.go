@@ -80,4 +80,4 @@ func TestJavaScriptRunInstallsFromTheNpmRegistryAndRequiresIt(t *testing.T) {
 	testutil.NoLeftovers(t, b.Client())
 }
 
-var _ = languages.Builtin
+func languagesBuiltin() *languages.Registry { return languages.Builtin() }
