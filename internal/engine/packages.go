@@ -187,6 +187,7 @@ cp -r /tmp/install/. ` + installPath + `/
 	pipInstall = `set -eu
 index=$1; trusted=$2; shift 2
 args=()
+mkdir -p /tmp/install
 if [ -n "$trusted" ]; then args+=(--trusted-host "$trusted"); fi
 if [ -s /workspace/extra-ca.pem ]; then
   cat /etc/ssl/certs/ca-certificates.crt /workspace/extra-ca.pem > /tmp/ca.pem; args+=(--cert /tmp/ca.pem)
@@ -279,14 +280,12 @@ func installError(what string, res *sandbox.Result, report egress.Report, pc con
 			summary = fmt.Sprintf("the install took longer than packages.timeout_seconds (%d s)", pc.TimeoutSeconds)
 		case strings.Contains(out, "No space left") || strings.Contains(out, "ENOSPC"):
 			summary = fmt.Sprintf("the install is larger than packages.max_mb (%d MiB)", pc.MaxMB)
+		case unreachable(out, report):
+			summary = "the registry could not be reached; it may be down, or the operator's registry URL is wrong"
 		case strings.Contains(out, "E404") || strings.Contains(out, "No matching distribution") || strings.Contains(out, "404 Not Found"):
 			summary = "a package or version does not exist in the registry; check the names and versions"
 		case strings.Contains(out, "ERESOLVE") || strings.Contains(out, "ResolutionImpossible") || strings.Contains(out, "conflict"):
 			summary = "the versions asked for conflict; relax a version constraint"
-		case strings.Contains(out, "ECONNREFUSED") || strings.Contains(out, "ETIMEDOUT") || strings.Contains(out, "EAI_AGAIN") ||
-			strings.Contains(out, "Connection refused") || strings.Contains(out, "Max retries exceeded") || strings.Contains(out, "ProxyError") ||
-			strings.Contains(out, "503") || strings.Contains(out, "502"):
-			summary = "the registry could not be reached; it may be down, or the operator's registry URL is wrong"
 		}
 	} else if res.Killed {
 		summary = "the installer was stopped at its deadline"
@@ -313,6 +312,23 @@ func hostExtraCACerts() []byte {
 		return nil
 	})
 	return out
+}
+
+// unreachable reports whether an install failed because the registry
+// could not be reached: the proxy could not connect to it, or the package
+// manager says so.
+func unreachable(out string, report egress.Report) bool {
+	for _, d := range report.Denied {
+		if strings.Contains(d, "connection refused") || strings.Contains(d, "does not resolve") || strings.Contains(d, "i/o timeout") {
+			return true
+		}
+	}
+	for _, s := range []string{"ECONNREFUSED", "ETIMEDOUT", "EAI_AGAIN", "Connection refused", "ProxyError", "502 Bad Gateway", "503 Service Unavailable"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func tail(s string, n int) string {
