@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -81,3 +82,54 @@ func TestJavaScriptRunInstallsFromTheNpmRegistryAndRequiresIt(t *testing.T) {
 }
 
 func languagesBuiltin() *languages.Registry { return languages.Builtin() }
+
+// In a JavaScript session: create_session's packages, then
+// install_packages, each importable by the next call with no restart.
+func TestAJavaScriptSessionInstallsPackagesAndRequiresThem(t *testing.T) {
+	cfg := packagesConfig(t)
+	e, b := testutil.Engine(t, &cfg)
+	requireImages(t, e, "javascript")
+	m := sessions.NewManager(e)
+	defer m.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	info, err := m.Create(ctx, "javascript", 0, engine.SessionOptions{Packages: []string{"lodash@4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Packages) != 1 || info.Packages[0].Name != "lodash" {
+		t.Fatalf("session packages %+v", info.Packages)
+	}
+	run := func(code string) string {
+		t.Helper()
+		res, err := m.Run(ctx, engine.Request{SessionID: info.SessionID, Code: code}, engine.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(res.Stdout + res.Value + res.Stderr)
+	}
+	if got := run("const _ = require('lodash'); console.log(_.chunk([1,2,3,4],2).length)"); got != "2" {
+		t.Fatalf("require lodash: %q", got)
+	}
+	if got := run("try { require('ms'); console.log('present') } catch (e) { console.log(e.code) }"); got != "MODULE_NOT_FOUND" {
+		t.Fatalf("ms before install_packages: %q", got)
+	}
+	installed, err := m.InstallPackages(ctx, info.SessionID, []string{"ms@2.1.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, p := range installed.Packages {
+		names[p.Name] = p.Version
+	}
+	if names["ms"] != "2.1.3" || names["lodash"] == "" {
+		t.Fatalf("after install_packages: %+v", installed.Packages)
+	}
+	if got := run("console.log(require('ms')('2h'), require('lodash').VERSION.split('.')[0])"); got != "7200000 4" {
+		t.Fatalf("after install_packages: %q", got)
+	}
+	if _, err := m.Close(ctx, info.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	testutil.NoLeftovers(t, b.Client())
+}
