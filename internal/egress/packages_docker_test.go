@@ -133,3 +133,32 @@ func TestAJavaScriptSessionInstallsPackagesAndRequiresThem(t *testing.T) {
 	}
 	testutil.NoLeftovers(t, b.Client())
 }
+
+// BenchmarkPackageCache measures what the host cache saves: a run whose
+// packages are installed first (npm downloads lodash from the registry)
+// against the same run with them cached. go test -run - -bench
+// PackageCache -benchtime 3x ./internal/egress/
+func BenchmarkPackageCache(b *testing.B) {
+	req := engine.Request{Language: "javascript", Packages: []string{"lodash@4"}, Code: "console.log(require('lodash').VERSION)"}
+	var miss, hit time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		cfg := config.Default()
+		cfg.Network.MaxTier = config.TierPackages
+		cfg.Packages.CacheDir = b.TempDir()
+		cfg.Pool.Sizes = nil
+		e, _ := testutil.Engine(b, &cfg)
+		b.StartTimer()
+		for j, d := range []*time.Duration{&miss, &hit} {
+			start := time.Now()
+			res, err := e.Run(context.Background(), req, engine.RunOptions{})
+			if err != nil || res.Status != engine.StatusOK || res.PackagesCached != (j == 1) {
+				b.Fatalf("run %d: %v %+v", j, err, res)
+			}
+			*d += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(miss.Milliseconds())/float64(b.N), "ms/install")
+	b.ReportMetric(float64(hit.Milliseconds())/float64(b.N), "ms/cached")
+	b.ReportMetric(float64(miss)/float64(hit), "speedup")
+}
