@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -189,6 +190,68 @@ func TestInstallsFromARegistryThatIsDownAndTiersAboveTheMaximumAreRefusedClearly
 		if err == nil || !engine.IsInvalid(err) {
 			t.Errorf("package %q: %v, want refused as invalid", bad, err)
 		}
+	}
+	testutil.NoLeftovers(t, b.Client())
+}
+
+// An install over the time limit (an index that never answers) and one
+// over the size limit (a wheel larger than packages.max_mb) each answer
+// with a summary naming the setting, and leave no container behind.
+func TestInstallsOverTheTimeOrSizeLimitAreStoppedAndSaySo(t *testing.T) {
+	big := make([]byte, 3<<20)
+	for i := range big {
+		big[i] = byte(i*7919 + i>>8) // does not compress away
+	}
+	_, data := wheel(t, "mcrbig", "1.0")
+	wheels := map[string][]byte{}
+	// A wheel with a large data file inside.
+	{
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "mcrbig/blob.bin", Method: zip.Store})
+		w.Write(big)
+		r, _ := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		for _, zf := range r.File {
+			src, _ := zf.Open()
+			dst, _ := zw.Create(zf.Name)
+			io.Copy(dst, src)
+			src.Close()
+		}
+		zw.Close()
+		wheels["mcrbig-1.0-py3-none-any.whl"] = buf.Bytes()
+	}
+	srv, _ := simpleIndex(t, wheels)
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hang); slow.Close() })
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	_, slowPort, _ := net.SplitHostPort(slow.Listener.Addr().String())
+
+	cfg := packagesConfig(t)
+	cfg.Network.PrivateHosts = []string{"127.0.0.1:" + port, "127.0.0.1:" + slowPort}
+	cfg.Packages.MaxMB = 2
+	cfg.Packages.PypiIndexURL = srv.URL + "/simple"
+	e, b := testutil.Engine(t, &cfg)
+	requireImages(t, e, "python")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, err := e.Run(ctx, engine.Request{Language: "python", Packages: []string{"mcrbig==1.0"}, Code: "print(1)"}, engine.RunOptions{})
+	if err == nil || engine.CodeOf(err) != engine.CodeInstall || !strings.Contains(err.Error(), "packages.max_mb") {
+		t.Errorf("over the size limit: %v", err)
+	}
+
+	cfg.Packages.MaxMB = 512
+	cfg.Packages.TimeoutSeconds = 5
+	cfg.Packages.PypiIndexURL = slow.URL + "/simple"
+	e, _ = testutil.Engine(t, &cfg)
+	_, err = e.Run(ctx, engine.Request{Language: "python", Packages: []string{"mcrbig==1.0"}, Code: "print(1)"}, engine.RunOptions{})
+	if err == nil || engine.CodeOf(err) != engine.CodeInstall || !strings.Contains(err.Error(), "packages.timeout_seconds") {
+		t.Errorf("over the time limit: %v", err)
 	}
 	testutil.NoLeftovers(t, b.Client())
 }
