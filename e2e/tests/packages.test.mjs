@@ -38,7 +38,7 @@ describe('packages over MCP (2.x client, Streamable HTTP)', () => {
         const c = conn.client;
         const session = structured(await c.callTool({ name: 'create_session', arguments: { language: 'javascript', packages: ['lodash@4'] } }, LONG));
         assert.ok(session.packages.some((p) => p.name === 'lodash' && p.version.startsWith('4.')), show(session));
-        const run = async (code) => structured(await c.callTool({ name: 'run_code', arguments: { language: 'javascript', session_id: session.session_id, code } }, LONG));
+        const run = async (code) => structured(await c.callTool({ name: 'run_code', arguments: { language: 'javascript', session_id: session.session_id, timeout_seconds: 60, code } }, LONG));
         let r = await run("const _ = require('lodash'); JSON.stringify(_.chunk([1, 2, 3, 4], 2))");
         assert.ok(r.value.includes('[[1,2],[3,4]]'), show(r));
         const installed = structured(await c.callTool({ name: 'install_packages', arguments: { session_id: session.session_id, packages: ['ms@2.1.3'] } }, LONG));
@@ -50,7 +50,7 @@ describe('packages over MCP (2.x client, Streamable HTTP)', () => {
 
     it('run_code with packages gets them from the cache the session filled', async () => {
         const r = structured(await conn.client.callTool({ name: 'run_code', arguments: {
-            language: 'javascript', packages: ['lodash@4'], code: "console.log(require('lodash').chunk([1, 2, 3, 4], 2).length)",
+            language: 'javascript', packages: ['lodash@4'], timeout_seconds: 60, code: "console.log(require('lodash').chunk([1, 2, 3, 4], 2).length)",
         } }, LONG));
         assert.equal(r.status, 'ok', show(r));
         assert.equal(r.stdout.trim(), '2', show(r));

@@ -164,6 +164,7 @@ func TestWithThePackagesTierAHostileProgramReachesNothingElse(t *testing.T) {
 	cfg := config.Default()
 	cfg.Network.MaxTier = config.TierPackages
 	cfg.Pool.Sizes = nil
+	testutil.Unhurried(&cfg)
 	resolver := &recordingResolver{}
 	b := testutil.Backend(t)
 	e := engine.New(cfg, languagesBuiltin(), b, nil, engine.WithEgressResolver(resolver))

@@ -22,6 +22,7 @@ func packagesConfig(t *testing.T) config.Config {
 	cfg.Network.MaxTier = config.TierPackages
 	cfg.Packages.CacheDir = t.TempDir()
 	cfg.Pool.Sizes = nil
+	testutil.Unhurried(&cfg)
 	return cfg
 }
 
@@ -75,7 +76,7 @@ func TestJavaScriptRunInstallsFromTheNpmRegistryAndRequiresIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.TrimSpace(w.Stdout) != "EROFS" {
+	if w.Status != engine.StatusOK || strings.TrimSpace(w.Stdout) != "EROFS" {
 		t.Fatalf("writing the cache: %q %q, want EROFS", w.Stdout, w.Stderr)
 	}
 	testutil.NoLeftovers(t, b.Client())
@@ -147,6 +148,7 @@ func BenchmarkPackageCache(b *testing.B) {
 		cfg.Network.MaxTier = config.TierPackages
 		cfg.Packages.CacheDir = b.TempDir()
 		cfg.Pool.Sizes = nil
+		testutil.Unhurried(&cfg)
 		e, _ := testutil.Engine(b, &cfg)
 		b.StartTimer()
 		for j, d := range []*time.Duration{&miss, &hit} {
