@@ -178,12 +178,14 @@ const (
 func (p *Proxy) handle(c net.Conn) {
 	defer p.untrack(c)
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	br := bufio.NewReaderSize(io.LimitReader(c, maxHeaderBytes), 4096)
+	head := &io.LimitedReader{R: c, N: maxHeaderBytes}
+	br := bufio.NewReaderSize(head, 4096)
 	req, err := http.ReadRequest(br)
 	if err != nil {
 		writeStatus(c, http.StatusBadRequest, "egress proxy: not an HTTP proxy request: "+err.Error())
 		return
 	}
+	head.N = 1 << 62 // the bound is the head's; a body or a tunnel goes on
 	_ = c.SetReadDeadline(time.Time{})
 	if n := p.conns.Add(1); p.policy.MaxConnections > 0 && n > int64(p.policy.MaxConnections) {
 		host, port := splitHostPort(req)
@@ -280,14 +282,21 @@ func (p *Proxy) forward(c net.Conn, req *http.Request) {
 	}
 	defer up.Close()
 	req.RequestURI = ""
+	// The Host header is the checked host, whatever the program sent: a
+	// server behind a CDN routes by it, and another name there is another
+	// site.
+	req.Host = req.URL.Host
 	req.Header.Del("Proxy-Connection")
 	req.Header.Del("Proxy-Authorization")
-	req.Close = true // one request per connection: each is checked on its own
+	req.Close = true
 	counted := &countingWriter{w: up, p: p}
 	if err := req.Write(counted); err != nil {
 		return
 	}
-	p.splice(c, nil, up)
+	// Only the answer flows back: one request per connection, so a second
+	// request sent on it (pipelined, for another host) never reaches the
+	// upstream connection unchecked.
+	_, _ = io.Copy(&countingWriter{w: c, p: p}, up)
 }
 
 // dial resolves host itself and dials an address the policy allows: for a
@@ -335,9 +344,6 @@ func (p *Proxy) dial(host string, port int, private bool, how string) (net.Conn,
 
 // splice copies both ways until either side ends or the byte cap is hit.
 func (p *Proxy) splice(c net.Conn, src io.Reader, up net.Conn) {
-	if src == nil {
-		src = c
-	}
 	done := make(chan struct{}, 2)
 	go func() {
 		_, _ = io.Copy(&countingWriter{w: up, p: p}, src)

@@ -251,3 +251,33 @@ func TestAddressesNeverDialledForAHostTheOperatorDidNotName(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainHTTPGoesToTheCheckedHostWithItsHostHeaderAndOneRequestOnly(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Host+" "+r.URL.Path)
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	r := &fakeResolver{table: map[string]string{"mirror.test": "127.0.0.1"}}
+	_, dial := startProxy(t, Policy{Tier: TierPackages, Private: []string{"mirror.test:" + port}}, r)
+	c := dial()
+	// The Host header names another site, and a second request follows on
+	// the same connection: neither may reach the server as sent.
+	fmt.Fprintf(c, "GET http://mirror.test:%s/first HTTP/1.1\r\nHost: exfil.invalid\r\n\r\n"+
+		"GET /second HTTP/1.1\r\nHost: exfil.invalid\r\n\r\n", port)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%v %v", resp, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != "mirror.test:"+port+" /first" {
+		t.Fatalf("the server saw %q, want one request for mirror.test", seen)
+	}
+}
