@@ -39,6 +39,10 @@ func Main() error {
 			}
 		}
 	}
+	// The relay to the egress proxy takes its port before any program runs.
+	if err := StartEgress(os.Getenv(wire.EgressEnv)); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+	}
 	// Either failing leaves the job to run as in a cold sandbox.
 	if err := StartPrestart(os.Getenv(wire.PrestartEnv)); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)

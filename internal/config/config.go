@@ -120,6 +120,67 @@ type Config struct {
 	// Quotas bound what each principal (token, OAuth subject) may hold at
 	// once, within the server-wide limits above.
 	Quotas Quotas `json:"quotas"`
+	// Network holds the most network access a run may ask for.
+	Network Network `json:"network"`
+	// Packages holds where packages are installed from and cached.
+	Packages Packages `json:"packages"`
+}
+
+// The network tiers a run may ask for, from the most closed: "none" (no
+// network), "packages" (the language's package registries) and
+// "allowlist" (network.allowlist). They are egress.Tiers.
+const (
+	TierNone      = "none"
+	TierPackages  = "packages"
+	TierAllowlist = "allowlist"
+)
+
+// Network bounds the network access of sandboxes. A sandbox with access
+// still has no network interface but loopback; its one way out is the
+// server's egress proxy for it (internal/egress).
+type Network struct {
+	// MaxTier is the most a run or session may ask for: none (the
+	// default), packages or allowlist.
+	MaxTier string `json:"max_tier"`
+	// Allowlist are the hosts of the allowlist tier: names, or
+	// "*.example.com" for the names under example.com.
+	Allowlist []string `json:"allowlist"`
+	// PrivateHosts are hosts ("host" or "host:port") that may be reached
+	// although they are (or resolve to) loopback, link-local or private
+	// addresses: a private package mirror. Nothing else at such an address
+	// is ever dialled.
+	PrivateHosts []string `json:"private_hosts"`
+	// MaxMB bounds the megabytes one sandbox sends and receives through
+	// the proxy.
+	MaxMB int `json:"max_mb"`
+	// MaxConnections bounds the connections one sandbox opens through the
+	// proxy.
+	MaxConnections int `json:"max_connections"`
+}
+
+// Packages configures package installs (run_code's and create_session's
+// packages, install_packages).
+type Packages struct {
+	// PypiIndexURL is the PEP 503 simple index pip installs from.
+	PypiIndexURL string `json:"pypi_index_url"`
+	// NpmRegistryURL is the registry npm installs from.
+	NpmRegistryURL string `json:"npm_registry_url"`
+	// ExtraHosts are more hosts the packages tier allows (where a mirror
+	// serves its files from another host than its index).
+	ExtraHosts []string `json:"extra_hosts"`
+	// ExtraCACert is a PEM file of certificates pip and npm trust besides
+	// the usual ones (a mirror with a private CA).
+	ExtraCACert string `json:"extra_ca_cert"`
+	// CacheDir holds installed packages, one directory per set of packages
+	// and registry; sandboxes see it read-only. Empty means
+	// mcp-code-runner/packages in the user's cache directory.
+	CacheDir string `json:"cache_dir"`
+	// TimeoutSeconds bounds one install.
+	TimeoutSeconds int `json:"timeout_seconds"`
+	// MaxPackages bounds the packages of one request.
+	MaxPackages int `json:"max_packages"`
+	// MaxMB bounds the size of one install (the installer's workspace).
+	MaxMB int `json:"max_mb"`
 }
 
 // Metrics configures the Prometheus endpoint. It is off unless Addr is set
@@ -421,6 +482,15 @@ func Default() Config {
 			MaxLifeSeconds:        4 * 3600,
 		},
 		Metrics: Metrics{MaxPrincipals: 20},
+		Network: Network{MaxTier: TierNone, MaxMB: 256, MaxConnections: 256},
+		Packages: Packages{
+			PypiIndexURL:   "https://pypi.org/simple",
+			NpmRegistryURL: "https://registry.npmjs.org/",
+			ExtraHosts:     []string{"files.pythonhosted.org"},
+			TimeoutSeconds: 300,
+			MaxPackages:    32,
+			MaxMB:          512,
+		},
 		// Warm sandboxes for the languages assistants use most; the others
 		// take the cold path unless the operator sizes their pools.
 		Pool: Pool{
@@ -561,6 +631,22 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrentRuns <= 0 {
 		errs = append(errs, errors.New("max_concurrent_runs must be positive"))
+	}
+	switch c.Network.MaxTier {
+	case TierNone, TierPackages, TierAllowlist:
+	default:
+		errs = append(errs, fmt.Errorf("network.max_tier %q: want none, packages or allowlist", c.Network.MaxTier))
+	}
+	if c.Network.MaxMB <= 0 || c.Network.MaxConnections <= 0 {
+		errs = append(errs, errors.New("network.max_mb and network.max_connections must be positive"))
+	}
+	if c.Packages.TimeoutSeconds <= 0 || c.Packages.MaxPackages <= 0 || c.Packages.MaxMB <= 0 {
+		errs = append(errs, errors.New("packages.timeout_seconds, packages.max_packages and packages.max_mb must be positive"))
+	}
+	for name, u := range map[string]string{"packages.pypi_index_url": c.Packages.PypiIndexURL, "packages.npm_registry_url": c.Packages.NpmRegistryURL} {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			errs = append(errs, fmt.Errorf("%s %q: want an http:// or https:// URL", name, u))
+		}
 	}
 	if c.ShutdownGraceSeconds < 0 {
 		errs = append(errs, errors.New("shutdown_grace_seconds must not be negative"))

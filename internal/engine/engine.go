@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -26,6 +27,13 @@ type Option func(*Engine)
 // versions from v; without it they report none.
 func WithRuntimeVersions(v RuntimeVersions) Option {
 	return func(e *Engine) { e.versionSource = v }
+}
+
+// WithEgressResolver makes the egress proxies look names up with r instead
+// of the host's resolver (tests: a resolver of their own that records what
+// it was asked).
+func WithEgressResolver(r egress.Resolver) Option {
+	return func(e *Engine) { e.resolver = r }
 }
 
 // deadlineGrace is added to the stage timeouts for the sandbox's own start
@@ -52,6 +60,8 @@ type Engine struct {
 
 	quotaMu sync.Mutex
 	running map[string]int // principal name -> run slots held
+
+	resolver egress.Resolver // nil: the host's
 
 	versionSource RuntimeVersions // nil: none reported
 	versionsMu    sync.Mutex

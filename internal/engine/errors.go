@@ -18,6 +18,8 @@ const (
 	CodeImageMissing = "image_missing"
 	CodeUnavailable  = "unavailable"
 	CodeInternal     = "internal"
+	// CodeInstall: the package manager could not install what was asked.
+	CodeInstall = "install_failed"
 )
 
 // Error is an engine failure that a caller can act on; Message says what is
@@ -60,6 +62,8 @@ func (e *Engine) explain(err error, lang languages.Language) error {
 		return &Error{Code: CodeImageMissing, Err: err, Message: fmt.Sprintf(
 			"the %s runtime image %s is not built on this host; build it with `mcp-code-runner images build %s` (or `make images`), then retry",
 			lang.Name, e.reg.ImageOf(lang).Tag, lang.Name)}
+	case errors.Is(err, sandbox.ErrUnsupported):
+		return &Error{Code: CodeInvalid, Err: err, Message: err.Error()}
 	case errors.Is(err, sandbox.ErrUnavailable):
 		// The backend's error says what to do about it.
 		return &Error{Code: CodeUnavailable, Err: err, Message: fmt.Sprintf(

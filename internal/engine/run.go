@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -27,6 +28,12 @@ type RunOptions struct {
 	// QueueWait is how long the caller waited for Release's slot, for the
 	// observer.
 	QueueWait time.Duration
+	// Env is more environment for the stages, from the server: a
+	// session's packages and proxy.
+	Env []string
+	// Proxy, if set, is the session's egress proxy, whose report the
+	// result carries.
+	Proxy *egress.Proxy
 }
 
 // Run validates req, runs it in a fresh sandbox and returns the result. A
@@ -91,6 +98,19 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	if err != nil {
 		return nil, err
 	}
+	if session != nil && req.Network != "" {
+		return nil, invalid("network is chosen when the session is created (create_session's network); leave it out of a session's run_code")
+	}
+	if session != nil && len(req.Packages) > 0 {
+		return nil, invalid("a session installs packages with install_packages (or create_session's packages); leave packages out of a session's run_code")
+	}
+	tier, err := e.checkNetwork(req.Network)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkPackages(v.lang, req.Packages); err != nil {
+		return nil, err
+	}
 	owner := principal.FromContext(ctx).Name
 	lang := v.lang
 	stats.Language = lang.Name
@@ -121,6 +141,21 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 		e.runsMu.Unlock()
 	}()
 	job, useKernel := e.job(v, req, runID, session != nil)
+	addEnv(&job, opts.Env)
+	var inst *Installation
+	if len(req.Packages) > 0 {
+		if inst, err = e.Install(ctx, lang, req.Packages, runID); err != nil {
+			return nil, err
+		}
+		addEnv(&job, inst.Env())
+	}
+	proxy := e.newProxy(e.Policy(tier, lang), runID)
+	if proxy != nil {
+		defer proxy.Close()
+		addEnv(&job, proxyEnv())
+	} else if opts.Proxy != nil {
+		proxy = opts.Proxy
+	}
 	var sres *sandbox.Result
 	var sandboxID string
 	if session != nil {
@@ -130,7 +165,23 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 		stats.Exec, stats.Reached = time.Since(execStart), stats.Reached|StageExecuted
 	} else {
 		acquireStart := time.Now()
-		sb, warm, cerr := e.sandbox(ctx, lang)
+		var sb sandbox.Sandbox
+		var warm bool
+		var cerr error
+		if proxy != nil || inst != nil {
+			// A sandbox with network or packages is made for the run: no
+			// warm sandbox has either.
+			t := e.Template(lang)
+			if proxy != nil {
+				t.Egress = proxy
+			}
+			if inst != nil {
+				t.Mounts = append(t.Mounts, inst.Mount())
+			}
+			sb, cerr = e.backend.Create(ctx, t)
+		} else {
+			sb, warm, cerr = e.sandbox(ctx, lang)
+		}
 		stats.Acquire, stats.Warm = time.Since(acquireStart), warm
 		if cerr != nil {
 			return nil, e.explain(cerr, lang)
@@ -165,6 +216,16 @@ func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session 
 	out.SandboxID = sandboxID
 	out.Artifacts = e.keepArtifacts(runID, owner, sres.Artifacts)
 	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
+	if inst != nil {
+		out.Packages, out.PackagesCached = inst.Installed, inst.Cached
+	}
+	if proxy != nil {
+		r := proxy.Report()
+		out.Network = &r
+		if d := describeDenied(r); d != "" && out.Status != StatusOK {
+			out.ExitReason = strings.TrimSpace(out.ExitReason + " (" + d + ")")
+		}
+	}
 	out.TotalMs = time.Since(start).Milliseconds()
 	if session != nil && !useKernel && lang.Kernel != nil {
 		out.ExitReason = strings.TrimSpace(out.ExitReason + " (ran as a script in the session's workspace because stdin or args were given; interpreter state was not used)")
@@ -205,6 +266,19 @@ func (e *Engine) sandbox(ctx context.Context, lang languages.Language) (sandbox.
 	}
 	sb, err := e.backend.Create(ctx, e.Template(lang))
 	return sb, false, err
+}
+
+// addEnv appends env to every stage of job, and to its kernel call.
+func addEnv(job *sandbox.Job, env []string) {
+	if len(env) == 0 {
+		return
+	}
+	for i := range job.Request.Stages {
+		job.Request.Stages[i].Env = append(job.Request.Stages[i].Env, env...)
+	}
+	if k := job.Request.Kernel; k != nil {
+		k.Env = append(k.Env, env...)
+	}
 }
 
 func newRunID() string {

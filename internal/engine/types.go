@@ -4,6 +4,8 @@
 // that does not fit inline.
 package engine
 
+import "github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+
 // InputFile is a file placed in the workspace before the program runs.
 type InputFile struct {
 	Path     string `json:"path" jsonschema:"path relative to the workspace, like data/input.csv"`
@@ -21,6 +23,14 @@ type Request struct {
 	Files          []InputFile       `json:"files,omitempty" jsonschema:"extra files written into the workspace (the program's working directory) before it runs"`
 	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit of the run in seconds; at most the operator's maximum"`
 	SessionID      string            `json:"session_id,omitempty" jsonschema:"run in this session (from create_session): its files persist and, for Python and JavaScript, so do variables and imports; the value of a last bare expression is returned"`
+	Network        string            `json:"network,omitempty" jsonschema:"network access of the run: none (the default), packages (the language's package registries only) or allowlist (the operator's list of hosts); at most the operator's maximum. Programs reach it through the HTTP(S)_PROXY the sandbox sets; there is no DNS and no other route. In a session the session's own network applies"`
+	Packages       []string          `json:"packages,omitempty" jsonschema:"packages to install before the run, with the language's package manager, e.g. requests==2.32.3 (Python, pip) or lodash@4 (JavaScript, npm); installed once per set and cached, read-only to the program. Needs the operator's maximum network tier to be at least packages; the program itself keeps the network it asked for"`
+}
+
+// InstalledPackage is a package an install put in place.
+type InstalledPackage struct {
+	Name    string `json:"name" jsonschema:"the package's name"`
+	Version string `json:"version" jsonschema:"the version installed"`
 }
 
 // Stage is the outcome of one stage (compile or run).
@@ -50,13 +60,16 @@ type Result struct {
 	RuntimeVersion string `json:"runtime_version,omitempty" jsonschema:"version of the runtime or compiler, read from it when its image was built"`
 	Status         string `json:"status" jsonschema:"ok, error (non-zero exit), compile_error, timeout, oom_killed or killed"`
 	Stage
-	Compile         *Stage     `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
-	TypeErrors      int        `json:"type_errors,omitempty" jsonschema:"how many type errors the compiler reported in compile.stderr; TypeScript runs the emitted program despite them unless the operator makes them fatal"`
-	Value           string     `json:"value,omitempty" jsonschema:"in a Python or JavaScript session: the value of the cell's last bare expression"`
-	KernelRestarted bool       `json:"interpreter_restarted,omitempty" jsonschema:"in a session: this call started a fresh interpreter (first call, or the previous one was lost to a timeout or crash)"`
-	Artifacts       []Artifact `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`
-	TotalMs         int64      `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start included (a sandbox is removed after the answer)"`
-	ExitReason      string     `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
+	Compile         *Stage             `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
+	TypeErrors      int                `json:"type_errors,omitempty" jsonschema:"how many type errors the compiler reported in compile.stderr; TypeScript runs the emitted program despite them unless the operator makes them fatal"`
+	Value           string             `json:"value,omitempty" jsonschema:"in a Python or JavaScript session: the value of the cell's last bare expression"`
+	KernelRestarted bool               `json:"interpreter_restarted,omitempty" jsonschema:"in a session: this call started a fresh interpreter (first call, or the previous one was lost to a timeout or crash)"`
+	Artifacts       []Artifact         `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`
+	Packages        []InstalledPackage `json:"packages,omitempty" jsonschema:"packages installed for the run (those asked for, with the versions resolved)"`
+	PackagesCached  bool               `json:"packages_cached,omitempty" jsonschema:"the packages came from the server's cache, with no download"`
+	Network         *egress.Report     `json:"network,omitempty" jsonschema:"what the run did through the egress proxy, when it had network access: hosts reached and hosts denied, with the reason"`
+	TotalMs         int64              `json:"total_ms" jsonschema:"wall-clock time of the whole call, sandbox start included (a sandbox is removed after the answer)"`
+	ExitReason      string             `json:"message,omitempty" jsonschema:"a note on how the run ended when it did not end normally"`
 	// SandboxID names the sandbox the run used, for the audit log; clients
 	// do not see it.
 	SandboxID string `json:"-"`

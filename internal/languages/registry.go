@@ -91,6 +91,9 @@ type Language struct {
 	Kernel *Kernel `json:"kernel,omitempty"`
 	// Limits override the operator's defaults for this language.
 	Limits Limits `json:"limits,omitzero"`
+	// Packages names the package manager that installs the language's
+	// packages ("pip" or "npm"); empty: the language takes no packages.
+	Packages string `json:"packages,omitempty"`
 	// Example is a hello-world program, used in prompts and tests.
 	Example string `json:"example,omitempty"`
 }

@@ -20,8 +20,8 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 	imgs := r.Images()
-	if len(imgs) != 10 || imgs[0].Name != "base" {
-		t.Errorf("build order %v: want 10 images, base first", imgs)
+	if len(imgs) != 11 || imgs[0].Name != "base" {
+		t.Errorf("build order %v: want 11 images, base first", imgs)
 	}
 	built := map[string]bool{"root": true}
 	for _, img := range imgs {

@@ -27,13 +27,17 @@ func RunCodeTool(lim config.Limits) *mcp.Tool {
 	in.Properties["code"].MaxLength = &maxCode
 	in.Properties["files"].MaxItems = &lim.MaxFiles
 	in.Properties["files"].Items.Properties["encoding"].Enum = []any{"text", "base64"}
+	in.Properties["network"].Enum = []any{"none", "packages", "allowlist"}
 	return &mcp.Tool{
 		InputSchema: in,
 		Name:        "run_code",
 		Title:       "Run code in a sandbox",
 		Description: `Run a program in a fresh, isolated container and return its exit code,
-stdout and stderr. Each call gets a new sandbox: no network, nothing kept
-between calls. The code is saved in the working directory (/workspace)
+stdout and stderr. Each call gets a new sandbox: no network (unless network
+asks for a tier the operator allows), nothing kept between calls. packages
+installs packages first (pip for Python, npm for JavaScript), cached on the
+server; the result lists what was installed, and network.denied any host
+the egress proxy refused. The code is saved in the working directory (/workspace)
 under the language's file name; files adds more files there, stdin, args
 and env are given to the program. Compiled languages report a separate
 compile stage; a program that does not compile is not run, except that

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,8 +16,16 @@ import (
 
 // CreateSessionInput is create_session's input.
 type CreateSessionInput struct {
-	Language           string `json:"language" jsonschema:"the session's language (name or alias)"`
-	IdleTimeoutSeconds int    `json:"idle_timeout_seconds,omitempty" jsonschema:"close the session after this long unused; default and maximum are the operator's"`
+	Language           string   `json:"language" jsonschema:"the session's language (name or alias)"`
+	IdleTimeoutSeconds int      `json:"idle_timeout_seconds,omitempty" jsonschema:"close the session after this long unused; default and maximum are the operator's"`
+	Network            string   `json:"network,omitempty" jsonschema:"network access of every call in the session: none (the default), packages (the language's package registries) or allowlist (the operator's hosts); at most the operator's maximum"`
+	Packages           []string `json:"packages,omitempty" jsonschema:"packages to install before the session starts, e.g. requests==2.32.3 (Python) or lodash@4 (JavaScript); install_packages adds more later"`
+}
+
+// InstallPackagesInput is install_packages' input.
+type InstallPackagesInput struct {
+	SessionID string   `json:"session_id" jsonschema:"the session (Python or JavaScript)"`
+	Packages  []string `json:"packages" jsonschema:"packages to add, e.g. requests==2.32.3 (pip) or lodash@4 (npm); they are resolved together with the session's earlier packages"`
 }
 
 // SessionRef names a session.
@@ -80,6 +89,18 @@ as value). Close it with close_session; it also closes itself when idle.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Close a session", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: closed},
 	}, h.closeSession)
 	addTool(s, h, &mcp.Tool{
+		Name:  "install_packages",
+		Title: "Install packages in a session",
+		Description: `Install packages in a live Python (pip) or JavaScript (npm) session: they
+are downloaded by the server's installer through the package registry
+(cached per set of packages) and appear read-only in the session, importable
+by the next run_code at once. Needs the operator to allow the packages
+network tier; the session's own code keeps the network it was created with.
+A package that does not exist or versions that conflict come back with the
+package manager's own message.`,
+		Annotations: &mcp.ToolAnnotations{Title: "Install packages", DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(true)},
+	}, h.installPackages)
+	addTool(s, h, &mcp.Tool{
 		Name:        "list_sessions",
 		Title:       "List sessions",
 		Description: "List your live sessions with their language, age, last use and expiry (an operator sees everyone's, with their owners).",
@@ -106,11 +127,23 @@ as value). Close it with close_session; it also closes itself when idle.`,
 }
 
 func (h *handlers) createSession(ctx context.Context, _ *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, sessions.Info, error) {
-	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds)
+	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds, engine.SessionOptions{Network: in.Network, Packages: in.Packages})
 	if err != nil {
 		return nil, info, err
 	}
 	return withSummary(resultContent(info), "session "+info.SessionID+" ("+info.Language+") is ready; pass session_id to run_code"), info, nil
+}
+
+func (h *handlers) installPackages(ctx context.Context, _ *mcp.CallToolRequest, in InstallPackagesInput) (*mcp.CallToolResult, sessions.InstallResult, error) {
+	out, err := h.sessions.InstallPackages(ctx, in.SessionID, in.Packages)
+	if err != nil {
+		return nil, out, err
+	}
+	how := "installed"
+	if out.Cached {
+		how = "installed from the cache"
+	}
+	return withSummary(resultContent(out), fmt.Sprintf("%d packages %s in session %s; import them in run_code", len(out.Packages), how, out.SessionID)), out, nil
 }
 
 func (h *handlers) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionRef) (*mcp.CallToolResult, sessions.Info, error) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
@@ -74,7 +75,33 @@ type Template struct {
 	// Warm, if set, is the interpreter the agent starts for the job's run
 	// stage before the job arrives (see languages.Language.Warm).
 	Warm *wire.Warm
+	// Egress, if set, is the sandbox's only way out: the backend serves it
+	// on a listener of that sandbox alone, which the sandbox's agent relays
+	// to from wire.EgressListen. Without it the sandbox has no network. A
+	// backend that cannot do this refuses the template (ErrUnsupported).
+	Egress Egress
+	// Mounts are host directories shown in the sandbox, read-only unless
+	// Writable; a backend that cannot mount host directories refuses the
+	// template (ErrUnsupported).
+	Mounts []Mount
 }
+
+// Egress serves one sandbox's connections to the outside (egress.Proxy).
+type Egress interface {
+	// Serve accepts connections on ln until ln is closed.
+	Serve(ln net.Listener) error
+}
+
+// Mount is a host directory shown in a sandbox.
+type Mount struct {
+	Source   string
+	Target   string
+	Writable bool
+}
+
+// ErrUnsupported wraps errors about a template a backend cannot make (for
+// example network access on a backend without a local socket).
+var ErrUnsupported = errors.New("not supported by this sandbox backend")
 
 // Job is the one request a sandbox runs.
 type Job struct {

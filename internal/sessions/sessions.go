@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
@@ -26,15 +27,17 @@ import (
 
 // Info describes a session.
 type Info struct {
-	SessionID          string    `json:"session_id" jsonschema:"the session's id; pass it to run_code and the file tools"`
-	Language           string    `json:"language" jsonschema:"the session's language"`
-	Stateful           bool      `json:"stateful" jsonschema:"whether variables and imports persist between calls (Python, JavaScript); files always do"`
-	CreatedAt          time.Time `json:"created_at" jsonschema:"when the session started"`
-	LastUsedAt         time.Time `json:"last_used_at" jsonschema:"when it was last used"`
-	IdleTimeoutSeconds int       `json:"idle_timeout_seconds" jsonschema:"the session closes after this long unused"`
-	ExpiresAt          time.Time `json:"expires_at" jsonschema:"when it closes if unused until then (or its maximum life ends)"`
-	Calls              int       `json:"calls" jsonschema:"runs so far"`
-	Owner              string    `json:"owner,omitempty" jsonschema:"the principal (token name or OAuth subject) whose session it is; shown to operators only"`
+	SessionID          string                    `json:"session_id" jsonschema:"the session's id; pass it to run_code and the file tools"`
+	Language           string                    `json:"language" jsonschema:"the session's language"`
+	Stateful           bool                      `json:"stateful" jsonschema:"whether variables and imports persist between calls (Python, JavaScript); files always do"`
+	CreatedAt          time.Time                 `json:"created_at" jsonschema:"when the session started"`
+	LastUsedAt         time.Time                 `json:"last_used_at" jsonschema:"when it was last used"`
+	IdleTimeoutSeconds int                       `json:"idle_timeout_seconds" jsonschema:"the session closes after this long unused"`
+	ExpiresAt          time.Time                 `json:"expires_at" jsonschema:"when it closes if unused until then (or its maximum life ends)"`
+	Calls              int                       `json:"calls" jsonschema:"runs so far"`
+	Owner              string                    `json:"owner,omitempty" jsonschema:"the principal (token name or OAuth subject) whose session it is; shown to operators only"`
+	Network            string                    `json:"network,omitempty" jsonschema:"the session's network tier: none, packages or allowlist"`
+	Packages           []engine.InstalledPackage `json:"packages,omitempty" jsonschema:"packages installed in the session (create_session's packages and install_packages), with their versions"`
 	// SandboxID names the session's sandbox, for the audit log; clients do
 	// not see it.
 	SandboxID string `json:"-"`
@@ -55,6 +58,7 @@ type session struct {
 	owner    string // principal name
 	lang     languages.Language
 	sb       sandbox.Sandbox
+	extras   *engine.SessionExtras
 	created  time.Time
 	idle     time.Duration
 	callMu   sync.Mutex // one call at a time
@@ -91,7 +95,7 @@ func invalid(format string, args ...any) error {
 
 // Create starts a session of language for ctx's principal; idleSeconds 0
 // means the default.
-func (m *Manager) Create(ctx context.Context, language string, idleSeconds int) (Info, error) {
+func (m *Manager) Create(ctx context.Context, language string, idleSeconds int, opts engine.SessionOptions) (Info, error) {
 	owner := principal.FromContext(ctx).Name
 	reg := m.eng.Registry()
 	lang, ok := reg.Lookup(language)
@@ -128,7 +132,7 @@ func (m *Manager) Create(ctx context.Context, language string, idleSeconds int) 
 	}
 	m.creating[owner]++
 	m.mu.Unlock()
-	sb, err := m.eng.NewSession(ctx, lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second)
+	sb, extras, err := m.eng.NewSessionWith(ctx, lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second, opts)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.creating[owner]--; m.creating[owner] <= 0 {
@@ -138,7 +142,7 @@ func (m *Manager) Create(ctx context.Context, language string, idleSeconds int) 
 		return Info{}, err
 	}
 	now := time.Now()
-	s := &session{id: newID(), owner: owner, lang: lang, sb: sb, created: now, lastUsed: now, idle: time.Duration(idleSeconds) * time.Second}
+	s := &session{id: newID(), owner: owner, lang: lang, sb: sb, extras: extras, created: now, lastUsed: now, idle: time.Duration(idleSeconds) * time.Second}
 	m.sessions[s.id] = s
 	return m.info(s), nil
 }
@@ -184,7 +188,34 @@ func (m *Manager) Run(ctx context.Context, req engine.Request, opts engine.RunOp
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	defer s.touch()
+	opts.Env = append(opts.Env, s.extras.Env...)
+	opts.Proxy = s.extras.Proxy
 	return m.eng.RunInSession(ctx, s.sb, req, opts)
+}
+
+// InstallResult is install_packages' result.
+type InstallResult struct {
+	SessionID string                    `json:"session_id" jsonschema:"the session"`
+	Packages  []engine.InstalledPackage `json:"packages" jsonschema:"every package the session now has, with its version (those asked for and their dependencies)"`
+	Cached    bool                      `json:"cached" jsonschema:"the set came from the server's cache, with no download"`
+	Network   *egress.Report            `json:"network,omitempty" jsonschema:"what the installer did through the egress proxy (absent when cached)"`
+}
+
+// InstallPackages installs more packages in a live session; the session's
+// programs can import them at once.
+func (m *Manager) InstallPackages(ctx context.Context, id string, specs []string) (InstallResult, error) {
+	s, err := m.get(ctx, id)
+	if err != nil {
+		return InstallResult{}, err
+	}
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	defer s.touch()
+	in, err := m.eng.InstallInSession(ctx, s.lang, s.extras, specs, "install-"+id)
+	if err != nil {
+		return InstallResult{}, err
+	}
+	return InstallResult{SessionID: id, Packages: in.Installed, Cached: in.Cached, Network: in.Network}, nil
 }
 
 // call sends a file operation to the session's agent.
@@ -289,6 +320,7 @@ func (m *Manager) drop(s *session) {
 	s.mu.Unlock()
 	if !already {
 		s.sb.Close()
+		s.extras.Close()
 	}
 }
 
@@ -344,7 +376,7 @@ func (m *Manager) info(s *session) Info {
 	}
 	return Info{SessionID: s.id, Language: s.lang.Name, Stateful: s.lang.Kernel != nil, CreatedAt: s.created,
 		LastUsedAt: s.lastUsed, IdleTimeoutSeconds: int(s.idle.Seconds()), ExpiresAt: expires, Calls: s.calls,
-		SandboxID: s.sb.ID()}
+		SandboxID: s.sb.ID(), Network: s.extras.Tier, Packages: s.extras.Installed()}
 }
 
 // reap closes sessions past their idle timeout or maximum life.

@@ -52,3 +52,21 @@ type Limits struct {
 	// FileSizeBytes is the largest file a process may write (RLIMIT_FSIZE).
 	FileSizeBytes int64 `json:"fsize_bytes,omitempty"`
 }
+
+// EgressEnv is the agent's environment variable that carries an Egress as
+// JSON, in a sandbox given network access.
+const EgressEnv = "MCR_EGRESS"
+
+// Egress is how a sandbox with network access reaches the server's egress
+// proxy. The sandbox has no network interface but loopback: the agent
+// listens on Listen (on loopback) before anything else runs there and
+// relays each connection to the proxy's Unix socket at Socket, which the
+// backend bind-mounts into the sandbox.
+type Egress struct {
+	Listen string `json:"listen"`
+	Socket string `json:"socket"`
+}
+
+// EgressListen is where a sandbox's programs find the egress proxy (their
+// HTTP_PROXY and HTTPS_PROXY).
+const EgressListen = "127.0.0.1:3128"

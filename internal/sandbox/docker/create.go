@@ -19,6 +19,16 @@ import (
 // waits on the attached stdin for the one job.
 func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
 	cfg, hostCfg := b.ContainerConfig(t)
+	var egress *egressListener
+	if t.Egress != nil {
+		l, err := listenForEgress(b.SocketsDir(), t.Egress)
+		if err != nil {
+			return nil, err
+		}
+		egress = l
+		hostCfg.Mounts = append(hostCfg.Mounts, l.mount())
+		cfg.Env = append(cfg.Env, l.env())
+	}
 	var listener *agentListener
 	if dir := b.SocketsDir(); dir != "" {
 		l, err := listenForAgent(dir)
@@ -42,9 +52,10 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		if listener != nil {
 			listener.close()
 		}
+		egress.close()
 		return nil, b.classify(err, t.Image, "creating sandbox container")
 	}
-	l := &link{b: b, id: created.ID, ended: make(chan struct{}), listener: listener}
+	l := &link{b: b, id: created.ID, ended: make(chan struct{}), listener: listener, egress: egress}
 	sb := agentconn.New(created.ID, l, b.log)
 	if err := ctx.Err(); err != nil {
 		sb.Close()

@@ -90,5 +90,9 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			},
 		},
 	}
+	for _, m := range t.Mounts {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: !m.Writable,
+			BindOptions: &mount.BindOptions{NonRecursive: true}})
+	}
 	return cfg, host
 }

@@ -16,9 +16,10 @@ type link struct {
 	b        *Backend
 	id       string
 	att      client.HijackedResponse
-	listener *agentListener // nil without a socket
-	stdout   *stdoutSink    // settles the channel: the socket or the streams
-	frames   *io.PipeReader // the agent's frames when it serves on the streams
+	listener *agentListener  // nil without a socket
+	egress   *egressListener // nil without network access
+	stdout   *stdoutSink     // settles the channel: the socket or the streams
+	frames   *io.PipeReader  // the agent's frames when it serves on the streams
 	diag     agentconn.Diagnostics
 	ended    chan struct{} // closed when the attached stream ends
 }
@@ -65,6 +66,7 @@ func (l *link) Close() {
 	if l.listener != nil {
 		l.listener.close()
 	}
+	l.egress.close()
 	if l.stdout != nil {
 		if c := l.stdout.socket(); c != nil {
 			c.Close()

@@ -27,6 +27,9 @@ import (
 // its agent to run, and attaches to it. On any failure the pod is deleted
 // and the error says what to fix.
 func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
+	if t.Egress != nil || len(t.Mounts) > 0 {
+		return nil, fmt.Errorf("%w: network tiers and packages need the docker backend (the kubernetes backend's sandboxes have no network and no host mounts); use network \"none\" and no packages", sandbox.ErrUnsupported)
+	}
 	b.ensureNetworkPolicy(ctx)
 	pod := Pod(t, b.opts.Pod, time.Now())
 	// The create call is not cancelled with ctx: a cancellation while the

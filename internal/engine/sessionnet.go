@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// SessionOptions are what create_session asks for besides the language.
+type SessionOptions struct {
+	// Network is the session's tier ("" is none), for all its calls.
+	Network string
+	// Packages are installed before the session starts.
+	Packages []string
+}
+
+// SessionExtras are a session's network and packages: its proxy, and the
+// directory of its packages, which its sandbox sees read-only at
+// PackagesPath. Installing more replaces the directory's contents with
+// hard links to a cache entry: nothing is copied, and the sandbox sees the
+// new files at once without a new mount.
+type SessionExtras struct {
+	Tier  string
+	Proxy *egress.Proxy
+	// Env is what every call of the session gets: the proxy and the
+	// packages' paths.
+	Env []string
+
+	installMu sync.Mutex // one install at a time
+	mu        sync.Mutex // guards specs and installed
+	dir       string     // "" when the session takes no packages
+	specs     []string
+	installed []InstalledPackage
+}
+
+// Installed lists the session's packages.
+func (x *SessionExtras) Installed() []InstalledPackage {
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]InstalledPackage(nil), x.installed...)
+}
+
+// Close stops the session's proxy and removes its packages' links.
+func (x *SessionExtras) Close() {
+	if x == nil {
+		return
+	}
+	x.Proxy.Close()
+	if x.dir != "" {
+		_ = os.RemoveAll(x.dir)
+	}
+}
+
+// NewSessionWith starts a session's sandbox with its network and packages.
+// A language with a package manager gets a packages directory whenever the
+// operator allows the packages tier, so that install_packages can add to
+// it later.
+func (e *Engine) NewSessionWith(ctx context.Context, lang languages.Language, life time.Duration, opts SessionOptions) (sandbox.Sandbox, *SessionExtras, error) {
+	tier, err := e.checkNetwork(opts.Network)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.checkPackages(lang, opts.Packages); err != nil {
+		return nil, nil, err
+	}
+	x := &SessionExtras{Tier: tier}
+	ok := false
+	defer func() {
+		if !ok {
+			x.Close()
+		}
+	}()
+	t := e.Template(lang)
+	t.MaxLife = life + time.Duration(e.cfg.Limits.MaxTimeoutSeconds)*time.Second + deadlineGrace
+	t.Purpose = "session-" + lang.Name
+	if p := e.Policy(tier, lang); p != nil {
+		x.Proxy = e.newProxy(p, "session")
+		t.Egress = x.Proxy
+		x.Env = append(x.Env, proxyEnv()...)
+	}
+	if lang.Packages != "" && egress.Rank(e.cfg.Network.MaxTier) >= egress.Rank(egress.TierPackages) {
+		root, err := e.cacheDir()
+		if err != nil {
+			return nil, nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
+		}
+		if err := os.MkdirAll(filepath.Join(root, "sessions"), 0o755); err != nil {
+			return nil, nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
+		}
+		dir, err := os.MkdirTemp(filepath.Join(root, "sessions"), "s")
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
+		for _, sub := range []string{"node_modules", "python"} {
+			if err == nil {
+				err = os.Mkdir(filepath.Join(dir, sub), 0o755)
+			}
+		}
+		if err != nil {
+			return nil, nil, &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("making the session's packages directory: %v", err)}
+		}
+		x.dir = dir
+		in := &Installation{Manager: lang.Packages}
+		x.Env = append(x.Env, in.Env()...)
+		t.Mounts = append(t.Mounts, sandbox.Mount{Source: dir, Target: PackagesPath})
+		if len(opts.Packages) > 0 {
+			if _, err := e.InstallInSession(ctx, lang, x, opts.Packages, "session"); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	sb, err := e.backend.Create(ctx, t)
+	if err != nil {
+		return nil, nil, e.explain(err, lang)
+	}
+	ok = true
+	return sb, x, nil
+}
+
+// InstallInSession installs specs for a session, on top of what it has:
+// the cache entry of all its packages together (so their versions are
+// resolved together) replaces what the session's directory held.
+func (e *Engine) InstallInSession(ctx context.Context, lang languages.Language, x *SessionExtras, specs []string, runID string) (*Installation, error) {
+	if x == nil || x.dir == "" {
+		if lang.Packages == "" {
+			return nil, e.checkPackages(lang, specs)
+		}
+		return nil, invalid("this server does not install packages (network.max_tier is %q; packages needs at least \"packages\")", e.cfg.Network.MaxTier)
+	}
+	if len(specs) == 0 {
+		return nil, invalid("packages is empty; name at least one, like requests==2.32.3 or lodash@4")
+	}
+	x.installMu.Lock()
+	defer x.installMu.Unlock()
+	x.mu.Lock()
+	all := append(append([]string(nil), x.specs...), specs...)
+	x.mu.Unlock()
+	in, err := e.Install(ctx, lang, all, runID)
+	if err != nil {
+		return nil, err
+	}
+	if err := relink(in.Dir, x.dir); err != nil {
+		return nil, &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("placing the packages in the session: %v", err)}
+	}
+	x.mu.Lock()
+	x.specs, x.installed = all, in.Installed
+	x.mu.Unlock()
+	return in, nil
+}
+
+// relink replaces the contents of dst's node_modules and python with hard
+// links to those of the cache entry src. It never follows a link: symbolic
+// links are copied as links (the sandbox resolves them in its own file
+// system).
+func relink(src, dst string) error {
+	for _, sub := range []string{"node_modules", "python"} {
+		d := filepath.Join(dst, sub)
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return err
+		}
+		for _, en := range entries {
+			if err := os.RemoveAll(filepath.Join(d, en.Name())); err != nil {
+				return err
+			}
+		}
+		s := filepath.Join(src, sub)
+		if _, err := os.Lstat(s); err != nil {
+			continue
+		}
+		err = filepath.WalkDir(s, func(p string, de fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(s, p)
+			if rel == "." {
+				return nil
+			}
+			target := filepath.Join(d, rel)
+			switch {
+			case de.Type()&fs.ModeSymlink != 0:
+				to, err := os.Readlink(p)
+				if err != nil {
+					return err
+				}
+				return os.Symlink(to, target)
+			case de.IsDir():
+				return os.Mkdir(target, 0o755)
+			case de.Type().IsRegular():
+				return os.Link(p, target)
+			default:
+				return nil // no devices, pipes or sockets
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
