@@ -142,7 +142,7 @@ func TestAJavaScriptSessionInstallsPackagesAndRequiresThem(t *testing.T) {
 func BenchmarkPackageCache(b *testing.B) {
 	req := engine.Request{Language: "javascript", Packages: []string{"lodash@4"}, Code: "console.log(require('lodash').VERSION)"}
 	var miss, hit time.Duration
-	for i := 0; i < b.N; i++ {
+	for range b.N {
 		b.StopTimer()
 		cfg := config.Default()
 		cfg.Network.MaxTier = config.TierPackages

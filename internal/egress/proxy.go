@@ -245,7 +245,7 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 	case err != nil:
 		p.deny(host, port, "CONNECT", "the tunnel did not start with a TLS ClientHello: "+err.Error())
 		return
-	case !strings.EqualFold(strings.TrimSuffix(sni, "."), host) && !(private && net.ParseIP(host) != nil && sni == ""):
+	case !strings.EqualFold(strings.TrimSuffix(sni, "."), host) && (!private || net.ParseIP(host) == nil || sni != ""):
 		p.deny(host, port, "CONNECT", fmt.Sprintf("the TLS server name %q is not the CONNECT host", sni))
 		return
 	}

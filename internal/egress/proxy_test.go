@@ -66,7 +66,7 @@ func connect(t *testing.T, c net.Conn, target string) (int, *bufio.Reader) {
 	t.Helper()
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
 	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}) //nolint:bodyclose // a CONNECT answer has no body: the tunnel is read through br
 	if err != nil {
 		t.Fatalf("CONNECT %s: %v", target, err)
 	}
@@ -75,8 +75,8 @@ func connect(t *testing.T, c net.Conn, target string) (int, *bufio.Reader) {
 
 // tlsMirror is a TLS server on loopback the operator named as a mirror.
 func tlsMirror(t *testing.T) (*httptest.Server, string) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "mirror says hi")
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "mirror says hi")
 	}))
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
@@ -125,6 +125,7 @@ func TestAnAllowedNameThatResolvesToLoopbackOrPrivateAddressesIsNotDialled(t *te
 	if err != nil || resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("GET to a name resolving to loopback: %v %v, want 502", resp, err)
 	}
+	defer resp.Body.Close()
 	if hits.Load() != 0 {
 		t.Fatal("the loopback listener was reached")
 	}
@@ -188,7 +189,7 @@ func TestANamedMirrorOnLoopbackIsReachedWithTheRightServerName(t *testing.T) {
 
 func TestTheRunsConnectionAndByteCapsHold(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, big) }))
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	r := &fakeResolver{table: map[string]string{"mirror.test": "127.0.0.1"}}
@@ -200,6 +201,7 @@ func TestTheRunsConnectionAndByteCapsHold(t *testing.T) {
 		if err != nil {
 			return 0, 0, err
 		}
+		defer resp.Body.Close()
 		n, _ := io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, int(n), nil
 	}
@@ -259,7 +261,7 @@ func TestPlainHTTPGoesToTheCheckedHostWithItsHostHeaderAndOneRequestOnly(t *test
 		mu.Lock()
 		seen = append(seen, r.Host+" "+r.URL.Path)
 		mu.Unlock()
-		io.WriteString(w, "ok")
+		_, _ = io.WriteString(w, "ok")
 	}))
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
@@ -274,7 +276,8 @@ func TestPlainHTTPGoesToTheCheckedHostWithItsHostHeaderAndOneRequestOnly(t *test
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("%v %v", resp, err)
 	}
-	io.Copy(io.Discard, resp.Body)
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 1 || seen[0] != "mirror.test:"+port+" /first" {

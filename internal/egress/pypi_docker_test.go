@@ -43,13 +43,13 @@ func wheel(t *testing.T, name, version string, requires ...string) (string, []by
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write([]byte(files[p]))
+		_, _ = w.Write([]byte(files[p]))
 		sum := sha256.Sum256([]byte(files[p]))
 		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", p, base64.RawURLEncoding.EncodeToString(sum[:]), len(files[p]))
 	}
 	record.WriteString(info + "/RECORD,,\n")
 	w, _ := zw.Create(info + "/RECORD")
-	w.Write([]byte(record.String()))
+	_, _ = w.Write([]byte(record.String()))
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func simpleIndex(t *testing.T, wheels map[string][]byte) (*httptest.Server, *ato
 				return
 			}
 			downloads.Add(1)
-			w.Write(data)
+			_, _ = w.Write(data)
 		default:
 			http.NotFound(w, r)
 		}
@@ -209,12 +209,12 @@ func TestInstallsOverTheTimeOrSizeLimitAreStoppedAndSaySo(t *testing.T) {
 		var buf bytes.Buffer
 		zw := zip.NewWriter(&buf)
 		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "mcrbig/blob.bin", Method: zip.Store})
-		w.Write(big)
+		_, _ = w.Write(big)
 		r, _ := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 		for _, zf := range r.File {
 			src, _ := zf.Open()
 			dst, _ := zw.Create(zf.Name)
-			io.Copy(dst, src)
+			_, _ = io.Copy(dst, src)
 			src.Close()
 		}
 		zw.Close()
@@ -222,7 +222,7 @@ func TestInstallsOverTheTimeOrSizeLimitAreStoppedAndSaySo(t *testing.T) {
 	}
 	srv, _ := simpleIndex(t, wheels)
 	hang := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	slow := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-hang:
 		case <-r.Context().Done():

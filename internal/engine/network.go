@@ -16,12 +16,12 @@ func (e *Engine) checkNetwork(tier string) (string, error) {
 	if tier == "" {
 		tier = egress.TierNone
 	}
-	max := e.cfg.Network.MaxTier
+	mostAllowed := e.cfg.Network.MaxTier
 	if egress.Rank(tier) < 0 {
-		return "", invalid("network %q is not a tier; use none, packages or allowlist (this server allows up to %s)", tier, max)
+		return "", invalid("network %q is not a tier; use none, packages or allowlist (this server allows up to %s)", tier, mostAllowed)
 	}
-	if egress.Rank(tier) > egress.Rank(max) {
-		return "", invalid("network %q is above this server's maximum, %q; ask for %s or less, or ask the operator to raise network.max_tier", tier, max, max)
+	if egress.Rank(tier) > egress.Rank(mostAllowed) {
+		return "", invalid("network %q is above this server's maximum, %q; ask for %s or less, or ask the operator to raise network.max_tier", tier, mostAllowed, mostAllowed)
 	}
 	return tier, nil
 }
