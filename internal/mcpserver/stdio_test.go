@@ -125,9 +125,10 @@ func TestStdioTransport(t *testing.T) {
 		p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		p.expect(`"id":1`)
 		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-		// The same id again: a new request, answered.
-		p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-		line := p.expect(`"id":1`)
+		// The next request, answered. (A new id: MCP forbids reusing one in
+		// a session, and the SDK may apply a late cancellation to a reuse.)
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		line := p.expect(`"id":2`)
 		var resp struct {
 			Result struct {
 				Tools []struct{ Name string }
