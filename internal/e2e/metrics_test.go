@@ -216,7 +216,7 @@ scrape_configs:
 		{`sum(mcr_run_queue_wait_seconds_count{job="mcr",language="python"})`, eq(4), "every run's queue wait observed"},
 		{`sum(mcr_run_sandbox_acquire_seconds_count{job="mcr",language="python",warm="true"})`, atLeast(1), "a warm sandbox taken from the pool"},
 		{`mcr_run_output_bytes_total{job="mcr",language="python",stream="stdout"}`, atLeast(float64(len("hello metrics\nagain\n"))), "stdout bytes counted"},
-		{`mcr_pool_size{job="mcr",language="python"}`, eq(1), "the python pool's size"},
+		{`mcr_pool_size{job="mcr",language="python"}`, atLeast(1), "the python pool's size (its configured 1, or more once runs waited)"},
 		{`mcr_pool_served_total{job="mcr",language="python"}`, atLeast(1), "the pool served runs"},
 		{`sum(mcr_sandbox_create_seconds_count{job="mcr"})`, atLeast(3), "sandbox creations timed"},
 		{`sum(mcr_sandbox_remove_seconds_count{job="mcr"})`, atLeast(1), "sandbox removals timed"},
