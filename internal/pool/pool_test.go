@@ -271,7 +271,9 @@ func TestWarmBashBehavesAsBash(t *testing.T) {
 	// deleted file; a cold bash's names the script itself. (A comparison of
 	// start times would depend on the host's load.) $SECONDS is read first
 	// thing: later, on a loaded machine, the subshells could take a second.
-	const probe = `secs=$SECONDS
+	// It counts whole seconds of the clock, so a bash that starts just
+	// before a second ends reads 1 at once: up to 1 prints as 0.
+	const probe = `secs=$(( SECONDS <= 1 ? 0 : SECONDS ))
 [[ $(readlink /proc/$$/fd/255) == *" (deleted)" ]] && echo -n "warm " || echo -n "cold "
 echo "$0 $# [$*] ${BASH_SOURCE[0]} $LINENO $secs $(cat /proc/$$/cmdline | tr '\0' ' ')$MINE"
 (return 0 2>/dev/null) && echo sourced || echo "not sourced"
