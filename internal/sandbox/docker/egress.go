@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 
 	"github.com/moby/moby/api/types/mount"
 
@@ -41,24 +40,9 @@ func listenForEgress(root string, e sandbox.Egress) (*egressListener, error) {
 	if root == "" {
 		return nil, fmt.Errorf("%w: network access reaches a sandbox only through a Unix socket, which needs a local Docker daemon and a runtime that lets sandboxes connect to host sockets (not gVisor, not a daemon in a VM); use network \"none\"", sandbox.ErrUnsupported)
 	}
-	dir, err := os.MkdirTemp(root, "e")
+	dir, ln, err := listenForSandbox(root, "e", egressSocketName, "the egress socket")
 	if err != nil {
-		return nil, fmt.Errorf("making the egress socket's directory: %w", err)
-	}
-	path := filepath.Join(dir, egressSocketName)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-		if err == nil {
-			err = os.Chmod(path, 0o666)
-		}
-		if err != nil {
-			ln.Close()
-		}
-	}
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("listening on %s: %w", path, err)
+		return nil, err
 	}
 	go func() { _ = e.Serve(ln) }()
 	return &egressListener{dir: dir, ln: ln}, nil

@@ -84,15 +84,25 @@ type agentListener struct {
 // listenForAgent makes a directory under root holding a socket that the
 // sandbox's agent (another user) may connect to, and listens on it.
 func listenForAgent(root string) (*agentListener, error) {
-	dir, err := os.MkdirTemp(root, "s")
+	dir, ln, err := listenForSandbox(root, "s", socketName, "the agent's socket")
 	if err != nil {
-		return nil, fmt.Errorf("making socket directory: %w", err)
+		return nil, err
 	}
-	path := filepath.Join(dir, socketName)
+	return &agentListener{dir: dir, ln: ln}, nil
+}
+
+// listenForSandbox makes a directory under root (its name starting with
+// prefix) holding a socket called name, and listens on it. The sandbox's
+// user differs from ours: it needs to search the directory and write to
+// the socket. what names the socket in errors.
+func listenForSandbox(root, prefix, name, what string) (string, *net.UnixListener, error) {
+	dir, err := os.MkdirTemp(root, prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("making the directory of %s: %w", what, err)
+	}
+	path := filepath.Join(dir, name)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err == nil {
-		// The sandbox's user differs from ours: it needs to search the
-		// directory and write to the socket.
 		err = os.Chmod(dir, 0o755)
 		if err == nil {
 			err = os.Chmod(path, 0o666)
@@ -103,9 +113,9 @@ func listenForAgent(root string) (*agentListener, error) {
 	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("listening on %s: %w", path, err)
+		return "", nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
-	return &agentListener{dir: dir, ln: ln}, nil
+	return dir, ln, nil
 }
 
 // mount is the read-only bind mount that shows the socket to the sandbox.
