@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -95,6 +96,10 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 
 	cli := db.Client()
 	if err := st.backend.Check(ctx); err != nil {
+		if errors.Is(err, docker.ErrRuntimeMissing) {
+			d.fail("register the runtime with the daemon, or set runtime to \"auto\" (crun when registered, else the daemon's default)", "OCI runtime: %v", err)
+			return
+		}
 		d.fail("start Docker: `make docker` (installs docker.io and starts dockerd), `systemctl start docker`, or `dockerd &`", "Docker daemon: %v", err)
 		return
 	}
@@ -107,15 +112,8 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.ok("Docker %s reachable at %s (API %s, client negotiated %s)", v.Version, cli.DaemonHost(), v.APIVersion, cli.ClientVersion())
 		}
 	}
-	if cfg.Runtime != "" {
-		info, err := cli.Info(vctx, client.InfoOptions{})
-		if err == nil {
-			if _, ok := info.Info.Runtimes[cfg.Runtime]; ok {
-				d.ok("OCI runtime %q is registered with the daemon", cfg.Runtime)
-			} else {
-				d.fail(fmt.Sprintf("register %q in /etc/docker/daemon.json (\"runtimes\") and restart dockerd, or unset runtime", cfg.Runtime), "OCI runtime %q is not known to the daemon", cfg.Runtime)
-			}
-		}
+	if rt, err := db.Runtime(vctx); err == nil {
+		d.ok("OCI runtime in use: %s (%s; registered: %s)", rt.Effective, rt.Reason, strings.Join(rt.Registered, ", "))
 	}
 	missing := 0
 	for _, img := range reg.Images() {

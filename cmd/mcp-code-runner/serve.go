@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 )
 
@@ -85,7 +86,9 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			if err := listenMetrics(ctx, st); err != nil {
 				return err
 			}
-			startupChecks(ctx, st)
+			if err := startupChecks(ctx, st); err != nil {
+				return err
+			}
 			go sweepLoop(ctx, st)
 			st.engine.StartPool()
 			go logPool(ctx, st)
@@ -222,11 +225,20 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr string, 
 }
 
 // startupChecks logs what would stop runs from working, and removes
-// sandboxes a dead server left behind.
-func startupChecks(ctx context.Context, st *stack) {
+// sandboxes a dead server left behind. A configuration the backend cannot
+// honour (a runtime the daemon lacks) stops the server.
+func startupChecks(ctx context.Context, st *stack) error {
 	if err := st.backend.Check(ctx); err != nil {
+		if errors.Is(err, docker.ErrRuntimeMissing) {
+			return err
+		}
 		st.log.Error("the sandbox backend is not reachable; run_code will fail until it is", "backend", st.cfg.Backend, "err", err, "fix", "run `mcp-code-runner doctor`")
-		return
+		return nil
+	}
+	if db, ok := st.backend.(*docker.Backend); ok {
+		if rt, err := db.Runtime(ctx); err == nil {
+			st.log.Info("sandboxes run under OCI runtime "+rt.Effective, "reason", rt.Reason)
+		}
 	}
 	for _, img := range st.reg.Images() {
 		if err := st.backend.CheckImage(ctx, img.Tag); err != nil {
@@ -238,6 +250,7 @@ func startupChecks(ctx context.Context, st *stack) {
 	} else if n > 0 {
 		st.log.Info("removed sandboxes left behind by a previous server", "count", n)
 	}
+	return nil
 }
 
 func sweepLoop(ctx context.Context, st *stack) {

@@ -71,7 +71,9 @@ type Config struct {
 	Kubernetes Kubernetes `json:"kubernetes"`
 	// DockerHost overrides DOCKER_HOST when set.
 	DockerHost string `json:"docker_host"`
-	// Runtime is the OCI runtime for sandboxes ("" means the daemon's default).
+	// Runtime is the OCI runtime for sandboxes: "" or "auto" (crun when the
+	// daemon has it, else the daemon's default), or one the daemon has
+	// registered ("runc", "crun", "runsc").
 	Runtime string `json:"runtime"`
 	// AgentPath is the static binary mounted into each sandbox as its first
 	// process; empty means mcp-code-runner-agent beside this executable,

@@ -93,7 +93,8 @@ echo "processes $(ls -d /proc/[0-9]* | wc -l)"`
 }
 
 // TestNoDockerSocket looks for the Docker socket and any other socket file
-// or Docker setting in the sandbox. The one host directory mounted besides
+// or Docker setting in the sandbox. Besides /proc files masked with the
+// null device (whose content is nothing), the one host directory mounted besides
 // the agent's binary is the read-only directory of the socket the agent
 // connects to at boot; the server removes the socket once the agent is
 // connected, before any program runs, so the program finds it empty.
@@ -105,7 +106,10 @@ try containerd.sock ls -l /run/containerd/containerd.sock
 socks=$(find / -xdev -type s 2>/dev/null; find /tmp /workspace /run /var/run -type s 2>/dev/null)
 if [ -n "$socks" ]; then echo "BREACH socket-files: $socks"; else echo "ok socket-files: none"; fi
 if env | grep -qi docker; then echo "BREACH docker-env: $(env | grep -i docker)"; else echo "ok docker-env: none"; fi
-hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts; }
+# A /proc file masked with the null device is a mask, not a host mount
+# (runc binds the container's /dev/null there, crun the host's).
+masked() { [ -c "$1" ] && [ "$(stat -c %t:%T "$1")" = 1:3 ]; }
+hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | while read -r src mp rest; do masked "$mp" || echo "$src $mp $rest"; done; }
 mounts=$(hostmounts | awk '{print $2}' | sort | tr '\n' ' ')
 case "$mounts" in
   "/etc/hostname /opt/mcp-code-runner/agent "|"/etc/hostname /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;

@@ -204,7 +204,9 @@ for i in $(seq 1 60); do
   sleep 0.05
 done
 wait`
-	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 40*time.Second)
+	// The timeout leaves a loaded host the time to fill the tmpfs mounts
+	// and fork the 60 processes: the memory limit must be reached first.
+	r := h.run(engine.Request{Code: code, TimeoutSeconds: 30}, 90*time.Second)
 	t.Logf("program: %s", strings.Join(lines(r.Stdout), "; "))
 	if !strings.Contains(r.Stdout, "oom_score_adj 1000") {
 		t.Errorf("the agent should start the program with oom_score_adj 1000: %q", r.Stdout)

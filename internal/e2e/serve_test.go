@@ -216,6 +216,16 @@ func TestRefusesOpenListener(t *testing.T) {
 	}
 }
 
+// TestRefusesARuntimeTheDaemonLacks: a configured OCI runtime the daemon
+// does not have stops the server at start, with the runtimes it does have.
+func TestRefusesARuntimeTheDaemonLacks(t *testing.T) {
+	testutil.RequireDocker(t)
+	out, err := exec.Command(testutil.ServerBinary(t), "serve", "--http", "127.0.0.1:0", "--runtime", "no-such-runtime").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `runtime "no-such-runtime" is configured, and the daemon has `) || !strings.Contains(string(out), "runc") {
+		t.Fatalf("serve --runtime no-such-runtime: err %v, output %s", err, out)
+	}
+}
+
 // TestShutdownKillsRunsAfterGrace: a run longer than the grace period is
 // killed at its end; the client gets a result saying so, and the server
 // exits promptly with nothing left.

@@ -114,11 +114,16 @@ func RequireDocker(t testing.TB) *client.Client {
 	return cli
 }
 
-// Backend returns the real Docker backend.
+// RuntimeEnv names the OCI runtime the Docker suites run sandboxes under
+// ("" or "auto": crun when the daemon has it); make test runs the hostile
+// battery and the language matrix a second time with it set to runc.
+const RuntimeEnv = "MCR_TEST_RUNTIME"
+
+// Backend returns the real Docker backend, under the runtime RuntimeEnv names.
 func Backend(t testing.TB) *docker.Backend {
 	t.Helper()
 	cli := RequireDocker(t)
-	b, err := docker.New(cli, docker.Options{AgentPath: AgentBinary(t)})
+	b, err := docker.New(cli, docker.Options{AgentPath: AgentBinary(t), Runtime: os.Getenv(RuntimeEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,27 @@ import (
 // Create makes, attaches and starts a container from t; its agent then
 // waits on the attached stdin for the one job.
 func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
+	rt, err := b.Runtime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := b.create(ctx, t, rt.Name)
+	if err != nil && rt.auto && rt.Name != "" && ctx.Err() == nil {
+		// A runtime chosen by auto that cannot start a container here (crun
+		// on a host whose cgroups it refuses) gives way to the daemon's
+		// default, if that one can.
+		if fallback, ferr := b.create(ctx, t, ""); ferr == nil {
+			b.runtimeFailed(rt, err)
+			return fallback, nil
+		}
+	}
+	return sb, err
+}
+
+// create is Create under the given runtime ("" for the daemon's default).
+func (b *Backend) create(ctx context.Context, t sandbox.Template, runtime string) (sandbox.Sandbox, error) {
 	cfg, hostCfg := b.ContainerConfig(t)
+	hostCfg.Runtime = runtime
 	var egress *egressListener
 	if t.Egress != nil {
 		l, err := listenForEgress(b.SocketsDir(), t.Egress)

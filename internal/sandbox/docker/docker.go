@@ -39,7 +39,9 @@ type Options struct {
 	// AgentPath is the static agent binary on the daemon's host, mounted
 	// read-only into every container.
 	AgentPath string
-	// Runtime is the OCI runtime ("" for the daemon's default, or "runsc").
+	// Runtime is the OCI runtime: "" or "auto" (crun when the daemon has it,
+	// else the daemon's default), or a runtime registered with the daemon
+	// ("runc", "crun", "runsc").
 	Runtime string
 	// Logger receives the backend's logs.
 	Logger *slog.Logger
@@ -57,7 +59,9 @@ type Backend struct {
 	useSockets  bool
 	socketsOnce sync.Once
 	sockets     string // "" until made, or if it could not be
-
+	// runtime is the chosen runtime once the daemon has answered (runtime.go).
+	runtimeMu sync.Mutex
+	runtime   *RuntimeChoice
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -113,12 +117,12 @@ func (b *Backend) Close() error {
 	return b.cli.Close()
 }
 
-// Check pings the daemon.
+// Check pings the daemon and checks that it has the configured runtime.
 func (b *Backend) Check(ctx context.Context) error {
 	if err := Ping(ctx, b.cli); err != nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err) // Ping says what to do
 	}
-	return nil
+	return b.checkRuntime(ctx)
 }
 
 // CheckImage reports whether image is present locally.

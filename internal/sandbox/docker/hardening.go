@@ -61,7 +61,6 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		Init:           &noInit,
 		IpcMode:        "private",
 		LogConfig:      container.LogConfig{Type: "none"},
-		Runtime:        b.opts.Runtime,
 		Tmpfs: map[string]string{
 			// nr_inodes bounds the files too: a flood of empty files then gets
 			// ENOSPC instead of spending the memory limit on inodes.
