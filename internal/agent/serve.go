@@ -155,8 +155,11 @@ func runRequest(w *frameWriter, req wire.Request, cancel <-chan struct{}) (err e
 	if req.Artifacts != nil {
 		before, _ = scan(req.Workdir, req.Artifacts.MaxScan)
 	}
+	// A warm interpreter no stage of the job took goes with the job: no
+	// later job may find it, started before this one ran.
+	defer stopUnusedWarm()
 	for i, st := range req.Stages {
-		res := runStage(w, uint8(i), st, req.Workdir, req.Files, req.OutputLimit, !req.Session, cancel)
+		res := runStage(w, uint8(i), st, req.Stages[i+1:], req.Workdir, req.Files, req.OutputLimit, !req.Session, cancel)
 		last := i == len(req.Stages)-1 || res.Cancelled || st.StopOnFailure && (res.ExitCode != 0 || res.Error != "")
 		if last {
 			// The last stage's result, the artifacts and Done go out

@@ -74,7 +74,7 @@ func startStage(st wire.Stage, workdir string) (*stageProc, error) {
 	return &stageProc{cmd: cmd, outR: outR, errR: errR, stdinW: stdinW}, nil
 }
 
-func runStage(fw *frameWriter, idx uint8, st wire.Stage, workdir string, files []wire.File, limit int64, killAll bool, cancel <-chan struct{}) wire.StageResult {
+func runStage(fw *frameWriter, idx uint8, st wire.Stage, later []wire.Stage, workdir string, files []wire.File, limit int64, killAll bool, cancel <-chan struct{}) wire.StageResult {
 	res := wire.StageResult{Name: st.Name}
 	if len(st.Argv) == 0 {
 		res.Error, res.ExitCode = "stage has no command", 127
@@ -85,7 +85,7 @@ func runStage(fw *frameWriter, idx uint8, st wire.Stage, workdir string, files [
 	if idx > 0 {
 		files = nil // an earlier stage may have changed them
 	}
-	proc := takeWarm(st, workdir, files)
+	proc := takeWarm(st, later, workdir, files)
 	if proc == nil {
 		var err error
 		if proc, err = startStage(st, workdir); err != nil {
@@ -138,7 +138,10 @@ func runStage(fw *frameWriter, idx uint8, st wire.Stage, workdir string, files [
 	// The stage is over when its first process ends. Whatever it left behind
 	// (background jobs, setsid or double-forked daemons) is killed: kill(-1)
 	// reaches every process this user may signal except init and the agent.
-	if KillStragglers && killAll {
+	// While a warm interpreter waits for a later stage of the job (a
+	// compiler's stage before the run), only the stage's process group is
+	// killed, so that the interpreter lives; the last stage kills all.
+	if KillStragglers && killAll && warm == nil {
 		_ = syscall.Kill(-1, syscall.SIGKILL)
 	} else {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

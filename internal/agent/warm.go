@@ -205,19 +205,22 @@ func clearWarmScript() {
 
 // takeWarm hands st to the warm interpreter if it fits: the same command
 // prefix, environment and directory, and the interpreter still alive. It
-// returns nil when the stage must start its own process; an interpreter that
-// does not fit is stopped, since no later stage of a one-job sandbox can use
-// it either.
-func takeWarm(st wire.Stage, workdir string, files []wire.File) *stageProc {
+// returns nil when the stage must start its own process. An interpreter
+// that does not fit waits for a later stage of the job that it fits (a
+// compiled language's run stage, after its compile stage), and is stopped
+// when none does.
+func takeWarm(st wire.Stage, later []wire.Stage, workdir string, files []wire.File) *stageProc {
 	w := warm
 	if w == nil {
 		return nil
 	}
-	warm = nil
 	// An interpreter that died is found out by the write that hands it the
 	// job (EPIPE: the pipe has no reader left), which then falls back.
-	fits := len(st.Argv) >= len(w.spec.Replaces) && slices.Equal(st.Argv[:len(w.spec.Replaces)], w.spec.Replaces) &&
-		slices.Equal(st.Env, w.spec.Env) && workdir == w.dir
+	fits := w.fits(st, workdir)
+	if !fits && slices.ContainsFunc(later, func(l wire.Stage) bool { return w.fits(l, workdir) }) {
+		return nil
+	}
+	warm = nil
 	if w.fifo != "" {
 		return w.takeScript(st, workdir, files, fits)
 	}
@@ -244,6 +247,21 @@ func takeWarm(st wire.Stage, workdir string, files []wire.File) *stageProc {
 		return nil
 	}
 	return &stageProc{cmd: w.cmd, outR: w.outR, errR: w.errR, stdinW: w.stdin}
+}
+
+// fits reports whether st is what the interpreter stands for: the same
+// command prefix, environment and directory.
+func (w *warmProc) fits(st wire.Stage, workdir string) bool {
+	return len(st.Argv) >= len(w.spec.Replaces) && slices.Equal(st.Argv[:len(w.spec.Replaces)], w.spec.Replaces) &&
+		slices.Equal(st.Env, w.spec.Env) && workdir == w.dir
+}
+
+// stopUnusedWarm stops the warm interpreter if no stage took it.
+func stopUnusedWarm() {
+	if w := warm; w != nil {
+		warm = nil
+		w.stop()
+	}
 }
 
 // takeScript hands st to a script-reading interpreter: the script the job

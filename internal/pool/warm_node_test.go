@@ -107,3 +107,53 @@ console.log('after await');
 		})
 	}
 }
+
+// TestWarmTypeScriptRunsAsNode: TypeScript's run stage (`node
+// /tmp/build/main.js`, after tsc) goes to the node a warm sandbox started
+// ahead, as JavaScript's does; each program's result must equal a cold
+// sandbox's, whose run stage is that plain command.
+func TestWarmTypeScriptRunsAsNode(t *testing.T) {
+	cold := coldEngine(t)
+	warm := pooledEngineFor(t, "typescript", 1)
+	cases := []struct {
+		name string
+		req  engine.Request
+	}{
+		{"argv, __filename and require.main", engine.Request{Args: []string{"a b", "c"},
+			Code: "const n: number = 1;\nconsole.log(JSON.stringify({argv: process.argv, file: __filename, main: require.main === module, cwd: process.cwd(), n}));"}},
+		{"a type error is reported and the program still runs", engine.Request{Code: "function f(x) { return x * 2; }\nconsole.log(f(21));"}},
+		{"uncaught exception and its stack trace", engine.Request{Code: "function f(): never {\n  throw new Error('boom');\n}\nconsole.log('before');\nf();"}},
+		{"exit code", engine.Request{Code: "console.log('out');\nprocess.exit(3);"}},
+		{"stdin", engine.Request{Code: "import * as fs from 'fs';\nconsole.log(JSON.stringify(fs.readFileSync(0, 'utf8')));", Stdin: "line 1\n"}},
+		{"a syntax error stops the run before node", engine.Request{Code: "console.log('x'\n"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.req.Language = "typescript"
+			waitIdle(t, warm, "typescript", 1)
+			w, err := warm.Run(context.Background(), c.req, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := cold.Run(context.Background(), c.req, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Status != k.Status || w.ExitCode != k.ExitCode || w.Stdout != k.Stdout || w.Stderr != k.Stderr || w.TypeErrors != k.TypeErrors {
+				t.Errorf("warm: %s exit %d type errors %d\nstdout %q\nstderr %q\ncold: %s exit %d type errors %d\nstdout %q\nstderr %q",
+					w.Status, w.ExitCode, w.TypeErrors, w.Stdout, w.Stderr, k.Status, k.ExitCode, k.TypeErrors, k.Stdout, k.Stderr)
+			}
+		})
+	}
+	t.Run("the run goes to the node started ahead", func(t *testing.T) {
+		waitIdle(t, warm, "typescript", 1)
+		r, err := warm.Run(context.Background(), engine.Request{Language: "typescript",
+			Code: "import * as fs from 'fs';\nconsole.log(fs.readFileSync('/proc/self/cmdline', 'utf8').split('\\0').join(' '));"}, engine.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "node --require /tmp/.mcr-warm-"; !strings.HasPrefix(r.Stdout, want) {
+			t.Errorf("the program's command line is %q, want it to start with %q", r.Stdout, want)
+		}
+	})
+}
