@@ -19,7 +19,7 @@ func init() { subcommands = append(subcommands, newBenchCmd) }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
 	o := bench.Options{Out: os.Stdout}
-	var langs, cpuProfile, backends string
+	var langs, cpuProfile, backends, runtimes string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
@@ -38,12 +38,16 @@ on a shared machine, compare ratios across runs.`,
   mcp-code-runner bench --runs 50 --load-for 0
   mcp-code-runner bench --json before.json
   mcp-code-runner bench --compare before.json
+  mcp-code-runner bench --runtimes runc,crun
   mcp-code-runner bench --backends docker,kubernetes --kubernetes-kubeconfig ~/.kube/config \
     --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if backends != "" {
 				return compareBackends(cmd.Context(), g, strings.Split(backends, ","), strings.Split(langs, ","), o)
+			}
+			if runtimes != "" {
+				return compareRuntimes(cmd.Context(), g, strings.Split(runtimes, ","), o)
 			}
 			st, err := newStack(g)
 			if err != nil {
@@ -86,8 +90,38 @@ on a shared machine, compare ratios across runs.`,
 	f.StringVar(&o.Compare, "compare", "", "a file an earlier run wrote with --json: print this run's p50 and p99 against it, as ratios")
 	f.IntVar(&o.Burst, "burst", 50, "concurrent runs in each of the two bursts against a growing pool (0 skips them)")
 	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (docker,kubernetes: cold and warm, --runs and --cold-runs each)")
+	f.StringVar(&runtimes, "runtimes", "", "compare OCI runtimes side by side instead (runc,crun: churn ceiling, --cold-runs cold runs and the sustained load of --load-language under each)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	return cmd
+}
+
+// compareRuntimes builds a Docker backend per named runtime from the same
+// configuration and measures them side by side.
+func compareRuntimes(ctx context.Context, g *globalOptions, names []string, o bench.Options) error {
+	cfg, reg, err := g.load()
+	if err != nil {
+		return err
+	}
+	log := g.logger()
+	var runtimes []bench.Runtime
+	defer func() {
+		for _, r := range runtimes {
+			_ = r.Backend.Close()
+		}
+	}()
+	for _, name := range names {
+		c := cfg
+		c.Runtime = name
+		b, err := newDockerBackend(c, log)
+		if err != nil {
+			return fmt.Errorf("runtime %s: %w", name, err)
+		}
+		runtimes = append(runtimes, bench.Runtime{Name: name, Backend: b})
+		if err := b.Check(ctx); err != nil {
+			return fmt.Errorf("runtime %s: %w", name, err)
+		}
+	}
+	return bench.CompareRuntimes(ctx, cfg, reg, runtimes, o)
 }
 
 // compareBackends builds each named backend from the same configuration and

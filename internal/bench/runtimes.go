@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+// Runtime is one OCI runtime in a side-by-side comparison: a Docker backend
+// whose sandboxes run under it.
+type Runtime struct {
+	Name    string
+	Backend *docker.Backend
+}
+
+// CompareRuntimes measures, for each runtime in one run: the daemon's churn
+// ceiling (hardened `true` containers), cold runs of LoadLanguage through the
+// engine (the runtimes take turns run by run), and sustained load from
+// LoadClients MCP clients through Streamable HTTP with a warm pool of
+// PoolSize; then each figure's ratio to the first runtime's.
+func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Registry, runtimes []Runtime, o Options) error {
+	w := o.Out
+	l, ok := reg.Lookup(o.LoadLanguage)
+	if !ok {
+		return fmt.Errorf("unknown language %q", o.LoadLanguage)
+	}
+	lang := l.Name
+	if _, ok := hello[lang]; !ok {
+		hello[lang] = l.Example
+	}
+	fmt.Fprintf(w, "mcp-code-runner bench, OCI runtimes side by side: %s, %d CPUs seen by Go\n\n", time.Now().UTC().Format(time.RFC3339), numCPU())
+
+	type result struct {
+		churn float64
+		cold  *Sample
+		load  *Sample
+	}
+	results := make([]result, len(runtimes))
+
+	if o.ChurnFor > 0 {
+		for i, rt := range runtimes {
+			rate, err := churnCeiling(ctx, rt.Backend, reg, o.ChurnFor, o.ChurnLoops)
+			if err != nil {
+				return fmt.Errorf("churn under %s: %w", rt.Name, err)
+			}
+			results[i].churn = rate
+		}
+	}
+
+	coldCfg := cfg
+	coldCfg.Pool.Size, coldCfg.Pool.Sizes, coldCfg.Pool.MaxSize, coldCfg.Pool.MaxSizes = 0, nil, 0, nil
+	turns := make([]*series, len(runtimes))
+	for i, rt := range runtimes {
+		turns[i] = &series{name: "cold " + lang + " under " + rt.Name, call: engineCall(ctx, engine.New(coldCfg, reg, rt.Backend, nil), lang)}
+	}
+	for i, s := range interleave(o.ColdRuns, turns...) {
+		results[i].cold = s
+	}
+
+	if o.LoadFor > 0 {
+		for i, rt := range runtimes {
+			s, err := loadUnder(ctx, cfg, reg, rt.Backend, lang, o)
+			if err != nil {
+				return fmt.Errorf("load under %s: %w", rt.Name, err)
+			}
+			results[i].load = s
+		}
+	}
+
+	fmt.Fprintf(w, "| runtime | `true` churn, %d loops (containers/s) | cold %s p50 ms | cold p99 ms | load: %d clients, %s (runs/s) | load p50 ms | load p99 ms | errors |\n", o.ChurnLoops, lang, o.LoadClients, o.LoadFor)
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for i, rt := range runtimes {
+		r := results[i]
+		loadRate, p50, p99, errs := "-", "-", "-", r.cold.Errs
+		if r.load != nil {
+			loadRate, p50, p99 = fmt.Sprintf("%.2f", r.load.Rate()), ms(r.load.Quantile(.5)), ms(r.load.Quantile(.99))
+			errs += r.load.Errs
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %s | %s | %s | %s | %s | %d |\n", rt.Name, r.churn, ms(r.cold.Quantile(.5)), ms(r.cold.Quantile(.99)), loadRate, p50, p99, errs)
+	}
+	base := results[0]
+	for i := 1; i < len(runtimes); i++ {
+		r := results[i]
+		ratio := func(a, b float64) string {
+			if b <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2fx", a/b)
+		}
+		loadRatio, p99Ratio := "-", "-"
+		if r.load != nil && base.load != nil {
+			loadRatio = ratio(r.load.Rate(), base.load.Rate())
+			p99Ratio = ratio(float64(r.load.Quantile(.99)), float64(base.load.Quantile(.99)))
+		}
+		fmt.Fprintf(w, "| **%s / %s** | %s | %s faster | | %s | | %s | |\n", runtimes[i].Name, runtimes[0].Name,
+			ratio(r.churn, base.churn), ratio(float64(base.cold.Quantile(.5)), float64(r.cold.Quantile(.5))), loadRatio, p99Ratio)
+	}
+	return nil
+}
+
+// loadUnder runs the sustained load against a server of its own on b, with
+// a full warm pool of o.PoolSize for lang at the start.
+func loadUnder(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, lang string, o Options) (*Sample, error) {
+	warmCfg := cfg
+	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, []string{fmt.Sprintf("%s=%d", lang, o.PoolSize)}
+	warmCfg.Pool.MaxSize, warmCfg.Pool.MaxSizes = 0, nil
+	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
+	e := engine.New(warmCfg, reg, b, nil)
+	e.StartPool()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = e.Close(cctx)
+	}()
+	if err := waitPoolFull(ctx, e, lang, o.PoolSize, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(e, "bench", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	defer srv.Close()
+	session := func() (*mcp.ClientSession, error) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	}
+	return loadSample(ctx, session, lang, o.LoadClients, o.LoadFor), nil
+}
