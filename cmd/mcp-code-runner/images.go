@@ -127,7 +127,10 @@ build" to build what is missing or out of date.`,
 					sort.Strings(rs)
 					runtimes = strings.Join(rs, "; ")
 				}
-				stale = stale || !st.UpToDate
+				stale = stale || (!st.UpToDate && !(st.Optional && !st.Present))
+				if st.Optional && !st.Present {
+					size = "optional"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, st.Tag, imagesYesNo(st.Present), size, imagesYesNo(st.UpToDate), runtimes)
 			}
 			if err := tw.Flush(); err != nil {
