@@ -46,8 +46,8 @@ on its image when the image was built (empty while the image is missing);
 			if asJSON {
 				type entry struct {
 					languages.Language
-					ImageTag       string `json:"image_tag"`
-					ImagePresent   bool   `json:"image_present"`
+					ImageTag       string            `json:"image_tag"`
+					ImagePresent   bool              `json:"image_present"`
 					RuntimeVersion string            `json:"runtime_version"`
 					Packages       map[string]string `json:"preinstalled_packages,omitempty"`
 				}
