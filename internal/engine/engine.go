@@ -129,8 +129,10 @@ func (e *Engine) Preinstalled(ctx context.Context, lang languages.Language) map[
 	if !ok {
 		return nil
 	}
+	// An image that answered is remembered, with or without packages; a
+	// missing one is asked again next time (it may be built meanwhile).
 	p, err := src.Preinstalled(ctx, lang)
-	if err == nil && p != nil {
+	if err == nil {
 		e.versionsMu.Lock()
 		e.packages[lang.Name] = p
 		e.versionsMu.Unlock()
