@@ -1,9 +1,13 @@
 package images
 
 import (
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
 
 func TestPickMirror(t *testing.T) {
@@ -94,6 +98,37 @@ func TestParsePreinstalled(t *testing.T) {
 			}
 			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveLeavesOptionalVariantsOutUnlessAskedOrUsed(t *testing.T) {
+	builtin := languages.Builtin()
+	withML, err := languages.Load(filepath.Join("..", "..", "deploy", "languages", "python-ml.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		reg    *languages.Registry
+		names  []string
+		wantML bool
+	}{
+		{"every image (make images) leaves python-ml out", builtin, nil, false},
+		{"python-ml named is built", builtin, []string{"python-ml"}, true},
+		{"the python language resolves to the python image", builtin, []string{"python"}, false},
+		{"every image includes python-ml once python runs in it", withML, nil, true},
+		{"the python language resolves to python-ml once it runs there", withML, []string{"py"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Resolve(tc.reg, tc.names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(got, "python-ml") != tc.wantML {
+				t.Errorf("Resolve(%v) = %v; python-ml included: want %v", tc.names, got, tc.wantML)
 			}
 		})
 	}
