@@ -8,7 +8,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build image docker gvisor images run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
+.PHONY: all build image docker gvisor images images-ml run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
 	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s k8s-deploy-check
 
 all: build
@@ -36,6 +36,11 @@ gvisor: docker
 # Build the runtime images that are missing or out of date.
 images: build docker
 	$(BIN) images build
+
+# The optional python-ml image (PyTorch and XGBoost, several GB): never built
+# by `make images`; docs/LANGUAGES.md says how python runs in it.
+images-ml: build docker
+	$(BIN) images build python-ml
 
 # Set up everything and serve Streamable HTTP on $(ADDR).
 run: images
@@ -89,7 +94,7 @@ test-conformance: build
 # puts the agent image and the runtime images the tests use into its
 # containerd; k8s-down stops exactly what k8s-up started.
 K8S_STATE       ?= /var/lib/mcp-code-runner/k8s
-K8S_TEST_IMAGES ?= mcp-code-runner/python:1 mcp-code-runner/base:1
+K8S_TEST_IMAGES ?= mcp-code-runner/python:2 mcp-code-runner/base:1
 
 k8s-build:
 	bash scripts/k8s/build.sh

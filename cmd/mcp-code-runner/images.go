@@ -127,7 +127,12 @@ build" to build what is missing or out of date.`,
 					sort.Strings(rs)
 					runtimes = strings.Join(rs, "; ")
 				}
-				stale = stale || !st.UpToDate
+				// An optional image that was never built is no fault.
+				notWanted := st.Optional && !st.Present
+				stale = stale || (!st.UpToDate && !notWanted)
+				if notWanted {
+					size = "optional"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, st.Tag, imagesYesNo(st.Present), size, imagesYesNo(st.UpToDate), runtimes)
 			}
 			if err := tw.Flush(); err != nil {

@@ -21,7 +21,8 @@ func newLanguagesCmd(g *globalOptions) *cobra.Command {
 		Short: "List the languages, their images and runtime versions",
 		Long: `Languages prints every language in the registry: aliases, the image it
 runs in, whether it has a compile stage, and the runtime version recorded
-on its image when the image was built (empty while the image is missing).`,
+on its image when the image was built (empty while the image is missing);
+--json adds the packages preinstalled for each language.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, reg, err := g.load()
@@ -29,11 +30,13 @@ on its image when the image was built (empty while the image is missing).`,
 				return err
 			}
 			versions := map[string]string{}
+			packages := map[string]map[string]string{}
 			images := map[string]bool{}
 			if st, err := newStack(g); err == nil {
 				defer st.Close()
 				for _, l := range reg.Languages() {
 					versions[l.Name] = st.engine.RuntimeVersion(cmd.Context(), l)
+					packages[l.Name] = st.engine.Preinstalled(cmd.Context(), l)
 					tag := reg.ImageOf(l).Tag
 					if _, ok := images[tag]; !ok {
 						images[tag] = st.backend.CheckImage(cmd.Context(), tag) == nil
@@ -43,14 +46,15 @@ on its image when the image was built (empty while the image is missing).`,
 			if asJSON {
 				type entry struct {
 					languages.Language
-					ImageTag       string `json:"image_tag"`
-					ImagePresent   bool   `json:"image_present"`
-					RuntimeVersion string `json:"runtime_version"`
+					ImageTag       string            `json:"image_tag"`
+					ImagePresent   bool              `json:"image_present"`
+					RuntimeVersion string            `json:"runtime_version"`
+					Packages       map[string]string `json:"preinstalled_packages,omitempty"`
 				}
 				var out []entry
 				for _, l := range reg.Languages() {
 					tag := reg.ImageOf(l).Tag
-					out = append(out, entry{l, tag, images[tag], versions[l.Name]})
+					out = append(out, entry{l, tag, images[tag], versions[l.Name], packages[l.Name]})
 				}
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")

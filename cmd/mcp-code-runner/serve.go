@@ -241,6 +241,9 @@ func startupChecks(ctx context.Context, st *stack) error {
 		}
 	}
 	for _, img := range st.reg.Images() {
+		if st.reg.Optional(img) {
+			continue // built only when asked for
+		}
 		if err := st.backend.CheckImage(ctx, img.Tag); err != nil {
 			st.log.Warn("runtime image missing", "image", img.Tag, "fix", "mcp-code-runner images build "+img.Name)
 		}

@@ -82,6 +82,26 @@ func TestJavaScriptRunInstallsFromTheNpmRegistryAndRequiresIt(t *testing.T) {
 	testutil.NoLeftovers(t, b.Client())
 }
 
+// javascript-lts (Node.js 24) requires what the packages image's npm (beside
+// Debian's Node.js 20) installed: pure JavaScript modules do not depend on
+// the Node.js that installed them.
+func TestJavaScriptLTSRunRequiresWhatNpmInstalled(t *testing.T) {
+	cfg := packagesConfig(t)
+	e, b := testutil.Engine(t, &cfg)
+	requireImages(t, e, "javascript-lts")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := e.Run(ctx, engine.Request{Language: "javascript-lts", Packages: []string{"lodash@4"},
+		Code: "console.log(process.version.split('.')[0], JSON.stringify(require('lodash').chunk([1,2,3,4],2)))"}, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != engine.StatusOK || strings.TrimSpace(res.Stdout) != "v24 [[1,2],[3,4]]" {
+		t.Fatalf("status %s, stdout %q, stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+	testutil.NoLeftovers(t, b.Client())
+}
+
 func languagesBuiltin() *languages.Registry { return languages.Builtin() }
 
 // In a JavaScript session: create_session's packages, then

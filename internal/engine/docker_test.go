@@ -56,6 +56,18 @@ var perLanguage = map[string]programs{
 		loop:           "while (true) {}",
 		flood:          "for (let i = 0; i < 20000; i++) console.log('line ' + String(i).padStart(6, '0') + ' xxxxxxxxxx')",
 	},
+	"javascript-lts": {
+		hello:          "console.log('hello, world')",
+		stdin:          "const l = require('fs').readFileSync(0, 'utf8').split('\\n')[0];\nconsole.log('got: ' + l)",
+		args:           "console.log(process.argv.slice(2).join(' '))",
+		exit3:          "process.exit(3)",
+		runtimeErr:     "console.log('before');\nnull.x;",
+		runtimeErrWant: "TypeError",
+		syntaxErr:      "function (",
+		syntaxErrWant:  "SyntaxError",
+		loop:           "while (true) {}",
+		flood:          "for (let i = 0; i < 20000; i++) console.log('line ' + String(i).padStart(6, '0') + ' xxxxxxxxxx')",
+	},
 	"typescript": {
 		hello:          "const greeting: string = 'hello, world';\nconsole.log(greeting);",
 		stdin:          "import * as fs from 'fs';\nconst l: string = fs.readFileSync(0, 'utf8').split('\\n')[0];\nconsole.log('got: ' + l);",

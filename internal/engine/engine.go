@@ -20,6 +20,14 @@ type RuntimeVersions interface {
 	RuntimeVersion(ctx context.Context, lang languages.Language) (string, error)
 }
 
+// PreinstalledPackages finds the packages recorded for a language when its
+// image was built (images.LocalVersions reads them from the local image
+// store). A RuntimeVersions source that implements it makes the language
+// list report them.
+type PreinstalledPackages interface {
+	Preinstalled(ctx context.Context, lang languages.Language) (map[string]string, error)
+}
+
 // Option configures an Engine.
 type Option func(*Engine)
 
@@ -65,7 +73,8 @@ type Engine struct {
 
 	versionSource RuntimeVersions // nil: none reported
 	versionsMu    sync.Mutex
-	versions      map[string]string // language -> runtime version
+	versions      map[string]string            // language -> runtime version
+	packages      map[string]map[string]string // language -> preinstalled package -> version
 }
 
 // New returns an engine.
@@ -84,6 +93,7 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		log:       log,
 		obs:       nopObserver{},
 		versions:  map[string]string{},
+		packages:  map[string]map[string]string{},
 		runs:      map[string]RunInfo{},
 		cancels:   map[string]context.CancelFunc{},
 	}
@@ -104,6 +114,31 @@ func (e *Engine) Outputs() *OutputStore { return e.outputs }
 
 // Backend returns the sandbox backend.
 func (e *Engine) Backend() sandbox.Backend { return e.backend }
+
+// Preinstalled returns the packages preinstalled for a language (names to
+// versions) as recorded when its image was built, or nil when the image is
+// missing or has none. The result is shared: callers must not change it.
+func (e *Engine) Preinstalled(ctx context.Context, lang languages.Language) map[string]string {
+	e.versionsMu.Lock()
+	p, ok := e.packages[lang.Name]
+	e.versionsMu.Unlock()
+	if ok {
+		return p
+	}
+	src, ok := e.versionSource.(PreinstalledPackages)
+	if !ok {
+		return nil
+	}
+	// An image that answered is remembered, with or without packages; a
+	// missing one is asked again next time (it may be built meanwhile).
+	p, err := src.Preinstalled(ctx, lang)
+	if err == nil {
+		e.versionsMu.Lock()
+		e.packages[lang.Name] = p
+		e.versionsMu.Unlock()
+	}
+	return p
+}
 
 // RuntimeVersion returns the runtime version of a language as recorded when
 // its image was built, or "" when the image is missing or has none.

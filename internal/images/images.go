@@ -55,6 +55,10 @@ const (
 	// LabelRuntimeVersionPrefix + language name holds the first line the
 	// language's version command printed.
 	LabelRuntimeVersionPrefix = "io.mcp-code-runner.runtime-version."
+	// LabelPreinstalledPrefix + language name holds the packages the
+	// language's preinstalled command listed, as a JSON object of names to
+	// versions.
+	LabelPreinstalledPrefix = "io.mcp-code-runner.preinstalled."
 )
 
 // Options control Build.
@@ -110,6 +114,9 @@ type ImageStatus struct {
 	// UpToDate reports whether the image was built, and verified, from the
 	// current Dockerfile on the current parent image.
 	UpToDate bool
+	// Optional reports whether the image is built only when asked for (a
+	// variant no language runs in), so that its absence is no fault.
+	Optional bool
 }
 
 // buildContext is what an image is built from: its Dockerfile and the files
@@ -167,12 +174,15 @@ func (bc buildContext) hash(parentID string) string {
 }
 
 // Resolve turns image names and language names or aliases into the image
-// names to build; no names means every image.
+// names to build; no names means every image but the optional variants
+// (those only built when named, see languages.Registry.Optional).
 func Resolve(reg *languages.Registry, names []string) ([]string, error) {
 	if len(names) == 0 {
 		var all []string
 		for _, img := range reg.Images() {
-			all = append(all, img.Name)
+			if !reg.Optional(img) {
+				all = append(all, img.Name)
+			}
 		}
 		return all, nil
 	}
@@ -277,12 +287,13 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, bc buildContext, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
 	start := time.Now()
 	fmt.Fprintf(log, "building %s from %s on %s\n", img.Tag, img.Dockerfile, args["BASE"])
-	langs := languagesOf(reg, img.Name)
-	// The hash and the versions are cleared (they may be inherited from the
-	// parent) until the versions have been measured.
+	langs := reg.LanguagesOf(img.Name)
+	// The hash, the versions and the package lists are cleared (they may be
+	// inherited from the parent) until they have been measured.
 	labels := map[string]string{LabelManaged: "true", LabelDockerfileHash: ""}
 	for _, l := range langs {
 		labels[LabelRuntimeVersionPrefix+l.Name] = ""
+		labels[LabelPreinstalledPrefix+l.Name] = ""
 	}
 	if _, err := runBuild(ctx, cli, img.Tag, bc, args, labels, noCache, log); err != nil {
 		return "", fmt.Errorf("building image %s: %w", img.Tag, err)
@@ -296,6 +307,15 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 		}
 		fmt.Fprintf(log, "%s: %s\n", l.Name, v)
 		labels[LabelRuntimeVersionPrefix+l.Name] = v
+		if len(l.Preinstalled) > 0 {
+			pkgs, err := RunPreinstalled(ctx, cli, img.Tag, l)
+			if err != nil {
+				return "", fmt.Errorf("image %s was built but listing the packages of language %s failed: %w", img.Tag, l.Name, err)
+			}
+			data, _ := json.Marshal(pkgs)
+			fmt.Fprintf(log, "%s: %d preinstalled packages\n", l.Name, len(pkgs))
+			labels[LabelPreinstalledPrefix+l.Name] = string(data)
+		}
 	}
 	id, err := runBuild(ctx, cli, img.Tag, buildContext{dockerfile: []byte("FROM " + img.Tag + "\n")}, nil, labels, false, io.Discard)
 	if err != nil {
@@ -318,17 +338,6 @@ func removeBuildStages(ctx context.Context, cli *client.Client, log io.Writer) {
 			fmt.Fprintf(log, "removing build-stage image %s: %v\n", img.ID, err)
 		}
 	}
-}
-
-// languagesOf returns the languages that run in the named image.
-func languagesOf(reg *languages.Registry, image string) []languages.Language {
-	var out []languages.Language
-	for _, l := range reg.Languages() {
-		if l.Image == image {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // runBuild builds bc with the legacy builder and host networking (without
@@ -411,16 +420,65 @@ func readStream(r io.Reader, log io.Writer) (string, error) {
 }
 
 // RunVersion runs a language's version command in a throwaway container of
-// image (no network, read-only root, the sandbox user, tmpfs /tmp and
-// /workspace, no logs) and returns the first non-empty line it printed.
+// image and returns the first non-empty line it printed.
 func RunVersion(ctx context.Context, cli *client.Client, image string, l languages.Language) (string, error) {
+	stdout, stderr, err := runCommand(ctx, cli, image, l, l.Version)
+	if err != nil {
+		return "", err
+	}
+	for _, out := range []string{stdout, stderr} {
+		for _, line := range strings.Split(out, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				return line, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%q printed nothing", strings.Join(l.Version, " "))
+}
+
+// RunPreinstalled runs a language's preinstalled command in a throwaway
+// container of image and returns the packages it listed ("name version"
+// lines on stdout), names to versions.
+func RunPreinstalled(ctx context.Context, cli *client.Client, image string, l languages.Language) (map[string]string, error) {
+	stdout, _, err := runCommand(ctx, cli, image, l, l.Preinstalled)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreinstalled(stdout)
+}
+
+// ParsePreinstalled reads "name version" lines (blank lines ignored) into
+// a map of names to versions.
+func ParsePreinstalled(out string) (map[string]string, error) {
+	pkgs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		name, version, ok := strings.Cut(line, " ")
+		if !ok || strings.TrimSpace(version) == "" || strings.Contains(strings.TrimSpace(version), " ") {
+			return nil, fmt.Errorf("package line %q: want \"name version\"", line)
+		}
+		pkgs[name] = strings.TrimSpace(version)
+	}
+	if len(pkgs) == 0 {
+		return nil, errors.New("no packages listed")
+	}
+	return pkgs, nil
+}
+
+// runCommand runs cmd with l's environment in a throwaway container of
+// image (no network, read-only root, the sandbox user, tmpfs /tmp and
+// /workspace, no logs) and returns what it printed; a non-zero exit is an
+// error.
+func runCommand(ctx context.Context, cli *client.Client, image string, l languages.Language, cmd []string) (stdoutText, stderrText string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	pids := int64(128)
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Image: image,
 		Config: &container.Config{
-			Cmd:             l.Version,
+			Cmd:             cmd,
 			Env:             l.Env,
 			User:            wire.SandboxUser,
 			WorkingDir:      wire.WorkspacePath,
@@ -442,7 +500,7 @@ func RunVersion(ctx context.Context, cli *client.Client, image string, l languag
 		},
 	})
 	if err != nil {
-		return "", fmt.Errorf("creating a container: %w", err)
+		return "", "", fmt.Errorf("creating a container: %w", err)
 	}
 	defer func() {
 		_, _ = cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
@@ -450,33 +508,26 @@ func RunVersion(ctx context.Context, cli *client.Client, image string, l languag
 
 	att, err := cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return "", fmt.Errorf("attaching to the container: %w", err)
+		return "", "", fmt.Errorf("attaching to the container: %w", err)
 	}
 	defer att.Conn.Close()
 	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		return "", fmt.Errorf("starting %q: %w", strings.Join(l.Version, " "), err)
+		return "", "", fmt.Errorf("starting %q: %w", strings.Join(cmd, " "), err)
 	}
 	var stdout, stderr bytes.Buffer
 	if _, err := stdcopy.StdCopy(&stdout, &stderr, io.LimitReader(att.Reader, 1<<20)); err != nil {
-		return "", fmt.Errorf("reading the output of %q: %w", strings.Join(l.Version, " "), err)
+		return "", "", fmt.Errorf("reading the output of %q: %w", strings.Join(cmd, " "), err)
 	}
 	select {
 	case res := <-wait.Result:
 		if res.StatusCode != 0 {
-			return "", fmt.Errorf("%q exited with status %d: %s", strings.Join(l.Version, " "), res.StatusCode, strings.TrimSpace(stdout.String()+stderr.String()))
+			return "", "", fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), res.StatusCode, strings.TrimSpace(stdout.String()+stderr.String()))
 		}
 	case err := <-wait.Error:
-		return "", fmt.Errorf("waiting for %q: %w", strings.Join(l.Version, " "), err)
+		return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
 	}
-	for _, out := range []string{stdout.String(), stderr.String()} {
-		for _, line := range strings.Split(out, "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				return line, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%q printed nothing", strings.Join(l.Version, " "))
+	return stdout.String(), stderr.String(), nil
 }
 
 // Status reports every registry image in build order.
@@ -500,7 +551,7 @@ func Status(ctx context.Context, cli *client.Client, reg *languages.Registry) ([
 			if res.Config != nil {
 				labels = res.Config.Labels
 			}
-			for _, l := range languagesOf(reg, img.Name) {
+			for _, l := range reg.LanguagesOf(img.Name) {
 				if v := labels[LabelRuntimeVersionPrefix+l.Name]; v != "" {
 					st.RuntimeVersions[l.Name] = v
 				}
@@ -509,6 +560,7 @@ func Status(ctx context.Context, cli *client.Client, reg *languages.Registry) ([
 				st.UpToDate = labels[LabelDockerfileHash] == bc.hash(ids[img.From])
 			}
 		}
+		st.Optional = reg.Optional(img)
 		ids[img.Name] = st.ID
 		out = append(out, st)
 	}
@@ -554,4 +606,22 @@ func (v *LocalVersions) RuntimeVersion(ctx context.Context, l languages.Language
 		return "", nil
 	}
 	return res.Config.Labels[LabelRuntimeVersionPrefix+l.Name], nil
+}
+
+// Preinstalled returns the packages recorded for l when its image was
+// built, names to versions; nil when the image has none.
+func (v *LocalVersions) Preinstalled(ctx context.Context, l languages.Language) (map[string]string, error) {
+	tag := v.reg.ImageOf(l).Tag
+	res, err := v.cli.ImageInspect(ctx, tag)
+	if err != nil {
+		return nil, fmt.Errorf("inspecting image %s: %w", tag, err)
+	}
+	if res.Config == nil || res.Config.Labels[LabelPreinstalledPrefix+l.Name] == "" {
+		return nil, nil
+	}
+	var pkgs map[string]string
+	if err := json.Unmarshal([]byte(res.Config.Labels[LabelPreinstalledPrefix+l.Name]), &pkgs); err != nil {
+		return nil, fmt.Errorf("image %s: label %s: %w", tag, LabelPreinstalledPrefix+l.Name, err)
+	}
+	return pkgs, nil
 }

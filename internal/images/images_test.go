@@ -1,7 +1,13 @@
 package images
 
 import (
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
 
 func TestPickMirror(t *testing.T) {
@@ -63,6 +69,66 @@ deb [arch=amd64 signed-by=/usr/share/keyrings/x.gpg] http://ftp.de.debian.org/de
 		t.Run(tt.name, func(t *testing.T) {
 			if got := pickMirror(tt.files); got != tt.want {
 				t.Errorf("pickMirror() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePreinstalled(t *testing.T) {
+	tests := []struct {
+		name    string
+		out     string
+		want    map[string]string
+		wantErr string
+	}{
+		{"name and version lines", "numpy 2.2.4\nscikit-learn 1.4.2\n", map[string]string{"numpy": "2.2.4", "scikit-learn": "1.4.2"}, ""},
+		{"blank lines and spaces ignored", "\n  PyYAML 6.0.2  \n\n", map[string]string{"PyYAML": "6.0.2"}, ""},
+		{"a line without a version", "numpy\n", nil, `want "name version"`},
+		{"a line with more than two fields", "numpy 2.2.4 extra\n", nil, `want "name version"`},
+		{"nothing listed", "\n", nil, "no packages listed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParsePreinstalled(tc.out)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveLeavesOptionalVariantsOutUnlessAskedOrUsed(t *testing.T) {
+	builtin := languages.Builtin()
+	withML, err := languages.Load(filepath.Join("..", "..", "deploy", "languages", "python-ml.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		reg    *languages.Registry
+		names  []string
+		wantML bool
+	}{
+		{"every image (make images) leaves python-ml out", builtin, nil, false},
+		{"python-ml named is built", builtin, []string{"python-ml"}, true},
+		{"the python language resolves to the python image", builtin, []string{"python"}, false},
+		{"every image includes python-ml once python runs in it", withML, nil, true},
+		{"the python language resolves to python-ml once it runs there", withML, []string{"py"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Resolve(tc.reg, tc.names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(got, "python-ml") != tc.wantML {
+				t.Errorf("Resolve(%v) = %v; python-ml included: want %v", tc.names, got, tc.wantML)
 			}
 		})
 	}

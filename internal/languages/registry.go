@@ -33,6 +33,12 @@ type Image struct {
 	From string `json:"from"`
 	// Description says what the image carries.
 	Description string `json:"description,omitempty"`
+	// VariantOf, if set, names the image this one is a larger variant of
+	// (python-ml of python): the languages of that image are measured in
+	// this one when it is built, so that an operator can run them here (a
+	// languages file that points them at it). A variant is optional: it is
+	// built only when named, or when a language runs in it.
+	VariantOf string `json:"variant_of,omitempty"`
 }
 
 // Limits are per-language overrides of the operator's default limits, for
@@ -62,6 +68,10 @@ type Language struct {
 	Run []string `json:"run"`
 	// Version prints the runtime's version; it runs when the image is built.
 	Version []string `json:"version"`
+	// Preinstalled, if set, prints the packages the image holds for the
+	// language, one "name version" line each; it runs when the image is
+	// built, and list_languages reports what it printed.
+	Preinstalled []string `json:"preinstalled,omitempty"`
 	// Entry, if set, names the entry-point convention (internal/agent/entry)
 	// the agent applies to the code before the first stage: it may save the
 	// code under another name than File (Java's public class Solution goes
@@ -221,6 +231,9 @@ func New(f File) (*Registry, error) {
 				return nil, fmt.Errorf("image %q builds on unknown image %q", img.Name, img.From)
 			}
 		}
+		if v, ok := r.images[img.VariantOf]; img.VariantOf != "" && (!ok || v.VariantOf != "" || img.VariantOf == img.Name) {
+			return nil, fmt.Errorf("image %q: variant_of %q must name another image that is not a variant itself", img.Name, img.VariantOf)
+		}
 	}
 	langs := slices.Clone(f.Languages)
 	sort.Slice(langs, func(i, j int) bool { return langs[i].Name < langs[j].Name })
@@ -302,6 +315,26 @@ func (r *Registry) Names() []string {
 func (r *Registry) Image(name string) (Image, bool) {
 	img, ok := r.images[name]
 	return img, ok
+}
+
+// Optional reports whether img is a variant image that no language runs in:
+// one that is built only when asked for, and whose absence is no fault.
+func (r *Registry) Optional(img Image) bool {
+	return img.VariantOf != "" && !slices.ContainsFunc(r.languages, func(l Language) bool { return l.Image == img.Name })
+}
+
+// LanguagesOf returns the languages measured in the named image when it is
+// built: those that run in it, or, for a variant, those of the image it is
+// a variant of.
+func (r *Registry) LanguagesOf(image string) []Language {
+	img := r.images[image]
+	var out []Language
+	for _, l := range r.languages {
+		if l.Image == image || (img.VariantOf != "" && l.Image == img.VariantOf) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // ImageOf returns the image a language runs in.

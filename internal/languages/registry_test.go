@@ -3,6 +3,7 @@ package languages
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -20,8 +21,8 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 	imgs := r.Images()
-	if len(imgs) != 11 || imgs[0].Name != "base" {
-		t.Errorf("build order %v: want 11 images, base first", imgs)
+	if len(imgs) != 12 || imgs[0].Name != "base" {
+		t.Errorf("build order %v: want 12 images, base first", imgs)
 	}
 	built := map[string]bool{"root": true}
 	for _, img := range imgs {
@@ -84,5 +85,62 @@ func TestLoadOverrides(t *testing.T) {
 	}
 	if _, ok := r.Lookup("py"); ok {
 		t.Error("an override replaces the whole entry, aliases included")
+	}
+}
+
+func TestVariantImagesAreOptionalUntilALanguageRunsInThem(t *testing.T) {
+	r := Builtin()
+	ml, ok := r.Image("python-ml")
+	if !ok || ml.VariantOf != "python" {
+		t.Fatalf("python-ml image %+v: want a variant of python", ml)
+	}
+	if !r.Optional(ml) {
+		t.Error("python-ml is optional while no language runs in it")
+	}
+	if py, _ := r.Image("python"); r.Optional(py) {
+		t.Error("python, not a variant, is never optional")
+	}
+	var names []string
+	for _, l := range r.LanguagesOf("python-ml") {
+		names = append(names, l.Name)
+	}
+	if strings.Join(names, ",") != "python" {
+		t.Errorf("languages measured in python-ml: %v, want python's", names)
+	}
+
+	// The shipped languages file points python at python-ml, changing
+	// nothing else.
+	withML, err := Load(filepath.Join("..", "..", "deploy", "languages", "python-ml.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withML.Optional(ml) {
+		t.Error("python-ml stays optional after python was pointed at it")
+	}
+	got, _ := withML.Lookup("python")
+	want, _ := r.Lookup("python")
+	if got.Image != "python-ml" {
+		t.Errorf("python runs in %q with deploy/languages/python-ml.json, want python-ml", got.Image)
+	}
+	got.Image = want.Image
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("deploy/languages/python-ml.json differs from the built-in python in more than its image:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestNewRejectsBadVariants(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		images []Image
+	}{
+		{"variant of an unknown image", []Image{{Name: "a", Tag: "a:1", From: "root", VariantOf: "ghost"}}},
+		{"variant of itself", []Image{{Name: "a", Tag: "a:1", From: "root", VariantOf: "a"}}},
+		{"variant of a variant", []Image{{Name: "a", Tag: "a:1", From: "root"}, {Name: "b", Tag: "b:1", From: "a", VariantOf: "a"}, {Name: "c", Tag: "c:1", From: "b", VariantOf: "b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(File{Images: tc.images}); err == nil || !strings.Contains(err.Error(), "variant_of") {
+				t.Errorf("New: %v, want an error about variant_of", err)
+			}
+		})
 	}
 }

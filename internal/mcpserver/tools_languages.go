@@ -16,6 +16,9 @@ type LanguageInfo struct {
 	Compiled       bool     `json:"compiled" jsonschema:"whether runs have a separate compile stage"`
 	FileName       string   `json:"file_name" jsonschema:"the file the code is saved as, in /workspace"`
 	Available      bool     `json:"available" jsonschema:"whether its runtime image is present, so run_code can use it now"`
+	// Packages are what the image holds beyond the standard library, read
+	// when the image was built; a run imports them with no install.
+	Packages map[string]string `json:"packages,omitempty" jsonschema:"packages preinstalled in its image (name to version), importable without installing; absent when there are none"`
 }
 
 // LanguagesOutput is list_languages' result.
@@ -28,7 +31,7 @@ func ListLanguagesTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:        "list_languages",
 		Title:       "List languages",
-		Description: "List the languages run_code accepts, with aliases, runtime versions, whether each compiles first, and whether its runtime is available now.",
+		Description: "List the languages run_code accepts, with aliases, runtime versions, the packages preinstalled for each (importable without installing), whether each compiles first, and whether its runtime is available now.",
 		Annotations: &mcp.ToolAnnotations{
 			Title:          "List languages",
 			ReadOnlyHint:   true,
@@ -60,7 +63,7 @@ func (h *handlers) languages(ctx context.Context) LanguagesOutput {
 		out.Languages = append(out.Languages, LanguageInfo{
 			Name: l.Name, DisplayName: l.DisplayName, Aliases: aliases,
 			RuntimeVersion: h.eng.RuntimeVersion(ctx, l), Compiled: l.Compiled(),
-			FileName: l.File, Available: ok,
+			FileName: l.File, Available: ok, Packages: h.eng.Preinstalled(ctx, l),
 		})
 	}
 	return out

@@ -26,12 +26,19 @@ func coldEngine(t *testing.T) *engine.Engine {
 // TestWarmNodeBehavesAsNode runs each program twice in the same image: in a
 // warm JavaScript sandbox, whose agent started node before the job, and in a
 // cold one, whose run stage is a plain `node main.js`; the two results must
-// be the same, output, exit code and status.
+// be the same, output, exit code and status. Both Node.js releases are
+// checked: Debian's 20 (javascript) and the LTS from npm (javascript-lts).
 func TestWarmNodeBehavesAsNode(t *testing.T) {
 	// The cold engine first: its check for containers left behind runs
-	// last, after the warm pool's are removed.
+	// last, after the warm pools' are removed.
 	cold := coldEngine(t)
-	warm := pooledEngineFor(t, "javascript", 1)
+	for _, js := range []struct{ lang, node string }{{"javascript", "node"}, {"javascript-lts", "node24"}} {
+		t.Run(js.lang, func(t *testing.T) { testWarmNode(t, cold, js.lang, js.node) })
+	}
+}
+
+func testWarmNode(t *testing.T, cold *engine.Engine, lang, node string) {
+	warm := pooledEngineFor(t, lang, 1)
 	const probe = `console.log(JSON.stringify({argv: process.argv, execArgv: process.execArgv, file: __filename, dir: __dirname,
   main: require.main === module, cache: Object.keys(require.cache), cwd: process.cwd(), env: process.env.MINE,
   tmp: require('fs').readdirSync('/tmp'), ws: require('fs').readdirSync('.'), paths: module.paths}));`
@@ -66,8 +73,8 @@ console.log('after await');
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.req.Language = "javascript"
-			waitIdle(t, warm, "javascript", 1)
+			c.req.Language = lang
+			waitIdle(t, warm, lang, 1)
 			w, err := warm.Run(context.Background(), c.req, engine.RunOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -77,8 +84,8 @@ console.log('after await');
 				t.Fatal(err)
 			}
 			if w.Status != k.Status || w.ExitCode != k.ExitCode || w.Signal != k.Signal || w.Stdout != k.Stdout || w.Stderr != k.Stderr {
-				t.Errorf("warm: %s exit %d signal %q\nstdout %q\nstderr %q\ncold (node main.js): %s exit %d signal %q\nstdout %q\nstderr %q",
-					w.Status, w.ExitCode, w.Signal, w.Stdout, w.Stderr, k.Status, k.ExitCode, k.Signal, k.Stdout, k.Stderr)
+				t.Errorf("warm: %s exit %d signal %q\nstdout %q\nstderr %q\ncold (%s main.js): %s exit %d signal %q\nstdout %q\nstderr %q",
+					w.Status, w.ExitCode, w.Signal, w.Stdout, w.Stderr, node, k.Status, k.ExitCode, k.Signal, k.Stdout, k.Stderr)
 			}
 		})
 	}
@@ -91,12 +98,12 @@ console.log('after await');
 		env  map[string]string
 		want string
 	}{
-		{"the run goes to the node started ahead", nil, "node --require /tmp/.mcr-warm-"},
-		{"a run with its own environment gets a node of its own", map[string]string{"MINE": "1"}, "node main.js"},
+		{"the run goes to the node started ahead", nil, node + " --require /tmp/.mcr-warm-"},
+		{"a run with its own environment gets a node of its own", map[string]string{"MINE": "1"}, node + " main.js"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			waitIdle(t, warm, "javascript", 1)
-			r, err := warm.Run(context.Background(), engine.Request{Language: "javascript", Env: c.env,
+			waitIdle(t, warm, lang, 1)
+			r, err := warm.Run(context.Background(), engine.Request{Language: lang, Env: c.env,
 				Code: "console.log(require('fs').readFileSync('/proc/self/cmdline', 'utf8').split('\\0').join(' '));"}, engine.RunOptions{})
 			if err != nil {
 				t.Fatal(err)

@@ -34,9 +34,17 @@ func manager(t *testing.T, cfg *config.Config, langs ...string) *sessions.Manage
 	return m
 }
 
+// TestJavaScriptSessionKeepsState runs the JavaScript kernel on both
+// Node.js releases: Debian's 20 (javascript) and the LTS (javascript-lts).
 func TestJavaScriptSessionKeepsState(t *testing.T) {
-	m := manager(t, nil, "javascript")
-	id := create(t, m, "js", 0)
+	for _, lang := range []string{"javascript", "javascript-lts"} {
+		t.Run(lang, func(t *testing.T) { testJavaScriptSessionKeepsState(t, lang) })
+	}
+}
+
+func testJavaScriptSessionKeepsState(t *testing.T, lang string) {
+	m := manager(t, nil, lang)
+	id := create(t, m, lang, 0)
 	run(t, m, id, "let count = 20; const fs = require('fs'); function twice(n) { return 2 * n }")
 	if r := run(t, m, id, "twice(count + 1)"); r.Value != "42" {
 		t.Fatalf("state lost: %+v", r)

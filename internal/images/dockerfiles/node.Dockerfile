@@ -1,5 +1,12 @@
 # Debian's Node.js (20 in trixie) with the TypeScript compiler and the Node.js
-# type definitions from npm, under /usr/local/lib/node_modules.
+# type definitions from npm, under /usr/local/lib/node_modules; and beside it
+# the current Node.js LTS line (24, "Krypton") as node24, the official
+# binary that npm's node-linux-<arch> package ships, for javascript-lts.
+#
+# Debian's Node.js stays what `javascript` and TypeScript run: Debian patches
+# it for security, and the packages image installs npm modules (native
+# addons included) with the same Node.js. node24 is pinned to one release
+# (NODE_LTS_VERSION); `node -p process.release.lts` names its LTS line.
 #
 # TypeScript 7 is the compiler ported to Go: a static executable that
 # type-checks and emits a hello world in about 0.2 s, where TypeScript 5's
@@ -20,6 +27,7 @@ LABEL io.mcp-code-runner.build-stage=true
 ARG DEBIAN_FRONTEND=noninteractive
 ARG TYPESCRIPT_VERSION=7.0.2
 ARG TYPES_NODE_VERSION=20.19.43
+ARG NODE_LTS_VERSION=24.21.0
 ARG EXTRA_CA_CERTS=
 USER root
 RUN apt-get update \
@@ -28,7 +36,12 @@ RUN apt-get update \
       printf '%s\n' "$EXTRA_CA_CERTS" > /tmp/extra-ca.pem && export NODE_EXTRA_CA_CERTS=/tmp/extra-ca.pem; fi \
  && npm install --global --prefix /usr/local \
       --no-audit --no-fund --no-update-notifier --cache /tmp/npm-cache \
-      "typescript@${TYPESCRIPT_VERSION}" "@types/node@${TYPES_NODE_VERSION}"
+      "typescript@${TYPESCRIPT_VERSION}" "@types/node@${TYPES_NODE_VERSION}" \
+ && case "$(dpkg --print-architecture)" in amd64) arch=x64 ;; arm64) arch=arm64 ;; *) arch=unsupported ;; esac \
+ && npm install --prefix /tmp/node-lts --no-audit --no-fund --no-update-notifier --cache /tmp/npm-cache \
+      "node-linux-${arch}@${NODE_LTS_VERSION}" \
+ && install -D -m 0755 "/tmp/node-lts/node_modules/node-linux-${arch}/bin/node" /opt/node-lts/bin/node \
+ && /opt/node-lts/bin/node -e 'if (!process.release.lts) { console.error(process.version + " is not an LTS release"); process.exit(1) }'
 
 FROM ${BASE}
 ARG DEBIAN_FRONTEND=noninteractive
@@ -38,7 +51,9 @@ RUN apt-get update \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
 COPY --from=tools /usr/local/lib/node_modules /usr/local/lib/node_modules
-RUN tsc="$(find /usr/local/lib/node_modules -path '*/@typescript/typescript-linux-*/lib/tsc' -type f | head -n 1)" \
+COPY --from=tools /opt/node-lts /opt/node-lts
+RUN ln -s /opt/node-lts/bin/node /usr/local/bin/node24 \
+ && tsc="$(find /usr/local/lib/node_modules -path '*/@typescript/typescript-linux-*/lib/tsc' -type f | head -n 1)" \
  && test -n "$tsc" && ln -s "$tsc" /usr/local/bin/tsc \
- && node --version && tsc --version
+ && node --version && node24 --version && tsc --version
 USER 10001:10001

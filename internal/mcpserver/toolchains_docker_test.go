@@ -1,0 +1,84 @@
+//go:build !fast
+
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// TestOldToolchainsFailAtCompileWithTheCompilersWords pins what a user sees
+// when code needs a newer C# or Kotlin than the images hold (Mono's mcs
+// speaks C# 7; Debian's Kotlin is 1.3.31, and no newer compiler is
+// installable from the archives these machines reach): the compile stage
+// fails, the run stage never starts, and stderr carries the compiler's own
+// diagnostic naming what it did not understand. docs/LANGUAGES.md quotes
+// these errors; a change here must change it too.
+func TestOldToolchainsFailAtCompileWithTheCompilersWords(t *testing.T) {
+	cfg := config.Default()
+	testutil.Unhurried(&cfg)
+	eng, b := testutil.Engine(t, &cfg)
+	reg := languages.Builtin()
+	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
+	cs := connect(t, eng)
+
+	tests := []struct {
+		name, language, code string
+		want                 []string // in the compile stage's stderr
+	}{
+		{
+			name:     "C# 9 top-level statements and a record on Mono",
+			language: "csharp",
+			code:     "var people = new[] { new Person(\"Ada\", 36) };\nforeach (var p in people)\n    Console.WriteLine($\"{p.Name} is {p.Age}\");\n\nrecord Person(string Name, int Age);\n",
+			want:     []string{"main.cs(1,0): error CS1525: Unexpected symbol `var'"},
+		},
+		{
+			name:     "Kotlin 1.6 readln() on Kotlin 1.3",
+			language: "kotlin",
+			code:     "fun main() {\n    val name = readln()\n    println(\"Hello, $name!\")\n}\n",
+			want:     []string{"main.kt:2:16: error: unresolved reference: readln"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testutil.RequireImage(t, b, reg, tc.language)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
+				"language": tc.language, "code": tc.code,
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out engine.Result
+			data, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(data, &out); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("status %s; compile stderr:\n%s", out.Status, stderrOf(out.Compile))
+			if out.Status != engine.StatusCompileError || out.Compile == nil || out.Stdout != "" {
+				t.Fatalf("want a compile error and no run; got status %s, stdout %q", out.Status, out.Stdout)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.Compile.Stderr, w) {
+					t.Errorf("compile stderr lacks %q", w)
+				}
+			}
+		})
+	}
+}
+
+func stderrOf(s *engine.Stage) string {
+	if s == nil {
+		return "(no compile stage)"
+	}
+	return s.Stderr
+}
