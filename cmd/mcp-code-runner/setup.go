@@ -104,6 +104,10 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := hostAgentUsable(); err != nil && cfg.AgentPath == "" {
+		// Said now, not after an hour of image builds; the test run fails on it.
+		fmt.Fprintf(out, "warn  the sandboxes of %s need the agent built for Linux: %v\n", platform, err)
+	}
 
 	fmt.Fprintf(out, "\n[2/4] runtime images for %s\n", platform)
 	if o.skipImages {
@@ -249,6 +253,14 @@ func setupSmoke(ctx context.Context, out io.Writer, g *globalOptions, reg *langu
 		return fmt.Errorf("the sandbox backend: %w", err)
 	}
 	defer st.Close()
+	// A run answers before its sandbox is removed: wait for the removals, so
+	// that setup leaves nothing behind.
+	defer func() {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = st.engine.Close(wctx)
+		_, _ = st.backend.RemoveOwn(wctx)
+	}()
 	if err := st.backend.Check(ctx); err != nil {
 		return err
 	}
