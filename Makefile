@@ -23,14 +23,15 @@ build:
 
 # The server for the desktop platforms (macOS on Apple Silicon and Intel,
 # Windows), where Docker Desktop runs the sandboxes in a Linux VM: they run
-# the Linux agent (see `mcp-code-runner setup`). `make lint` builds them, so
-# that those builds stay green.
+# the Linux agent (see `mcp-code-runner setup`). CI builds them (.ci/run,
+# beside the images), so that those builds stay green. Without -trimpath, so that they share the
+# build cache with `go vet` and each other's runs.
 CROSS_TARGETS := darwin/arm64 darwin/amd64 windows/amd64
 cross:
 	@set -e; for t in $(CROSS_TARGETS); do \
 	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 	  echo "cross: $$os/$$arch -> bin/cross/mcp-code-runner-$$os-$$arch$$ext"; \
-	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/cross/mcp-code-runner-$$os-$$arch$$ext ./cmd/mcp-code-runner; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build -ldflags "-s -w -X main.version=$(VERSION)" -o bin/cross/mcp-code-runner-$$os-$$arch$$ext ./cmd/mcp-code-runner; \
 	done
 
 # The server as a container image (Dockerfile; run it with docker-compose.yml).
@@ -156,11 +157,9 @@ fuzz:
 	go test -run XXX -fuzz FuzzReadFrame -fuzztime $(FUZZTIME) ./internal/agent/wire
 	go test -run XXX -fuzz FuzzValidPath -fuzztime $(FUZZTIME) ./internal/agent/wire
 
-# gofmt, go vet, go mod tidy -diff and golangci-lint (.golangci.yml), and
-# the cross builds.
+# gofmt, go vet, go mod tidy -diff and golangci-lint (.golangci.yml).
 lint:
 	bash scripts/lint.sh
-	$(MAKE) cross
 
 # Cold vs warm vs bare-process latency, churn ceiling, sustained load, memory.
 bench: images
