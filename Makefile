@@ -8,7 +8,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build image docker gvisor images images-ml run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
+.PHONY: all build cross image docker gvisor images images-ml run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
 	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s k8s-deploy-check
 
 all: build
@@ -20,6 +20,19 @@ all: build
 build:
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN) ./cmd/mcp-code-runner
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $(BIN)-agent ./cmd/mcp-code-runner-agent
+
+# The server for the desktop platforms (macOS on Apple Silicon and Intel,
+# Windows), where Docker Desktop runs the sandboxes in a Linux VM: they run
+# the Linux agent (see `mcp-code-runner setup`). CI builds them (.ci/run,
+# beside the images), so that those builds stay green. Without -trimpath, so that they share the
+# build cache with `go vet` and each other's runs.
+CROSS_TARGETS := darwin/arm64 darwin/amd64 windows/amd64
+cross:
+	@set -e; for t in $(CROSS_TARGETS); do \
+	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "cross: $$os/$$arch -> bin/cross/mcp-code-runner-$$os-$$arch$$ext"; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build -ldflags "-s -w -X main.version=$(VERSION)" -o bin/cross/mcp-code-runner-$$os-$$arch$$ext ./cmd/mcp-code-runner; \
+	done
 
 # The server as a container image (Dockerfile; run it with docker-compose.yml).
 image: build docker
@@ -44,7 +57,7 @@ images-ml: build docker
 
 # Set up everything and serve Streamable HTTP on $(ADDR).
 run: images
-	@bash scripts/print-client-config.sh "$(CURDIR)/$(BIN)" "$(ADDR)"
+	@$(BIN) client-config --http $(ADDR)
 	$(BIN) serve --http $(ADDR)
 
 # Serve on stdio (what desktop MCP clients launch).

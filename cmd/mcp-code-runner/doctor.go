@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
@@ -182,25 +183,57 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		return
 	}
 	for _, name := range []string{"bash", "python"} {
-		if _, ok := reg.Lookup(name); !ok {
+		l, ok := reg.Lookup(name)
+		if !ok {
 			continue
 		}
-		start := time.Now()
-		res, err := st.engine.Run(ctx, engine.Request{Language: name, Code: smokeCode[name]}, engine.RunOptions{})
-		switch {
-		case err != nil:
-			d.fail("see the message; `docker info` and the daemon log help", "test run (%s): %v", name, err)
-		case res.Status != engine.StatusOK:
-			d.fail("see the output above; the image may be broken: `mcp-code-runner images build --force "+name+"`", "test run (%s): status %s, stderr: %s", name, res.Status, res.Stderr)
-		default:
-			d.ok("test run (%s) in a hardened sandbox: %s (%d ms)", name, trimOutput(res.Stdout), time.Since(start).Milliseconds())
+		msg, err := smokeRun(ctx, st, l)
+		if err != nil {
+			var se *smokeError
+			if errors.As(err, &se) {
+				d.fail(se.fix, "%s", se.problem)
+			} else {
+				d.fail("see the message", "test run (%s): %v", name, err)
+			}
+			continue
 		}
+		d.ok("%s", msg)
 	}
 }
 
+// smokeCode are the test programs of doctor and setup; they show that the
+// sandbox runs as a non-root user without network. Other languages run their
+// registry example.
 var smokeCode = map[string]string{
 	"bash":   `echo "uid=$(id -u) net=$(ls /sys/class/net | tr '\n' ' ')"`,
 	"python": `import os; print("uid", os.getuid())`,
+}
+
+// smokeError is a failed test run: what went wrong and how to fix it.
+type smokeError struct{ problem, fix string }
+
+func (e *smokeError) Error() string { return e.problem + "; fix: " + e.fix }
+
+// smokeRun runs l's test program in a real hardened sandbox and returns a
+// line that says what it printed, or a *smokeError.
+func smokeRun(ctx context.Context, st *stack, l languages.Language) (string, error) {
+	code, ok := smokeCode[l.Name]
+	if !ok {
+		code = l.Example
+	}
+	if code == "" {
+		return "", &smokeError{fmt.Sprintf("test run (%s): the language has no example program", l.Name), "add \"example\" to its registry entry"}
+	}
+	start := time.Now()
+	res, err := st.engine.Run(ctx, engine.Request{Language: l.Name, Code: code}, engine.RunOptions{})
+	switch {
+	case err != nil:
+		return "", &smokeError{fmt.Sprintf("test run (%s): %v", l.Name, err), "see the message; `docker info` and the daemon log help"}
+	case res.Status != engine.StatusOK:
+		return "", &smokeError{fmt.Sprintf("test run (%s): status %s, stderr: %s", l.Name, res.Status, res.Stderr),
+			"see the output above; the image may be broken: `mcp-code-runner images build --force " + l.Name + "`"}
+	}
+	return fmt.Sprintf("test run (%s) in a hardened sandbox: %s (%d ms)", l.Name, trimOutput(res.Stdout), time.Since(start).Milliseconds()), nil
 }
 
 func trimOutput(s string) string {

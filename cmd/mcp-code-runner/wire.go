@@ -49,10 +49,14 @@ const agentBinaryName = "mcp-code-runner-agent"
 
 // agentPath returns the agent binary to mount: the configured one, else the
 // standalone agent beside this executable, else this executable itself (its
-// hidden agent subcommand; built static by `make build`).
+// hidden agent subcommand; built static by `make build`). Off Linux, only
+// the configured one will do (hostagent.go).
 func agentPath(cfg config.Config) (string, error) {
 	if cfg.AgentPath != "" {
 		return filepath.Abs(cfg.AgentPath)
+	}
+	if err := hostAgentUsable(); err != nil {
+		return "", err
 	}
 	exe, err := os.Executable()
 	if err != nil {
