@@ -23,6 +23,9 @@ import (
 
 func init() { subcommands = append(subcommands, newSetupCmd) }
 
+// installPath is the package `go install` installs this command from.
+const installPath = "github.com/mcp-code-runner/mcp-code-runner/cmd/mcp-code-runner"
+
 // setupOptions are setup's flags.
 type setupOptions struct {
 	skipImages bool
@@ -117,7 +120,7 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 	}
 
 	fmt.Fprintf(out, "\n[3/4] a test run in a hardened sandbox\n")
-	if err := setupSmoke(ctx, out, g, reg, smoke); err != nil {
+	if err := setupSmoke(ctx, out, g, cfg, reg, smoke); err != nil {
 		return err
 	}
 
@@ -247,9 +250,13 @@ func setupImages(ctx context.Context, cmd *cobra.Command, cli *client.Client, re
 }
 
 // setupSmoke runs each language's test program in a real sandbox.
-func setupSmoke(ctx context.Context, out io.Writer, g *globalOptions, reg *languages.Registry, langs []languages.Language) error {
+func setupSmoke(ctx context.Context, out io.Writer, g *globalOptions, cfg config.Config, reg *languages.Registry, langs []languages.Language) error {
 	st, err := newStack(g)
 	if err != nil {
+		if hostAgentUsable() == nil && cfg.AgentPath == "" {
+			// On Linux this binary is the agent, which must be static.
+			return fmt.Errorf("the sandbox backend: %w; installed with go install, it must be built static: `CGO_ENABLED=0 go install %s@latest`", err, installPath)
+		}
 		return fmt.Errorf("the sandbox backend: %w", err)
 	}
 	defer st.Close()
