@@ -107,9 +107,15 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 	if err != nil {
 		return err
 	}
+	// Agent problems are said now, not after an hour of image builds.
 	if err := hostAgentUsable(); err != nil && cfg.AgentPath == "" {
-		// Said now, not after an hour of image builds; the test run fails on it.
 		fmt.Fprintf(out, "warn  the sandboxes of %s need the agent built for Linux: %v\n", platform, err)
+	} else if agent, err := agentPath(cfg); err != nil {
+		return err
+	} else if err := checkAgentArch(agent, strings.TrimPrefix(platform, "linux/")); err != nil {
+		return err
+	} else {
+		fmt.Fprintf(out, "ok    sandbox agent %s (%s)\n", agent, platform)
 	}
 
 	fmt.Fprintf(out, "\n[2/4] runtime images for %s\n", platform)
