@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -241,5 +242,29 @@ func TestBuildProgressShowsMilestonesAndLogsEverything(t *testing.T) {
 	}
 	if log.String() != input {
 		t.Errorf("the log lost output:\n%s", log.String())
+	}
+}
+
+func TestCheckAgentArch(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAgentArch(exe, runtime.GOARCH); err != nil {
+		t.Errorf("this test binary on its own architecture: %v", err)
+	}
+	other := map[string]string{"amd64": "arm64"}[runtime.GOARCH]
+	if other == "" {
+		other = "amd64"
+	}
+	if err := checkAgentArch(exe, other); err == nil || !strings.Contains(err.Error(), "GOARCH="+other) {
+		t.Errorf("an agent for another architecture: want an error saying GOARCH=%s, got %v", other, err)
+	}
+	notELF := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAgentArch(notELF, "amd64"); err == nil || !strings.Contains(err.Error(), "is not a Linux executable") || !strings.Contains(err.Error(), "GOOS=linux") {
+		t.Errorf("a file that is not ELF: want an error saying how to build the agent, got %v", err)
 	}
 }

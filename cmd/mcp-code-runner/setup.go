@@ -23,6 +23,9 @@ import (
 
 func init() { subcommands = append(subcommands, newSetupCmd) }
 
+// installPath is the package `go install` installs this command from.
+const installPath = "github.com/mcp-code-runner/mcp-code-runner/cmd/mcp-code-runner"
+
 // setupOptions are setup's flags.
 type setupOptions struct {
 	skipImages bool
@@ -104,9 +107,15 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 	if err != nil {
 		return err
 	}
+	// Agent problems are said now, not after an hour of image builds.
 	if err := hostAgentUsable(); err != nil && cfg.AgentPath == "" {
-		// Said now, not after an hour of image builds; the test run fails on it.
 		fmt.Fprintf(out, "warn  the sandboxes of %s need the agent built for Linux: %v\n", platform, err)
+	} else if agent, err := agentPath(cfg); err != nil {
+		return err
+	} else if err := checkAgentArch(agent, strings.TrimPrefix(platform, "linux/")); err != nil {
+		return err
+	} else {
+		fmt.Fprintf(out, "ok    sandbox agent %s (%s)\n", agent, platform)
 	}
 
 	fmt.Fprintf(out, "\n[2/4] runtime images for %s\n", platform)
@@ -117,7 +126,7 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 	}
 
 	fmt.Fprintf(out, "\n[3/4] a test run in a hardened sandbox\n")
-	if err := setupSmoke(ctx, out, g, reg, smoke); err != nil {
+	if err := setupSmoke(ctx, out, g, cfg, reg, smoke); err != nil {
 		return err
 	}
 
@@ -247,9 +256,13 @@ func setupImages(ctx context.Context, cmd *cobra.Command, cli *client.Client, re
 }
 
 // setupSmoke runs each language's test program in a real sandbox.
-func setupSmoke(ctx context.Context, out io.Writer, g *globalOptions, reg *languages.Registry, langs []languages.Language) error {
+func setupSmoke(ctx context.Context, out io.Writer, g *globalOptions, cfg config.Config, reg *languages.Registry, langs []languages.Language) error {
 	st, err := newStack(g)
 	if err != nil {
+		if hostAgentUsable() == nil && cfg.AgentPath == "" {
+			// On Linux this binary is the agent, which must be static.
+			return fmt.Errorf("the sandbox backend: %w; installed with go install, it must be built static: `CGO_ENABLED=0 go install %s@latest`", err, installPath)
+		}
 		return fmt.Errorf("the sandbox backend: %w", err)
 	}
 	defer st.Close()
