@@ -79,6 +79,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		return
 	}
 	defer st.Close()
+	defer waitForRemovals(ctx, st)
 	if kb, ok := st.backend.(*kubernetes.Backend); ok {
 		d.kubernetes(ctx, kb)
 		return
@@ -213,6 +214,16 @@ var smokeCode = map[string]string{
 type smokeError struct{ problem, fix string }
 
 func (e *smokeError) Error() string { return e.problem + "; fix: " + e.fix }
+
+// waitForRemovals waits until the sandboxes this command made are removed:
+// a run answers before its sandbox is, and a command that exits first would
+// leave it to the next server's sweep.
+func waitForRemovals(ctx context.Context, st *stack) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = st.engine.Close(wctx)
+	_, _ = st.backend.RemoveOwn(wctx)
+}
 
 // smokeRun runs l's test program in a real hardened sandbox and returns a
 // line that says what it printed, or a *smokeError.

@@ -266,14 +266,7 @@ func setupSmoke(ctx context.Context, out io.Writer, g *globalOptions, cfg config
 		return fmt.Errorf("the sandbox backend: %w", err)
 	}
 	defer st.Close()
-	// A run answers before its sandbox is removed: wait for the removals, so
-	// that setup leaves nothing behind.
-	defer func() {
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = st.engine.Close(wctx)
-		_, _ = st.backend.RemoveOwn(wctx)
-	}()
+	defer waitForRemovals(ctx, st)
 	if err := st.backend.Check(ctx); err != nil {
 		return err
 	}
