@@ -74,15 +74,7 @@ console.log('after await');
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.req.Language = lang
-			waitIdle(t, warm, lang, 1)
-			w, err := warm.Run(context.Background(), c.req, engine.RunOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			k, err := cold.Run(context.Background(), c.req, engine.RunOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w, k := runWarmAndCold(t, warm, cold, c.req)
 			if w.Status != k.Status || w.ExitCode != k.ExitCode || w.Signal != k.Signal || w.Stdout != k.Stdout || w.Stderr != k.Stderr {
 				t.Errorf("warm: %s exit %d signal %q\nstdout %q\nstderr %q\ncold (%s main.js): %s exit %d signal %q\nstdout %q\nstderr %q",
 					w.Status, w.ExitCode, w.Signal, w.Stdout, w.Stderr, node, k.Status, k.ExitCode, k.Signal, k.Stdout, k.Stderr)
@@ -115,6 +107,22 @@ console.log('after await');
 	}
 }
 
+// runWarmAndCold runs req in a warm sandbox (once the pool has one idle)
+// and then in a cold one, for the caller to compare the two results.
+func runWarmAndCold(t *testing.T, warm, cold *engine.Engine, req engine.Request) (w, k *engine.Result) {
+	t.Helper()
+	waitIdle(t, warm, req.Language, 1)
+	w, err := warm.Run(context.Background(), req, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err = cold.Run(context.Background(), req, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, k
+}
+
 // TestWarmTypeScriptRunsAsNode: TypeScript's run stage (`node
 // /tmp/build/main.js`, after tsc) goes to the node a warm sandbox started
 // ahead, as JavaScript's does; each program's result must equal a cold
@@ -137,15 +145,7 @@ func TestWarmTypeScriptRunsAsNode(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.req.Language = "typescript"
-			waitIdle(t, warm, "typescript", 1)
-			w, err := warm.Run(context.Background(), c.req, engine.RunOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			k, err := cold.Run(context.Background(), c.req, engine.RunOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w, k := runWarmAndCold(t, warm, cold, c.req)
 			if w.Status != k.Status || w.ExitCode != k.ExitCode || w.Stdout != k.Stdout || w.Stderr != k.Stderr || w.TypeErrors != k.TypeErrors {
 				t.Errorf("warm: %s exit %d type errors %d\nstdout %q\nstderr %q\ncold: %s exit %d type errors %d\nstdout %q\nstderr %q",
 					w.Status, w.ExitCode, w.TypeErrors, w.Stdout, w.Stderr, k.Status, k.ExitCode, k.TypeErrors, k.Stdout, k.Stderr)

@@ -23,16 +23,7 @@ import (
 // absence a failure.
 func TestGVisorRuntime(t *testing.T) {
 	cli := testutil.RequireDocker(t)
-	info, err := cli.Info(context.Background(), client.InfoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := info.Info.Runtimes["runsc"]; !ok {
-		if os.Getenv("MCR_REQUIRE_RUNSC") == "1" {
-			t.Fatal("runtime runsc is not registered with Docker (scripts/ensure-gvisor.sh)")
-		}
-		t.Skip("runtime runsc not registered; run scripts/ensure-gvisor.sh")
-	}
+	requireRuntime(t, cli, "runsc", os.Getenv("MCR_REQUIRE_RUNSC") == "1", "scripts/ensure-gvisor.sh")
 	b, err := docker.New(cli, docker.Options{AgentPath: testutil.AgentBinary(t), Runtime: "runsc"})
 	if err != nil {
 		t.Fatal(err)
@@ -65,5 +56,21 @@ func TestGVisorRuntime(t *testing.T) {
 	r, err = e.Run(ctx, engine.Request{Language: "bash", Code: "echo x; sleep 30", TimeoutSeconds: 1}, engine.RunOptions{})
 	if err != nil || !r.TimedOut || r.Stdout != "x\n" {
 		t.Fatalf("timeout under runsc: %v %+v", err, r)
+	}
+}
+
+// requireRuntime skips the test when the daemon lacks the OCI runtime name,
+// or fails it when required; setup is the script that registers it.
+func requireRuntime(t *testing.T, cli *client.Client, name string, required bool, setup string) {
+	t.Helper()
+	info, err := cli.Info(context.Background(), client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := info.Info.Runtimes[name]; !ok {
+		if required {
+			t.Fatalf("runtime %s is not registered with Docker (%s registers it)", name, setup)
+		}
+		t.Skipf("runtime %s not registered; run %s", name, setup)
 	}
 }

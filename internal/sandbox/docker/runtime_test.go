@@ -24,16 +24,7 @@ import (
 // a failure.
 func TestSandboxesRunUnderTheChosenRuntime(t *testing.T) {
 	cli := testutil.RequireDocker(t)
-	info, err := cli.Info(context.Background(), client.InfoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := info.Info.Runtimes["crun"]; !ok {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("runtime crun is not registered with Docker under CI=true (scripts/ensure-docker.sh registers it)")
-		}
-		t.Skip("runtime crun not registered; run scripts/ensure-docker.sh")
-	}
+	requireRuntime(t, cli, "crun", os.Getenv("CI") == "true", "scripts/ensure-docker.sh")
 	reg := languages.Builtin()
 	lang, _ := reg.Lookup("bash")
 	t.Cleanup(func() { testutil.NoLeftovers(t, cli) })
