@@ -120,9 +120,18 @@ func startKernel(call *wire.KernelCall, workdir string) (*kernel, error) {
 	}
 	if _, err := f.Write(src); err != nil {
 		f.Close()
+		os.Remove(f.Name())
 		return nil, fmt.Errorf("writing the kernel: %w", err)
 	}
 	f.Close()
+	// The program file lives as long as its interpreter: an agent that
+	// runs on a host (tests, local runs) leaves nothing in its temp dir.
+	started := false
+	defer func() {
+		if !started {
+			os.Remove(f.Name())
+		}
+	}()
 	argv := make([]string, len(call.Argv))
 	for i, a := range call.Argv {
 		argv[i] = strings.ReplaceAll(a, "{kernel}", f.Name())
@@ -164,6 +173,7 @@ func startKernel(call *wire.KernelCall, workdir string) (*kernel, error) {
 		errR.Close()
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
+	started = true
 	k := &kernel{cmd: cmd, ctl: ctlW, results: make(chan kernelResult, 1), out: newKstream(outR), err: newKstream(errR), exited: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(resR)
@@ -179,6 +189,7 @@ func startKernel(call *wire.KernelCall, workdir string) (*kernel, error) {
 	go func() {
 		_ = cmd.Wait()
 		untrack(cmd)
+		os.Remove(f.Name())
 		close(k.exited)
 	}()
 	return k, nil
