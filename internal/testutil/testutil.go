@@ -5,12 +5,14 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,7 +63,8 @@ func build(t testing.TB) {
 			}
 			return
 		}
-		dir, err := os.MkdirTemp("", "mcr-bin-")
+		removeStaleBuilds()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("mcr-bin-%d-", os.Getpid()))
 		if err != nil {
 			buildErr = err
 			return
@@ -79,6 +82,25 @@ func build(t testing.TB) {
 	})
 	if buildErr != nil {
 		t.Fatalf("building the binaries: %v", buildErr)
+	}
+}
+
+// removeStaleBuilds deletes the binaries that test processes no longer
+// running built: each test binary builds its own copy once and cannot tell
+// when its last test has used it, so the next build sweeps.
+func removeStaleBuilds() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "mcr-bin-*"))
+	for _, d := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), "mcr-bin-%d-", &pid); err != nil || pid <= 0 {
+			// A directory from before builds were named by process.
+			_ = os.RemoveAll(d)
+			continue
+		}
+		if p, err := os.FindProcess(pid); err == nil && p.Signal(syscall.Signal(0)) == nil {
+			continue
+		}
+		_ = os.RemoveAll(d)
 	}
 }
 
