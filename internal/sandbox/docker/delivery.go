@@ -137,17 +137,23 @@ func (b *Backend) decideDelivery(ctx context.Context) (Delivery, error) {
 		mode = DeliveryAuto
 	}
 	wantSockets := b.useSockets.Load()
-	var image string
-	if mode != DeliveryBind || wantSockets {
-		if image, err = b.ensureAgentImage(ctx, sum); err != nil {
-			return d, err
-		}
+	// The agent image fills the volume, and gives the probes an image.
+	image, err := b.ensureAgentImage(ctx, sum)
+	if err != nil {
+		return d, err
 	}
 	var why []string
 	switch mode {
 	case DeliveryBind:
+		seen, err := b.daemonSees(ctx, image, b.opts.AgentPath, sum)
+		switch {
+		case err != nil:
+			return d, err
+		case seen != "":
+			return d, fmt.Errorf("agent_delivery is bind, but %s: set agent_delivery (MCR_AGENT_DELIVERY) to auto or volume, or give the daemon this file at the same path (shared_dir)", seen)
+		}
 		d.Mode = DeliveryBind
-		why = append(why, "bind: configured")
+		why = append(why, "bind: configured, and the daemon sees the agent file with the same content")
 	case DeliveryVolume:
 		d.Mode = DeliveryVolume
 		why = append(why, "volume: configured")
