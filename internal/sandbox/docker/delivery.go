@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -93,6 +94,7 @@ func (b *Backend) Delivery(ctx context.Context) (Delivery, error) {
 	if b.delivery != nil {
 		return *b.delivery, nil
 	}
+	start := time.Now()
 	d, err := b.decideDelivery(ctx)
 	if err != nil {
 		return d, err
@@ -101,7 +103,7 @@ func (b *Backend) Delivery(ctx context.Context) (Delivery, error) {
 	if !d.Sockets {
 		b.useSockets.Store(false)
 	}
-	b.log.Info("agent delivery", "mode", d.Mode, "volume", d.Volume, "sockets", d.Sockets, "reason", d.Reason)
+	b.log.Info("agent delivery", "mode", d.Mode, "volume", d.Volume, "sockets", d.Sockets, "reason", d.Reason, "took", time.Since(start).Round(time.Millisecond))
 	return d, nil
 }
 
@@ -142,6 +144,18 @@ func (b *Backend) decideDelivery(ctx context.Context) (Delivery, error) {
 	if err != nil {
 		return d, err
 	}
+	// Whether the daemon sees the temporary directory is asked alongside.
+	type tempDirAnswer struct {
+		why string
+		err error
+	}
+	tempDir := make(chan tempDirAnswer, 1)
+	if wantSockets {
+		go func() {
+			why, err := b.daemonSeesTempDir(ctx, image)
+			tempDir <- tempDirAnswer{why, err}
+		}()
+	}
 	var why []string
 	switch mode {
 	case DeliveryBind:
@@ -176,15 +190,15 @@ func (b *Backend) decideDelivery(ctx context.Context) (Delivery, error) {
 		}
 	}
 	if wantSockets {
-		why1, err := b.daemonSeesTempDir(ctx, image)
-		if err != nil {
-			return d, err
+		a := <-tempDir
+		if a.err != nil {
+			return d, a.err
 		}
-		if why1 == "" {
+		if a.why == "" {
 			d.Sockets = true
 			why = append(why, "sockets: the daemon sees "+os.TempDir())
 		} else {
-			why = append(why, "streams: "+why1)
+			why = append(why, "streams: "+a.why)
 		}
 	} else {
 		why = append(why, "streams: the daemon is not on a local Unix socket, or the runtime is gVisor")
