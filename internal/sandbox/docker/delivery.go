@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -128,7 +129,16 @@ func (b *Backend) decideDelivery(ctx context.Context) (Delivery, error) {
 	}
 	d := Delivery{Platform: info.Info.OSType + "/" + goArch(info.Info.Architecture)}
 	if err := checkPlatform(b.opts.AgentPath, info.Info.OSType, info.Info.Architecture); err != nil {
-		return d, err
+		if info.Info.OSType != "linux" {
+			return d, err
+		}
+		// The go command and this module's source can build one.
+		built, berr := crossBuildAgent(ctx, goArch(info.Info.Architecture))
+		if berr != nil {
+			return d, fmt.Errorf("%w (building one here: %v)", err, berr)
+		}
+		b.log.Info("agent built for the daemon's platform", "platform", d.Platform, "agent", built, "instead_of", b.opts.AgentPath)
+		b.opts.AgentPath = built
 	}
 	sum, err := fileSHA256(b.opts.AgentPath)
 	if err != nil {
@@ -213,7 +223,7 @@ func (b *Backend) agentMount() mount.Mount {
 		return mount.Mount{Type: mount.TypeVolume, Source: d.Volume, Target: AgentDir, ReadOnly: true,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true}}
 	}
-	return mount.Mount{Type: mount.TypeBind, Source: b.opts.AgentPath, Target: AgentPath, ReadOnly: true}
+	return mount.Mount{Type: mount.TypeBind, Source: b.AgentPath(), Target: AgentPath, ReadOnly: true}
 }
 
 // goArch names a daemon's architecture (uname -m) as Go does.
@@ -458,4 +468,64 @@ func (b *Backend) readFromContainer(ctx context.Context, id, path string) ([]byt
 func sha256Hex(data []byte) string {
 	s := sha256.Sum256(data)
 	return hex.EncodeToString(s[:])
+}
+
+// modulePath is this project's Go module, whose source crossBuildAgent
+// looks for.
+const modulePath = "github.com/mcp-code-runner/mcp-code-runner"
+
+// crossBuildAgent builds the agent for linux/arch (static, CGO_ENABLED=0)
+// into the user's cache directory, from the module's source tree found
+// above the working directory or this executable, with the go command.
+func crossBuildAgent(ctx context.Context, arch string) (string, error) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return "", errors.New("no go command on PATH")
+	}
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	root := ""
+	for _, start := range starts {
+		if root = moduleRoot(start); root != "" {
+			break
+		}
+	}
+	if root == "" {
+		return "", fmt.Errorf("the source of %s is not above the working directory or this executable", modulePath)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(cache, "mcp-code-runner", "mcp-code-runner-agent-linux-"+arch)
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/mcp-code-runner-agent")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build for linux/%s in %s: %v: %s", arch, root, err, strings.TrimSpace(string(msg)))
+	}
+	return out, checkStatic(out)
+}
+
+// moduleRoot returns the directory at or above dir whose go.mod declares
+// modulePath, or "".
+func moduleRoot(dir string) string {
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			first, _, _ := strings.Cut(string(data), "\n")
+			if strings.TrimSpace(first) == "module "+modulePath {
+				return dir
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,4 +197,35 @@ func volumeNames(t *testing.T, cli *client.Client) []string {
 		names = append(names, v.Name)
 	}
 	return names
+}
+
+// TestAgentForADaemonOfAnotherArchitecture checks that an agent built for
+// another architecture than the daemon's is refused with the command that
+// builds the right one, and that the backend can build that one itself
+// from the module's source (a daemon on arm64, say, for a server on amd64).
+func TestAgentForADaemonOfAnotherArchitecture(t *testing.T) {
+	host := testutil.AgentBinary(t)
+	err := docker.CheckPlatform(host, "linux", "aarch64")
+	if !errors.Is(err, docker.ErrAgentPlatform) || !strings.Contains(err.Error(), "GOARCH=arm64 go build") {
+		t.Fatalf("an amd64 agent for an arm64 daemon: want ErrAgentPlatform with the build command, got %v", err)
+	}
+	if err := docker.CheckPlatform(host, "linux", "x86_64"); err != nil {
+		t.Fatalf("an amd64 agent for an amd64 daemon: %v", err)
+	}
+	// The binary goes to a cache of the test's own; the go command keeps
+	// its build cache (the first build for arm64 compiles the standard
+	// library, minutes on a loaded machine; later ones take seconds).
+	goCache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOCACHE: %v", err)
+	}
+	t.Setenv("GOCACHE", strings.TrimSpace(string(goCache)))
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	built, err := docker.CrossBuildAgent(context.Background(), "arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := docker.CheckPlatform(built, "linux", "aarch64"); err != nil {
+		t.Errorf("the agent built for arm64: %v", err)
+	}
 }

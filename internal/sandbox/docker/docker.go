@@ -98,7 +98,13 @@ func (b *Backend) Client() *client.Client { return b.cli }
 
 // AgentPath returns the agent binary sandboxes get (bind-mounted, or
 // copied into the agent volume).
-func (b *Backend) AgentPath() string { return b.opts.AgentPath }
+// It is another binary than Options.AgentPath when that one was built for
+// another platform than the daemon's and the backend built one (delivery.go).
+func (b *Backend) AgentPath() string {
+	b.deliveryMu.Lock()
+	defer b.deliveryMu.Unlock()
+	return b.opts.AgentPath
+}
 
 // UsesSockets reports whether agents are given sockets to connect to; it
 // turns false when Delivery finds that the daemon cannot see them.
