@@ -90,7 +90,7 @@ func TestAgentArrivesWhenTheDaemonCannotSeeTheServersFiles(t *testing.T) {
 	})
 
 	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
-		`mount -t tmpfs -o size=64m,mode=0755 tmpfs "$1" && mkdir -m 1777 "$1/tmp" && cp "$2" "$1/agent" && exec "$3" -test.run='^TestHiddenFilesChild$' -test.count=1 -test.v`,
+		`mount -t tmpfs -o size=256m,mode=0755 tmpfs "$1" && mkdir -m 1777 "$1/tmp" && cp "$2" "$1/agent" && exec "$3" -test.run='^TestHiddenFilesChild$' -test.count=1 -test.v`,
 		"sh", hidden, unique, os.Args[0])
 	cmd.Env = append(os.Environ(), hiddenDirEnv+"="+hidden, "TMPDIR="+filepath.Join(hidden, "tmp"), "MCR_TEST_AGENT_SHA256="+hash)
 	out, err := cmd.CombinedOutput()
