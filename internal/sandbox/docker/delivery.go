@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -428,10 +429,9 @@ func (b *Backend) daemonSeesTempDir(ctx context.Context, image string) (string, 
 // labelled as this server's so that a sweep removes it if this process dies
 // before it does.
 func (b *Backend) probeContainer(ctx context.Context, image string, m mount.Mount) (string, error) {
-	noNet := true
 	created, err := b.cli.ContainerCreate(context.WithoutCancel(ctx), client.ContainerCreateOptions{
-		Config: &container.Config{Image: image, Cmd: []string{AgentPath}, NetworkDisabled: noNet, Labels: map[string]string{
-			LabelManaged: "true", LabelOwner: b.owner.id, LabelOwnerHost: b.owner.host, LabelOwnerPID: fmt.Sprint(b.owner.pid),
+		Config: &container.Config{Image: image, Cmd: []string{AgentPath}, NetworkDisabled: true, Labels: map[string]string{
+			LabelManaged: "true", LabelOwner: b.owner.id, LabelOwnerHost: b.owner.host, LabelOwnerPID: strconv.Itoa(b.owner.pid),
 			LabelOwnerBoot: b.owner.start, LabelPurpose: "agent-probe",
 		}},
 		HostConfig: &container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"}, Mounts: []mount.Mount{m}},
