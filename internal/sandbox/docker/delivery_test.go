@@ -229,3 +229,53 @@ func TestAgentForADaemonOfAnotherArchitecture(t *testing.T) {
 		t.Errorf("the agent built for arm64: %v", err)
 	}
 }
+
+// TestVolumeDeliveryOnALocalDaemon configures the volume on a daemon that
+// sees this process's files: the sandbox mounts the agent volume read-only
+// and without copying, and the agent still connects over its socket.
+func TestVolumeDeliveryOnALocalDaemon(t *testing.T) {
+	cli := testutil.RequireDocker(t)
+	b, err := docker.New(cli, docker.Options{AgentPath: testutil.AgentBinary(t), AgentDelivery: docker.DeliveryVolume, Runtime: os.Getenv(testutil.RuntimeEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	reg := languages.Builtin()
+	testutil.RequireImage(t, b, reg, "bash")
+	ctx := context.Background()
+	d, err := b.Delivery(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Mode != docker.DeliveryVolume || !strings.HasPrefix(d.Volume, "mcr-agent-") || !d.Sockets {
+		t.Fatalf("delivery %+v: want the agent volume, and sockets", d)
+	}
+	eng := engine.New(config.Default(), reg, b, nil)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = eng.Close(cctx)
+	})
+	tmpl := eng.Template(mustLang(t, reg, "bash"))
+	_, host := b.ContainerConfig(tmpl)
+	m := host.Mounts[0]
+	if m.Type != "volume" || m.Source != d.Volume || m.Target != docker.AgentDir || !m.ReadOnly || m.VolumeOptions == nil || !m.VolumeOptions.NoCopy {
+		t.Errorf("agent mount %+v: want the volume %s read-only, nocopy, at %s", m, d.Volume, docker.AgentDir)
+	}
+	sb, err := b.Create(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sb.Exec(ctx, sandbox.Job{Deadline: time.Minute, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
+		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo hi\n")}},
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 120_000}}}}, nil)
+	channel := docker.Channel(sb)
+	sb.Close()
+	if err != nil || len(res.Stages) != 1 || string(res.Stages[0].Stdout) != "hi\n" {
+		t.Fatalf("want hi, got %+v, %v", res, err)
+	}
+	if channel != "socket" {
+		t.Errorf("served on %s, want socket", channel)
+	}
+	testutil.NoLeftovers(t, cli)
+}
