@@ -121,7 +121,7 @@ func (b *Backend) cachedDelivery() Delivery {
 }
 
 func (b *Backend) decideDelivery(ctx context.Context) (Delivery, error) {
-	info, err := b.cli.Info(ctx, client.InfoOptions{})
+	info, err := b.daemonInfo(ctx)
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return Delivery{}, b.unavailable("asking the daemon for its platform", err)
@@ -141,15 +141,30 @@ func (b *Backend) decideDelivery(ctx context.Context) (Delivery, error) {
 		b.log.Info("agent built for the daemon's platform", "platform", d.Platform, "agent", built, "instead_of", b.opts.AgentPath)
 		b.opts.AgentPath = built
 	}
-	sum, err := fileSHA256(b.opts.AgentPath)
-	if err != nil {
-		return d, fmt.Errorf("reading the agent binary: %w", err)
-	}
 	mode := b.opts.AgentDelivery
 	if mode == "" {
 		mode = DeliveryAuto
 	}
 	wantSockets := b.useSockets.Load()
+	// A daemon in this mount namespace sees these files as they are: the
+	// kernel says so in microseconds, where asking the daemon costs
+	// containers.
+	if mode != DeliveryVolume {
+		if shares, why := daemonSharesFiles(b.cli.DaemonHost()); shares {
+			d.Mode, d.Sockets = DeliveryBind, wantSockets
+			d.Reason = mode + ": " + why + ", so a bind mount"
+			if wantSockets {
+				d.Reason += "; sockets: the daemon sees " + os.TempDir()
+			} else {
+				d.Reason += "; streams: the runtime is gVisor"
+			}
+			return d, nil
+		}
+	}
+	sum, err := fileSHA256(b.opts.AgentPath)
+	if err != nil {
+		return d, fmt.Errorf("reading the agent binary: %w", err)
+	}
 	// The agent image fills the volume, and gives the probes an image.
 	image, err := b.ensureAgentImage(ctx, sum)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -278,4 +279,30 @@ func TestVolumeDeliveryOnALocalDaemon(t *testing.T) {
 		t.Errorf("served on %s, want socket", channel)
 	}
 	testutil.NoLeftovers(t, cli)
+}
+
+// A daemon in the server's own mount namespace (the usual rootful dockerd
+// on Linux) is recognised from the socket's peer, so auto binds the agent
+// without asking the daemon through probe containers.
+func TestAutoDeliveryOnALocalDaemonIsDecidedWithoutProbes(t *testing.T) {
+	cli := testutil.RequireDocker(t)
+	if runtime.GOOS != "linux" || !strings.HasPrefix(cli.DaemonHost(), "unix://") {
+		t.Skip("the socket's peer is known only for a Unix socket on Linux")
+	}
+	b, err := docker.New(cli, docker.Options{AgentPath: testutil.AgentBinary(t), Runtime: os.Getenv(testutil.RuntimeEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := context.Background()
+	d, err := b.Delivery(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Mode != docker.DeliveryBind || !strings.Contains(d.Reason, "shares this process's mount namespace") {
+		t.Fatalf("delivery %+v: want a bind mount decided from the socket's peer", d)
+	}
+	if !d.Sockets && !strings.Contains(os.Getenv(testutil.RuntimeEnv), "runsc") {
+		t.Errorf("delivery %+v: want sockets on a local daemon", d)
+	}
 }

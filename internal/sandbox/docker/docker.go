@@ -69,6 +69,25 @@ type Backend struct {
 	// delivery is how sandboxes get the agent once decided (delivery.go).
 	deliveryMu sync.Mutex
 	delivery   *Delivery
+	// info is the daemon's first answer to Info, which the runtime choice
+	// and the agent delivery both read: one call, tens of milliseconds.
+	infoMu sync.Mutex
+	info   *client.SystemInfoResult
+}
+
+// daemonInfo returns the daemon's system information, asked once.
+func (b *Backend) daemonInfo(ctx context.Context) (client.SystemInfoResult, error) {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	if b.info != nil {
+		return *b.info, nil
+	}
+	info, err := b.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return info, err
+	}
+	b.info = &info
+	return info, nil
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
