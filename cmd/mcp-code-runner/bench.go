@@ -19,7 +19,7 @@ func init() { subcommands = append(subcommands, newBenchCmd) }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
 	o := bench.Options{Out: os.Stdout}
-	var langs, cpuProfile, backends, runtimes string
+	var langs, cpuProfile, backends, runtimes, deliveries string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
@@ -39,6 +39,7 @@ on a shared machine, compare ratios across runs.`,
   mcp-code-runner bench --json before.json
   mcp-code-runner bench --compare before.json
   mcp-code-runner bench --runtimes runc,crun
+  mcp-code-runner bench --agent-deliveries bind,volume --churn-for 0 --load-for 0
   mcp-code-runner bench --backends docker,kubernetes --kubernetes-kubeconfig ~/.kube/config \
     --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`,
 		Args: cobra.NoArgs,
@@ -47,7 +48,11 @@ on a shared machine, compare ratios across runs.`,
 				return compareBackends(cmd.Context(), g, strings.Split(backends, ","), strings.Split(langs, ","), o)
 			}
 			if runtimes != "" {
-				return compareRuntimes(cmd.Context(), g, strings.Split(runtimes, ","), o)
+				return compareRuntimes(cmd.Context(), g, strings.Split(runtimes, ","), o, func(c *config.Config, name string) { c.Runtime = name })
+			}
+			if deliveries != "" {
+				o.Varying = "agent delivery"
+				return compareRuntimes(cmd.Context(), g, strings.Split(deliveries, ","), o, func(c *config.Config, name string) { c.AgentDelivery = name })
 			}
 			st, err := newStack(g)
 			if err != nil {
@@ -91,13 +96,14 @@ on a shared machine, compare ratios across runs.`,
 	f.IntVar(&o.Burst, "burst", 50, "concurrent runs in each of the two bursts against a growing pool (0 skips them)")
 	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (docker,kubernetes: cold and warm, --runs and --cold-runs each)")
 	f.StringVar(&runtimes, "runtimes", "", "compare OCI runtimes side by side instead (runc,crun: churn ceiling, --cold-runs cold runs and the sustained load of --load-language under each)")
+	f.StringVar(&deliveries, "agent-deliveries", "", "compare agent deliveries side by side instead (bind,volume: like --runtimes, under the configured runtime)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	return cmd
 }
 
 // compareRuntimes builds a Docker backend per named runtime from the same
 // configuration and measures them side by side.
-func compareRuntimes(ctx context.Context, g *globalOptions, names []string, o bench.Options) error {
+func compareRuntimes(ctx context.Context, g *globalOptions, names []string, o bench.Options, set func(*config.Config, string)) error {
 	cfg, reg, err := g.load()
 	if err != nil {
 		return err
@@ -111,7 +117,7 @@ func compareRuntimes(ctx context.Context, g *globalOptions, names []string, o be
 	}()
 	for _, name := range names {
 		c := cfg
-		c.Runtime = name
+		set(&c, name)
 		b, err := newDockerBackend(c, log)
 		if err != nil {
 			return fmt.Errorf("runtime %s: %w", name, err)

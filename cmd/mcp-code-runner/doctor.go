@@ -89,12 +89,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		d.fail("use the Docker backend", "sandbox backend: %v", err)
 		return
 	}
-	d.ok("agent binary %s is static and mountable", db.AgentPath())
-	if db.UsesSockets() {
-		d.ok("agents connect to the server over per-sandbox Unix sockets in %s (falling back to the attached streams where a socket cannot reach the sandbox)", os.TempDir())
-	} else {
-		d.ok("agents use the containers' attached streams (the daemon is not local, or the runtime is gVisor)")
-	}
+	d.ok("agent binary %s is static", db.AgentPath())
 
 	cli := db.Client()
 	if err := st.backend.Check(ctx); err != nil {
@@ -107,6 +102,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	}
 	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	d.delivery(vctx, db)
 	if v, err := cli.ServerVersion(vctx, client.ServerVersionOptions{}); err == nil {
 		if versionLess(v.APIVersion, minAPIVersion) {
 			d.fail("upgrade Docker Engine to 20.10 or newer", "Docker %s speaks API %s, older than %s", v.Version, v.APIVersion, minAPIVersion)
@@ -274,4 +270,23 @@ func (d *doctor) kubernetes(ctx context.Context, kb *kubernetes.Backend) {
 	}
 	d.ok("Kubernetes API server reachable; this server may create, attach to and delete pods in namespace %s", o.Namespace)
 	d.ok("sandbox pods run the agent from image %s (an init container copies it; the runtime images must be on the nodes or in a registry they pull from)", o.AgentImage)
+}
+
+// delivery says how the agent gets into sandboxes and how the server
+// reaches it, and why.
+func (d *doctor) delivery(ctx context.Context, db *docker.Backend) {
+	dl, err := db.Delivery(ctx)
+	if err != nil {
+		d.fail("see the message; agent_delivery (MCR_AGENT_DELIVERY) is auto, bind or volume", "agent delivery: %v", err)
+		return
+	}
+	how := "bind-mounted from " + db.AgentPath()
+	if dl.Mode == docker.DeliveryVolume {
+		how = "in the read-only volume " + dl.Volume + " (filled through the Docker API)"
+	}
+	channel := "the containers' attached streams"
+	if dl.Sockets {
+		channel = "per-sandbox Unix sockets in " + os.TempDir() + " (the attached streams where a socket cannot reach the sandbox)"
+	}
+	d.ok("agent for %s %s; agents reached over %s (%s)", dl.Platform, how, channel, dl.Reason)
 }

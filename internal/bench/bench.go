@@ -46,7 +46,10 @@ type Options struct {
 	// Compare, if set, is such a file of an earlier run, whose rows this
 	// run's are compared with.
 	JSONOut, Compare string
-	Out              io.Writer
+	// Varying names what the backends of CompareRuntimes differ in ("OCI
+	// runtime" when empty; "agent delivery").
+	Varying string
+	Out     io.Writer
 }
 
 // hello is the program every path runs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,7 +38,11 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 	if _, ok := hello[lang]; !ok {
 		hello[lang] = l.Example
 	}
-	fmt.Fprintf(w, "mcp-code-runner bench, OCI runtimes side by side: %s, %d CPUs seen by Go\n\n", time.Now().UTC().Format(time.RFC3339), numCPU())
+	what := o.Varying
+	if what == "" {
+		what = "OCI runtime"
+	}
+	fmt.Fprintf(w, "mcp-code-runner bench, %s side by side: %s, %d CPUs seen by Go\n\n", plural(what), time.Now().UTC().Format(time.RFC3339), numCPU())
 
 	type result struct {
 		churn float64
@@ -76,7 +81,7 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 		}
 	}
 
-	fmt.Fprintf(w, "| runtime | `true` churn, %d loops (containers/s) | cold %s p50 ms | cold p99 ms | load: %d clients, %s (runs/s) | load p50 ms | load p99 ms | errors |\n", o.ChurnLoops, lang, o.LoadClients, o.LoadFor)
+	fmt.Fprintf(w, "| %s | `true` churn, %d loops (containers/s) | cold %s p50 ms | cold p99 ms | load: %d clients, %s (runs/s) | load p50 ms | load p99 ms | errors |\n", what, o.ChurnLoops, lang, o.LoadClients, o.LoadFor)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for i, rt := range runtimes {
 		r := results[i]
@@ -131,4 +136,12 @@ func loadUnder(ctx context.Context, cfg config.Config, reg *languages.Registry, 
 		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
 	}
 	return loadSample(ctx, session, lang, o.LoadClients, o.LoadFor), nil
+}
+
+// plural is the plural of a noun phrase ending in a regular noun.
+func plural(s string) string {
+	if rest, ok := strings.CutSuffix(s, "y"); ok {
+		return rest + "ies"
+	}
+	return s + "s"
 }

@@ -79,6 +79,12 @@ type Config struct {
 	// process; empty means mcp-code-runner-agent beside this executable,
 	// else this executable (its hidden agent subcommand).
 	AgentPath string `json:"agent_path"`
+	// AgentDelivery is how the agent gets into Docker sandboxes: "auto"
+	// (a bind mount when the daemon sees this server's agent file, else a
+	// volume), "bind", or "volume" (a named volume filled through the
+	// Docker API, for a daemon in a VM, on another machine or in another
+	// mount namespace).
+	AgentDelivery string `json:"agent_delivery"`
 	// SharedDir, when set, is a directory that this server and the Docker
 	// daemon both see at the same path: when the server runs in a
 	// container, a bind mount of that host path at the same path. The agent
@@ -649,6 +655,11 @@ func (c Config) Validate() error {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			errs = append(errs, fmt.Errorf("%s %q: want an http:// or https:// URL", name, u))
 		}
+	}
+	switch c.AgentDelivery {
+	case "", "auto", "bind", "volume":
+	default:
+		errs = append(errs, fmt.Errorf("agent_delivery %q: want auto, bind or volume", c.AgentDelivery))
 	}
 	if c.ShutdownGraceSeconds < 0 {
 		errs = append(errs, errors.New("shutdown_grace_seconds must not be negative"))

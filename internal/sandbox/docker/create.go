@@ -22,6 +22,9 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if err != nil {
 		return nil, err
 	}
+	if _, err := b.Delivery(ctx); err != nil {
+		return nil, err
+	}
 	sb, err := b.create(ctx, t, rt.Name)
 	if err != nil && rt.auto && rt.Name != "" && ctx.Err() == nil {
 		// A runtime chosen by auto that cannot start a container here (crun

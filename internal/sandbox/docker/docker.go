@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -32,13 +33,16 @@ const (
 
 // AgentPath is where every container sees the agent binary. The workspace
 // and the user are the contract's (wire.WorkspacePath, wire.SandboxUser).
-const AgentPath = "/opt/mcp-code-runner/agent"
+const AgentPath = AgentDir + "/agent"
 
 // Options configure the backend.
 type Options struct {
 	// AgentPath is the static agent binary on the daemon's host, mounted
 	// read-only into every container.
 	AgentPath string
+	// AgentDelivery is how the agent gets into sandboxes: "" or "auto",
+	// "bind" or "volume" (delivery.go).
+	AgentDelivery string
 	// Runtime is the OCI runtime: "" or "auto" (crun when the daemon has it,
 	// else the daemon's default), or a runtime registered with the daemon
 	// ("runc", "crun", "runsc").
@@ -56,12 +60,34 @@ type Backend struct {
 	// useSockets says whether agents are given sockets (socket.go); their
 	// directory is made when the first sandbox needs it, so that a backend
 	// that never creates one (doctor, tests) leaves nothing behind.
-	useSockets  bool
+	useSockets  atomic.Bool
 	socketsOnce sync.Once
 	sockets     string // "" until made, or if it could not be
 	// runtime is the chosen runtime once the daemon has answered (runtime.go).
 	runtimeMu sync.Mutex
 	runtime   *RuntimeChoice
+	// delivery is how sandboxes get the agent once decided (delivery.go).
+	deliveryMu sync.Mutex
+	delivery   *Delivery
+	// info is the daemon's first answer to Info, which the runtime choice
+	// and the agent delivery both read: one call, tens of milliseconds.
+	infoMu sync.Mutex
+	info   *client.SystemInfoResult
+}
+
+// daemonInfo returns the daemon's system information, asked once.
+func (b *Backend) daemonInfo(ctx context.Context) (client.SystemInfoResult, error) {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	if b.info != nil {
+		return *b.info, nil
+	}
+	info, err := b.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return info, err
+	}
+	b.info = &info
+	return info, nil
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -74,27 +100,39 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 	if err := checkStatic(opts.AgentPath); err != nil {
 		return nil, err
 	}
+	if !ValidDelivery(opts.AgentDelivery) {
+		return nil, fmt.Errorf("docker backend: agent delivery %q: want auto, bind or volume", opts.AgentDelivery)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Backend{cli: cli, opts: opts, owner: currentOwner(), log: log,
-		useSockets: socketsUsable(cli.DaemonHost(), opts.Runtime)}, nil
+	b := &Backend{cli: cli, opts: opts, owner: currentOwner(), log: log}
+	b.useSockets.Store(socketsUsable(cli.DaemonHost(), opts.Runtime))
+	return b, nil
 }
 
 // Client returns the Docker client the backend uses.
 func (b *Backend) Client() *client.Client { return b.cli }
 
-// AgentPath returns the agent binary mounted into every sandbox.
-func (b *Backend) AgentPath() string { return b.opts.AgentPath }
+// AgentPath returns the agent binary sandboxes get (bind-mounted, or
+// copied into the agent volume).
+// It is another binary than Options.AgentPath when that one was built for
+// another platform than the daemon's and the backend built one (delivery.go).
+func (b *Backend) AgentPath() string {
+	b.deliveryMu.Lock()
+	defer b.deliveryMu.Unlock()
+	return b.opts.AgentPath
+}
 
-// UsesSockets reports whether agents are given sockets to connect to.
-func (b *Backend) UsesSockets() bool { return b.useSockets }
+// UsesSockets reports whether agents are given sockets to connect to; it
+// turns false when Delivery finds that the daemon cannot see them.
+func (b *Backend) UsesSockets() bool { return b.useSockets.Load() }
 
 // SocketsDir is the directory of the sockets agents connect to, made on
 // first use; "" when sandboxes use the attached streams only.
 func (b *Backend) SocketsDir() string {
-	if !b.useSockets {
+	if !b.useSockets.Load() {
 		return ""
 	}
 	b.socketsOnce.Do(func() {
@@ -122,7 +160,15 @@ func (b *Backend) Check(ctx context.Context) error {
 	if err := Ping(ctx, b.cli); err != nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err) // Ping says what to do
 	}
-	return b.checkRuntime(ctx)
+	if err := b.checkRuntime(ctx); err != nil {
+		return err
+	}
+	if _, err := b.Delivery(ctx); err != nil && !errors.Is(err, sandbox.ErrUnavailable) {
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // CheckImage reports whether image is present locally.

@@ -33,3 +33,9 @@ func BreakSockets(on bool) {
 
 // SocketsUsable exposes socketsUsable.
 var SocketsUsable = socketsUsable
+
+// CrossBuildAgent and CheckPlatform expose the agent's platform handling.
+var (
+	CrossBuildAgent = crossBuildAgent
+	CheckPlatform   = checkPlatform
+)

@@ -69,12 +69,7 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 				r.WorkspaceMB, tmpfsInodes, wire.SandboxUID, wire.SandboxGID),
 		},
 		ShmSize: 16 << 20,
-		Mounts: []mount.Mount{{
-			Type:     mount.TypeBind,
-			Source:   b.opts.AgentPath,
-			Target:   AgentPath,
-			ReadOnly: true,
-		}},
+		Mounts:  []mount.Mount{b.agentMount()},
 		Resources: container.Resources{
 			Memory:     memory,
 			MemorySwap: memory,

@@ -76,7 +76,7 @@ func (b *Backend) Runtime(ctx context.Context) (RuntimeChoice, error) {
 	if b.runtime != nil {
 		return *b.runtime, nil
 	}
-	info, err := b.cli.Info(ctx, client.InfoOptions{})
+	info, err := b.daemonInfo(ctx)
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return RuntimeChoice{}, b.unavailable("asking the daemon for its runtimes", err)
