@@ -108,6 +108,9 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.fail("upgrade Docker Engine to 20.10 or newer", "Docker %s speaks API %s, older than %s", v.Version, v.APIVersion, minAPIVersion)
 		} else {
 			d.ok("Docker %s reachable at %s (API %s, client negotiated %s)", v.Version, cli.DaemonHost(), v.APIVersion, cli.ClientVersion())
+			if e, err := db.Engine(vctx); err == nil {
+				d.ok("engine: %s", e)
+			}
 		}
 	}
 	if rt, err := db.Runtime(vctx); err == nil {

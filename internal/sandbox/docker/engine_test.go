@@ -1,0 +1,41 @@
+package docker
+
+import "testing"
+
+func TestEnginesAreToldApartByWhatTheyReport(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		facts engineFacts
+		want  string
+	}{
+		{"a rootful Docker Engine on this machine's socket",
+			engineFacts{daemonHost: "unix:///var/run/docker.sock", operatingSystem: "Debian GNU/Linux 13 (trixie)", osType: "linux", architecture: "x86_64",
+				securityOptions: []string{"name=seccomp,profile=default", "name=cgroupns"}, version: "28.1.1", components: []string{"Engine", "containerd", "runc"}},
+			"Docker Engine 28.1.1 (rootful, local, linux/amd64)"},
+		{"rootless Docker on the user's socket",
+			engineFacts{daemonHost: "unix:///run/user/1000/docker.sock", operatingSystem: "Debian GNU/Linux 13 (trixie)", osType: "linux", architecture: "x86_64",
+				securityOptions: []string{"name=seccomp,profile=default", "name=rootless", "name=cgroupns"}, version: "28.1.1", components: []string{"Engine"}},
+			"Docker Engine 28.1.1 (rootless, local, linux/amd64)"},
+		{"Podman's Docker-compatible service",
+			engineFacts{daemonHost: "unix:///run/podman/podman.sock", operatingSystem: "debian", osType: "linux", architecture: "amd64",
+				version: "5.4.2", components: []string{"Podman Engine", "Conmon", "OCI Runtime (crun)"}},
+			"Podman 5.4.2 (rootful, local, linux/amd64)"},
+		{"rootless Podman",
+			engineFacts{daemonHost: "unix:///run/user/1000/podman/podman.sock", osType: "linux", architecture: "amd64",
+				securityOptions: []string{"name=seccomp,profile=/usr/share/containers/seccomp.json", "name=rootless"}, version: "5.4.2", components: []string{"Podman Engine"}},
+			"Podman 5.4.2 (rootless, local, linux/amd64)"},
+		{"Docker Desktop on an Apple Silicon Mac",
+			engineFacts{daemonHost: "unix:///Users/me/.docker/run/docker.sock", operatingSystem: "Docker Desktop", osType: "linux", architecture: "aarch64",
+				version: "28.0.4", components: []string{"Engine"}},
+			"Docker Desktop 28.0.4 (rootful, local, linux/arm64)"},
+		{"a daemon on another machine",
+			engineFacts{daemonHost: "ssh://builder@build-host", operatingSystem: "Ubuntu 24.04 LTS", osType: "linux", architecture: "x86_64", version: "27.5.1"},
+			"Docker Engine 27.5.1 (rootful, remote, linux/amd64)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := classifyEngine(c.facts).String(); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
