@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -511,7 +512,16 @@ func crossBuildAgent(ctx context.Context, arch string) (string, error) {
 		}
 	}
 	if root == "" {
-		return "", fmt.Errorf("the source of %s is not above the working directory or this executable", modulePath)
+		// A server made by `go install module@version` has its source in
+		// the module cache, where the go command put it.
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			if gomodcache, err := exec.CommandContext(ctx, goCmd, "env", "GOMODCACHE").Output(); err == nil {
+				root = moduleCacheSource(strings.TrimSpace(string(gomodcache)), bi.Main.Path, bi.Main.Version)
+			}
+		}
+	}
+	if root == "" {
+		return "", fmt.Errorf("the source of %s is neither above the working directory or this executable nor in the module cache", modulePath)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -525,6 +535,22 @@ func crossBuildAgent(ctx context.Context, arch string) (string, error) {
 		return "", fmt.Errorf("go build for linux/%s in %s: %v: %s", arch, root, err, strings.TrimSpace(string(msg)))
 	}
 	return out, checkStatic(out)
+}
+
+// moduleCacheSource returns the directory of this module's source in the
+// module cache gomodcache for the build's main module path and version
+// (what debug.ReadBuildInfo reports), or "" when the binary was not built
+// from a released version of this module. The module path is all lower
+// case, so its cache directory needs no escaping.
+func moduleCacheSource(gomodcache, mainPath, version string) string {
+	if gomodcache == "" || mainPath != modulePath || version == "" || version == "(devel)" || strings.ContainsAny(version, `/\`) {
+		return ""
+	}
+	dir := filepath.Join(gomodcache, filepath.FromSlash(modulePath)+"@"+version)
+	if moduleRoot(dir) != dir {
+		return ""
+	}
+	return dir
 }
 
 // moduleRoot returns the directory at or above dir whose go.mod declares

@@ -306,3 +306,31 @@ func TestAutoDeliveryOnALocalDaemonIsDecidedWithoutProbes(t *testing.T) {
 		t.Errorf("delivery %+v: want sockets on a local daemon", d)
 	}
 }
+
+// A server made by `go install ...@version` on a Mac or a Windows machine
+// builds the Linux agent from its own source in the module cache.
+func TestAgentSourceIsFoundInTheModuleCacheOfAnInstalledServer(t *testing.T) {
+	cache := t.TempDir()
+	src := filepath.Join(cache, "github.com", "mcp-code-runner", "mcp-code-runner@v1.4.0")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module github.com/mcp-code-runner/mcp-code-runner\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path, version, want string
+	}{
+		{"a released version installed by the go command", "github.com/mcp-code-runner/mcp-code-runner", "v1.4.0", src},
+		{"a version not in the cache", "github.com/mcp-code-runner/mcp-code-runner", "v1.5.0", ""},
+		{"a build from a checkout", "github.com/mcp-code-runner/mcp-code-runner", "(devel)", ""},
+		{"another main module", "example.com/other", "v1.4.0", ""},
+		{"a version that would leave the cache", "github.com/mcp-code-runner/mcp-code-runner", "v1.4.0/../../..", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := docker.ModuleCacheSource(cache, c.path, c.version); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -39,3 +39,6 @@ var (
 	CrossBuildAgent = crossBuildAgent
 	CheckPlatform   = checkPlatform
 )
+
+// ModuleCacheSource exposes moduleCacheSource.
+var ModuleCacheSource = moduleCacheSource
