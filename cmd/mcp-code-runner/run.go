@@ -66,6 +66,9 @@ FILE, or FILE "-", the code is read from standard input.`,
 				return err
 			}
 			defer st.Close()
+			// The run's sandbox is removed after the answer, in the
+			// background: the process waits for that before it exits.
+			defer waitForRemovals(cmd.Context(), st)
 			if lang == "" {
 				lang = guessLanguage(st, path)
 				if lang == "" {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -58,5 +59,30 @@ func TestSetupSkipImagesRunsASandboxEndToEnd(t *testing.T) {
 	}
 	if n := len(left.Items); n > 0 {
 		t.Errorf("setup left %d sandbox container(s) behind", n)
+	}
+}
+
+// TestRunLeavesNoSandboxBehind runs the built binary's `run` against the
+// real daemon: the program's output and exit code come back, and the
+// sandbox, removed after the answer, is gone before the process exits.
+func TestRunLeavesNoSandboxBehind(t *testing.T) {
+	b := testutil.Backend(t)
+	testutil.RequireImage(t, b, languages.Builtin(), "bash")
+	cmd := exec.CommandContext(t.Context(), testutil.ServerBinary(t), "run", "-l", "bash", "-")
+	cmd.Stdin = strings.NewReader("echo from-the-sandbox; exit 3\n")
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || string(out) != "from-the-sandbox\n" {
+		t.Fatalf("run: %v, stdout %q: want exit code 3 and the program's output", err, out)
+	}
+	left, err := b.Client().ContainerList(context.Background(), client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(cmd.Process.Pid)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(left.Items); n > 0 {
+		t.Errorf("run left %d sandbox container(s) behind", n)
 	}
 }
