@@ -110,6 +110,9 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.ok("Docker %s reachable at %s (API %s, client negotiated %s)", v.Version, cli.DaemonHost(), v.APIVersion, cli.ClientVersion())
 			if e, err := db.Engine(vctx); err == nil {
 				d.ok("engine: %s", e)
+				for _, limit := range e.Limits() {
+					d.warn("on %s, %s (docs/SECURITY.md)", e.Kind, limit)
+				}
 			}
 		}
 	}

@@ -25,6 +25,9 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if _, err := b.Delivery(ctx); err != nil {
 		return nil, err
 	}
+	if _, err := b.Engine(ctx); err != nil {
+		return nil, fmt.Errorf("asking the daemon what engine it is: %w", err)
+	}
 	sb, err := b.create(ctx, t, rt.Name)
 	if err != nil && rt.auto && rt.Name != "" && ctx.Err() == nil {
 		// A runtime chosen by auto that cannot start a container here (crun
@@ -84,7 +87,18 @@ func (b *Backend) create(ctx context.Context, t sandbox.Template, runtime string
 		sb.Close()
 		return nil, fmt.Errorf("creating sandbox container: %w", err)
 	}
-	// Attach before start, or the first output could be missed.
+	// Attach before start, or the first output could be missed. Podman
+	// refuses to attach to a container that has not started (409), so there
+	// it attaches just after the start: the agent's frames go over its
+	// socket, and only what it writes to its streams before the attach is
+	// lost.
+	attachFirst := !b.cachedEngine().Podman()
+	if !attachFirst {
+		if _, err := b.cli.ContainerStart(ctx, l.id, client.ContainerStartOptions{}); err != nil {
+			sb.Close()
+			return nil, b.classify(err, t.Image, "starting sandbox container")
+		}
+	}
 	att, err := b.cli.ContainerAttach(ctx, l.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		sb.Close()
@@ -98,9 +112,11 @@ func (b *Backend) create(ctx context.Context, t sandbox.Template, runtime string
 		channel = channelUnknown
 	}
 	l.stdout = newStdoutSink(demuxed, channel)
-	if _, err := b.cli.ContainerStart(ctx, l.id, client.ContainerStartOptions{}); err != nil {
-		sb.Close()
-		return nil, b.classify(err, t.Image, "starting sandbox container")
+	if attachFirst {
+		if _, err := b.cli.ContainerStart(ctx, l.id, client.ContainerStartOptions{}); err != nil {
+			sb.Close()
+			return nil, b.classify(err, t.Image, "starting sandbox container")
+		}
 	}
 	if listener != nil {
 		go func() {

@@ -73,6 +73,7 @@ type Backend struct {
 	// and the agent delivery both read: one call, tens of milliseconds.
 	infoMu sync.Mutex
 	info   *client.SystemInfoResult
+	engine *Engine // what the engine is, once asked (engine.go)
 }
 
 // daemonInfo returns the daemon's system information, asked once.

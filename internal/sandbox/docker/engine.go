@@ -76,8 +76,49 @@ func classifyEngine(f engineFacts) Engine {
 	return e
 }
 
-// Engine asks the daemon what it is.
+// Podman says the engine is Podman, whose Docker-compatible API refuses
+// some of Docker's options.
+func (e Engine) Podman() bool { return e.Kind == "Podman" }
+
+// Limits names the hardening controls this engine cannot apply, each with
+// why and what bounds the same thing instead; none for Docker.
+func (e Engine) Limits() []string {
+	if !e.Podman() {
+		return nil
+	}
+	return []string{"the tmpfs inode limit (nr_inodes) is not set: Podman's API refuses the option; the number of files in /tmp and /workspace is bounded by the tmpfs size and the sandbox's memory limit instead"}
+}
+
+// Engine asks the daemon what it is, once.
 func (b *Backend) Engine(ctx context.Context) (Engine, error) {
+	b.infoMu.Lock()
+	if b.engine != nil {
+		defer b.infoMu.Unlock()
+		return *b.engine, nil
+	}
+	b.infoMu.Unlock()
+	e, err := b.askEngine(ctx)
+	if err != nil {
+		return e, err
+	}
+	b.infoMu.Lock()
+	b.engine = &e
+	b.infoMu.Unlock()
+	return e, nil
+}
+
+// cachedEngine is the engine if known, else Docker Engine (what
+// ContainerConfig assumes before the daemon has answered).
+func (b *Backend) cachedEngine() Engine {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	if b.engine != nil {
+		return *b.engine
+	}
+	return Engine{Kind: "Docker Engine"}
+}
+
+func (b *Backend) askEngine(ctx context.Context) (Engine, error) {
 	info, err := b.daemonInfo(ctx)
 	if err != nil {
 		return Engine{}, err

@@ -15,6 +15,13 @@ import (
 // tmpfsInodes is the most files and directories each tmpfs may hold.
 const tmpfsInodes = 65536
 
+// podmanNproc is the process limit sandboxes get on Podman, which otherwise
+// raises RLIMIT_NPROC to its maximum and fails to start a container where
+// it may not (a host without CAP_SYS_RESOURCE). The limit counts the
+// processes of the sandbox user in all sandboxes together, so it is far
+// above any one sandbox's pids limit; the pids limit bounds each.
+const podmanNproc = 8192
+
 // expiryMargin is added to a run's deadline for its expiry label: a container
 // past it is removed by any server's sweep.
 const expiryMargin = 2 * time.Minute
@@ -53,6 +60,13 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 	// No separate init: the agent is PID 1 (it reaps orphans, and nothing
 	// else then holds the container's output stream; see agent.BecomeInit).
 	noInit := false
+	// Podman refuses nr_inodes (Engine.Limits says what bounds files there)
+	// and uid=/gid=; its own U gives the tmpfs to the container's user.
+	inodes := fmt.Sprintf(",nr_inodes=%d", tmpfsInodes)
+	owner := fmt.Sprintf("uid=%d,gid=%d", wire.SandboxUID, wire.SandboxGID)
+	if b.cachedEngine().Podman() {
+		inodes, owner = "", "U"
+	}
 	host := &container.HostConfig{
 		NetworkMode:    "none",
 		CapDrop:        []string{"ALL"},
@@ -64,9 +78,8 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		Tmpfs: map[string]string{
 			// nr_inodes bounds the files too: a flood of empty files then gets
 			// ENOSPC instead of spending the memory limit on inodes.
-			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm,nr_inodes=%d,mode=1777", r.TmpMB, tmpfsInodes),
-			wire.WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,exec,size=%dm,nr_inodes=%d,uid=%d,gid=%d,mode=0755",
-				r.WorkspaceMB, tmpfsInodes, wire.SandboxUID, wire.SandboxGID),
+			"/tmp":             fmt.Sprintf("rw,nosuid,nodev,size=%dm%s,mode=1777", r.TmpMB, inodes),
+			wire.WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,exec,size=%dm%s,%s,mode=0755", r.WorkspaceMB, inodes, owner),
 		},
 		ShmSize: 16 << 20,
 		Mounts:  []mount.Mount{b.agentMount()},
@@ -83,6 +96,9 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 				{Name: "core", Soft: 0, Hard: 0},
 			},
 		},
+	}
+	if b.cachedEngine().Podman() {
+		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: podmanNproc, Hard: podmanNproc})
 	}
 	for _, m := range t.Mounts {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: !m.Writable,
