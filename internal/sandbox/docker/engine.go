@@ -24,6 +24,9 @@ type Engine struct {
 	Remote bool
 	// Platform is the engine's, as os/architecture.
 	Platform string
+	// SeccompProfile is the file of Docker's default seccomp profile that
+	// sandboxes on Podman run under, or "" (Docker applies it itself).
+	SeccompProfile string
 }
 
 // String names the engine the way doctor prints it, e.g. "Docker Engine
@@ -86,7 +89,11 @@ func (e Engine) Limits() []string {
 	if !e.Podman() {
 		return nil
 	}
-	return []string{"the tmpfs inode limit (nr_inodes) is not set: Podman's API refuses the option; the number of files in /tmp and /workspace is bounded by the tmpfs size and the sandbox's memory limit instead"}
+	limits := []string{"the tmpfs inode limit (nr_inodes) is not set: Podman's API refuses the option; the number of files in /tmp and /workspace is bounded by the tmpfs size and the sandbox's memory limit instead (a flood of empty files ends in the memory limit's kill, not in ENOSPC)"}
+	if e.SeccompProfile == "" {
+		limits = append(limits, "Podman's own seccomp profile is in force, which lets a process without capabilities call unshare and setns (new user, mount and network namespaces): Docker's default profile, which refuses them, is given to Podman as a file, and this engine cannot see the server's files (sockets off)")
+	}
+	return limits
 }
 
 // Engine asks the daemon what it is, once.
@@ -100,6 +107,12 @@ func (b *Backend) Engine(ctx context.Context) (Engine, error) {
 	e, err := b.askEngine(ctx)
 	if err != nil {
 		return e, err
+	}
+	if dir := b.SocketsDir(); e.Podman() && dir != "" {
+		// The engine sees the sockets' directory: it can read a file there.
+		if e.SeccompProfile, err = writeDockerSeccomp(dir); err != nil {
+			return e, err
+		}
 	}
 	b.infoMu.Lock()
 	b.engine = &e

@@ -97,8 +97,11 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			},
 		},
 	}
-	if b.cachedEngine().Podman() {
+	if e := b.cachedEngine(); e.Podman() {
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: podmanNproc, Hard: podmanNproc})
+		if e.SeccompProfile != "" {
+			host.SecurityOpt = append(host.SecurityOpt, "seccomp="+e.SeccompProfile)
+		}
 	}
 	for _, m := range t.Mounts {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: !m.Writable,
