@@ -112,12 +112,21 @@ masked() { [ -c "$1" ] && [ "$(stat -c %t:%T "$1")" = 1:3 ]; }
 hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | while read -r src mp rest; do masked "$mp" || echo "$src $mp $rest"; done; }
 mounts=$(hostmounts | awk '{print $2}' | sort | tr '\n' ' ')
 case "$mounts" in
-  "/etc/hostname /opt/mcp-code-runner/agent "|"/etc/hostname /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
+  "ETC /opt/mcp-code-runner/agent "|"ETC /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
   *) echo "BREACH host-mounts: $mounts";;
 esac
 rw=$(hostmounts | awk '$4 !~ /^ro(,|$)/ {print $2}' | tr '\n' ' ')
 if [ -n "$rw" ]; then echo "BREACH host-mounts-ro: writable: $rw"; else echo "ok host-mounts-ro: all read-only"; fi
 if [ -n "$(ls -A /run/mcp-code-runner 2>/dev/null)" ]; then echo "BREACH agent-socket: $(ls -lA /run/mcp-code-runner)"; else echo "ok agent-socket: gone once the agent connected"; fi`
+	// Podman bind-mounts /etc/hosts (read-only, loopback names only) into
+	// every container, with or without a network; Docker does not.
+	etc := "/etc/hostname"
+	if e, err := h.b.Engine(context.Background()); err != nil {
+		t.Fatal(err)
+	} else if e.Podman() {
+		etc = "/etc/hostname /etc/hosts"
+	}
+	code = strings.ReplaceAll(code, `"ETC /opt`, `"`+etc+` /opt`)
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
 	probeReport(t, r, "docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts", "host-mounts-ro", "agent-socket")
 }
