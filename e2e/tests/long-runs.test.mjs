@@ -462,6 +462,8 @@ for (const transport of ['stdio', 'http']) {
 
                 it('sessions: state, binary files, a plot as an image, list and close', { timeout: 300000 }, async (t) => {
                     if (!needLanguage(t, langs, 'python')) return;
+                    // The operator's most (60 s), not the default 10 s: importing matplotlib
+                    // in a session takes longer than 10 s on a loaded machine.
                     const s = await ok(client, 'create_session', { language: 'python' });
                     const sid = s.session_id;
                     assert.ok(sid, show(s));
@@ -469,9 +471,9 @@ for (const transport of ['stdio', 'http']) {
                     assert.equal(s.stateful, true, show(s));
                     let closed = false;
                     try {
-                        const a = await ok(client, 'run_code', { language: 'python', session_id: sid, code: 'x = 41' });
+                        const a = await ok(client, 'run_code', { language: 'python', session_id: sid, timeout_seconds: 60, code: 'x = 41' });
                         assert.equal(a.status, 'ok', show(a));
-                        const b = await ok(client, 'run_code', { language: 'python', session_id: sid, code: 'x + 1' });
+                        const b = await ok(client, 'run_code', { language: 'python', session_id: sid, timeout_seconds: 60, code: 'x + 1' });
                         assert.equal(b.status, 'ok', show(b));
                         assert.equal(b.value, '42', show(b));
 
@@ -487,11 +489,11 @@ for (const transport of ['stdio', 'http']) {
                         assert.equal(rd.sha256, sha);
                         assert.equal(rd.size, bytes.length);
                         // The program sees them too.
-                        const seen = await ok(client, 'run_code', { language: 'python', session_id: sid, code: "import hashlib\nhashlib.sha256(open('data/blob.bin','rb').read()).hexdigest()" });
+                        const seen = await ok(client, 'run_code', { language: 'python', session_id: sid, timeout_seconds: 60, code: "import hashlib\nhashlib.sha256(open('data/blob.bin','rb').read()).hexdigest()" });
                         assert.equal(seen.value, `'${sha}'`, show(seen));
 
                         // A figure left open by a cell comes back as a PNG image block.
-                        const plot = await call(client, 'run_code', { language: 'python', session_id: sid, code: 'import matplotlib.pyplot as plt; plt.plot([1,2,3])' });
+                        const plot = await call(client, 'run_code', { language: 'python', session_id: sid, timeout_seconds: 60, code: 'import matplotlib.pyplot as plt; plt.plot([1,2,3])' });
                         const pr = structured(plot);
                         assert.equal(pr.status, 'ok', show(pr));
                         const images = plot.content.filter((c) => c.type === 'image');
