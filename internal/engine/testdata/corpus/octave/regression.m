@@ -22,10 +22,10 @@ printf ("above the mean: %s\n", mat2str (above));
 ## Linear algebra.
 M = magic (4);
 printf ("magic(4) rows sum to %s\n", mat2str (sum (M, 2)'));
-printf ("rank %d, trace %d, det %g\n", rank (M), trace (M), round (det (M)));
+printf ("rank %d, trace %d, singular: %d\n", rank (M), trace (M), abs (det (M)) < 1e-9);
 A = [4 -2; 1 1];
 [V, D] = eig (A);
-printf ("eigenvalues of %s: %s\n", mat2str (A), mat2str (diag (D)'));
+printf ("eigenvalues of %s: %s\n", mat2str (A), mat2str (sort (diag (D))'));
 B = reshape (1:6, 2, 3)
 C = B' * B;
 printf ("B'*B is %dx%d, symmetric: %d\n", rows (C), columns (C), isequal (C, C'));

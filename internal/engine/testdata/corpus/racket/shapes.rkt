@@ -1,6 +1,6 @@
 #lang racket/base
 ;; Structs, pattern matching, contracts and a small expression evaluator.
-(require racket/match racket/contract racket/list racket/format)
+(require racket/match racket/contract racket/list racket/format racket/math)
 
 (struct circle (radius) #:transparent)
 (struct rect (width height) #:transparent)
