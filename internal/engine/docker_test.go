@@ -601,8 +601,15 @@ func TestLanguagesAgainstDocker(t *testing.T) {
 				if !r.TimedOut || r.Status != engine.StatusTimeout || r.Signal != "SIGKILL" {
 					t.Fatalf("got %+v", r)
 				}
-				if r.DurationMs < 900 || time.Since(start) > 30*time.Second {
-					t.Errorf("run took %d ms (call %s); want about 1 s", r.DurationMs, time.Since(start))
+				// The compile stage has its own limit and, for a slow
+				// compiler on a loaded machine, takes what it takes: only
+				// the rest of the call must be about the 1 s run.
+				elapsed := time.Since(start)
+				if r.Compile != nil {
+					elapsed -= time.Duration(r.Compile.DurationMs) * time.Millisecond
+				}
+				if r.DurationMs < 900 || elapsed > 30*time.Second {
+					t.Errorf("run took %d ms (call %s, %s without the compile stage); want about 1 s", r.DurationMs, time.Since(start), elapsed)
 				}
 			})
 			t.Run("output over the cap", func(t *testing.T) {

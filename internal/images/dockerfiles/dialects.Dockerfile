@@ -24,17 +24,4 @@ RUN apt-get update \
       libgmp-dev libyaml-dev zlib1g-dev libssl-dev libgee-0.8-dev \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
-# Crystal's compile cache of the standard library, filled by compiling a
-# sample as /workspace/main.cr (the cache directory is named after the source
-# path, so it matches the user's) with the sandbox's user and environment.
-# The compile command copies it to the writable CRYSTAL_CACHE_DIR (6-7 MB):
-# a hello world's code generation then drops from about 26 s to 3 s here under
-# load, since the object files of the unchanged modules are reused.
-COPY crystal-warm.cr /usr/share/mcp-code-runner/crystal-warm.cr
-RUN install -d -o 10001 -g 10001 /opt/crystal-cache
 USER 10001:10001
-RUN cp /usr/share/mcp-code-runner/crystal-warm.cr /workspace/main.cr \
- && cd /workspace \
- && CRYSTAL_CACHE_DIR=/opt/crystal-cache crystal build --no-color -o /tmp/crystal-warm main.cr \
- && rm -f main.cr /tmp/crystal-warm \
- && chmod -R a+rX /opt/crystal-cache
