@@ -121,16 +121,18 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	}
 	missing := 0
 	for _, img := range reg.Images() {
-		if err := st.backend.CheckImage(vctx, img.Tag); err != nil && reg.Optional(img) {
+		err := st.backend.CheckImage(vctx, img.Tag)
+		switch {
+		case err == nil:
+			d.ok("image %s present", img.Tag)
+		case reg.Optional(img):
 			d.ok("optional image %s not built (build it with `mcp-code-runner images build %s` when wanted)", img.Tag, img.Name)
-		} else if err != nil && img.OnDemand {
+		case img.OnDemand:
 			d.ok("on-demand image %s not built, so %s cannot run until it is (`mcp-code-runner images build %s`, or `images build --all`)",
 				img.Tag, strings.Join(languageNames(reg.LanguagesOf(img.Name)), ", "), img.Name)
-		} else if err != nil {
+		default:
 			missing++
 			d.fail("mcp-code-runner images build "+img.Name+"   (or `make images` for all)", "image %s missing", img.Tag)
-		} else {
-			d.ok("image %s present", img.Tag)
 		}
 	}
 	for _, l := range reg.Languages() {
