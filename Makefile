@@ -8,7 +8,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build cross image docker gvisor images images-ml run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
+.PHONY: all build cross image docker gvisor images images-all images-ml run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
 	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s k8s-deploy-check
 
 all: build
@@ -46,9 +46,17 @@ docker:
 gvisor: docker
 	@bash scripts/ensure-gvisor.sh
 
-# Build the runtime images that are missing or out of date.
+# Build the default runtime images that are missing or out of date: what
+# `make run` serves with. The on-demand dialects image (Racket, Octave, Raku,
+# Crystal, Vala) is left out: `make images-all` builds it too, as `make test`
+# and CI do.
 images: build docker
 	$(BIN) images build
+
+# Every runtime image but the optional python-ml: the default set and the
+# on-demand images.
+images-all: build docker
+	$(BIN) images build --all
 
 # The optional python-ml image (PyTorch and XGBoost, several GB): never built
 # by `make images`; docs/LANGUAGES.md says how python runs in it.
@@ -64,8 +72,10 @@ run: images
 serve-stdio: build
 	$(BIN) serve
 
-# Every test: the fast tier, Go unit and Docker tests, then real MCP clients end to end.
-test: images
+# Every test: the fast tier, Go unit and Docker tests, then real MCP clients
+# end to end. The language tests cover every language, so every image but
+# python-ml is built first.
+test: images-all
 	@rc=0; \
 	$(MAKE) test-fast || rc=1; \
 	$(MAKE) test-go || rc=1; \

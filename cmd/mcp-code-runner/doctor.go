@@ -121,13 +121,18 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	}
 	missing := 0
 	for _, img := range reg.Images() {
-		if err := st.backend.CheckImage(vctx, img.Tag); err != nil && reg.Optional(img) {
+		err := st.backend.CheckImage(vctx, img.Tag)
+		switch {
+		case err == nil:
+			d.ok("image %s present", img.Tag)
+		case reg.Optional(img):
 			d.ok("optional image %s not built (build it with `mcp-code-runner images build %s` when wanted)", img.Tag, img.Name)
-		} else if err != nil {
+		case img.OnDemand:
+			d.ok("on-demand image %s not built, so %s cannot run until it is (`mcp-code-runner images build %s`, or `images build --all`)",
+				img.Tag, strings.Join(languageNames(reg.LanguagesOf(img.Name)), ", "), img.Name)
+		default:
 			missing++
 			d.fail("mcp-code-runner images build "+img.Name+"   (or `make images` for all)", "image %s missing", img.Tag)
-		} else {
-			d.ok("image %s present", img.Tag)
 		}
 	}
 	for _, l := range reg.Languages() {
@@ -295,4 +300,13 @@ func (d *doctor) delivery(ctx context.Context, db *docker.Backend) {
 		channel = "per-sandbox Unix sockets in " + os.TempDir() + " (the attached streams where a socket cannot reach the sandbox)"
 	}
 	d.ok("agent for %s %s; agents reached over %s (%s)", dl.Platform, how, channel, dl.Reason)
+}
+
+// languageNames returns the names of langs.
+func languageNames(langs []languages.Language) []string {
+	names := make([]string, len(langs))
+	for i, l := range langs {
+		names[i] = l.Name
+	}
+	return names
 }

@@ -43,7 +43,10 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 		Use:   "build [LANG or IMAGE...]",
 		Short: "Build the runtime images that are missing or out of date",
 		Long: `Build the named images, or the images of the named languages, and the
-images they build on; with no names (or --all), build every image.
+images they build on. With no names, build the default set: every image but
+the on-demand ones (the dialects image: Racket, Octave, Raku, Crystal, Vala)
+and the optional python-ml. --all adds the on-demand images; python-ml is
+built only when named.
 
 An image is skipped when it exists and was built from its current Dockerfile
 on its current parent image; --force rebuilds the named images anyway, without
@@ -58,16 +61,21 @@ read from the host's apt configuration unless --mirror or MCR_DEBIAN_MIRROR
 is set. Behind a TLS-intercepting proxy, npm inside the build trusts the
 certificates added to the host (/usr/local/share/ca-certificates) or given
 with --ca-certs; they are used in a build stage only, not kept in the image.`,
-		Example: `  mcp-code-runner images build            # everything missing or changed
+		Example: `  mcp-code-runner images build            # the default images, missing or changed
+  mcp-code-runner images build --all      # and the on-demand ones
+  mcp-code-runner images build racket     # one on-demand image (and base)
   mcp-code-runner images build python ts  # the python and node images (and base)
   mcp-code-runner images build --force node`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if all {
-				args = nil
-			}
 			cli, reg, err := imagesSetup(cmd, g)
 			if err != nil {
 				return err
+			}
+			if all {
+				if len(args) > 0 {
+					return fmt.Errorf("--all builds every image; give either --all or names (%s), not both", strings.Join(args, " "))
+				}
+				args = images.All(reg)
 			}
 			defer cli.Close()
 			start := time.Now()
@@ -84,7 +92,7 @@ with --ca-certs; they are used in a build stage only, not kept in the image.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "build every image (the same as giving no names)")
+	cmd.Flags().BoolVar(&all, "all", false, "build every image but the optional python-ml: the default set and the on-demand images")
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild the named images without the build cache, even when up to date")
 	cmd.Flags().StringVar(&mirror, "mirror", mirror, "Debian mirror URL for bootstrapping the base (env MCR_DEBIAN_MIRROR; default: the host's apt configuration)")
 	cmd.Flags().StringVar(&caCerts, "ca-certs", caCerts, "PEM file of extra CA certificates npm must trust during builds (env MCR_BUILD_CA_CERTS; default: /usr/local/share/ca-certificates/*.crt)")
@@ -127,11 +135,14 @@ build" to build what is missing or out of date.`,
 					sort.Strings(rs)
 					runtimes = strings.Join(rs, "; ")
 				}
-				// An optional image that was never built is no fault.
-				notWanted := st.Optional && !st.Present
+				// An optional or on-demand image that was never built is no fault.
+				notWanted := (st.Optional || st.OnDemand) && !st.Present
 				stale = stale || (!st.UpToDate && !notWanted)
-				if notWanted {
+				switch {
+				case notWanted && st.Optional:
 					size = "optional"
+				case notWanted:
+					size = "on demand"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, st.Tag, imagesYesNo(st.Present), size, imagesYesNo(st.UpToDate), runtimes)
 			}

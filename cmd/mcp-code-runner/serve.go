@@ -244,7 +244,9 @@ func startupChecks(ctx context.Context, st *stack) error {
 		if st.reg.Optional(img) {
 			continue // built only when asked for
 		}
-		if err := st.backend.CheckImage(ctx, img.Tag); err != nil {
+		if err := st.backend.CheckImage(ctx, img.Tag); err != nil && img.OnDemand {
+			st.log.Info("on-demand runtime image not built; its languages fail until it is", "image", img.Tag, "build", "mcp-code-runner images build "+img.Name)
+		} else if err != nil {
 			st.log.Warn("runtime image missing", "image", img.Tag, "fix", "mcp-code-runner images build "+img.Name)
 		}
 	}

@@ -429,6 +429,68 @@ var perLanguage = map[string]programs{
 		loop:           "(let loop () (loop))",
 		flood:          "(define (pad n)\n  (let ((s (number->string n)))\n    (string-append (make-string (- 6 (string-length s)) #\\0) s)))\n(do ((i 0 (+ i 1))) ((= i 20000))\n  (display (string-append \"line \" (pad i) \" xxxxxxxxxx\\n\")))",
 	},
+	"racket": {
+		hello:          "#lang racket/base\n\n(displayln \"hello, world\")",
+		stdin:          "#lang racket/base\n\n(printf \"got: ~a\\n\" (read-line))",
+		args:           "#lang racket/base\n(require racket/string)\n\n(displayln (string-join (vector->list (current-command-line-arguments)) \" \"))",
+		exit3:          "#lang racket/base\n\n(exit 3)",
+		runtimeErr:     "#lang racket/base\n\n(displayln \"before\")\n(car '())",
+		runtimeErrWant: "car: contract violation",
+		syntaxErr:      "#lang racket/base\n\n(displayln \"x\"",
+		syntaxErrWant:  "read-syntax",
+		loop:           "#lang racket/base\n\n(let loop () (loop))",
+		flood:          "#lang racket/base\n(require racket/format)\n\n(for ([i (in-range 20000)])\n  (printf \"line ~a xxxxxxxxxx\\n\" (~r i #:min-width 6 #:pad-string \"0\")))",
+	},
+	"octave": {
+		hello:          "printf(\"hello, world\\n\");",
+		stdin:          "line = fgetl(stdin);\nprintf(\"got: %s\\n\", line);",
+		args:           "args = argv();\nprintf(\"%s\\n\", strjoin(args', \" \"));",
+		exit3:          "exit(3);",
+		runtimeErr:     "printf(\"before\\n\");\nx = [1 2 3];\ndisp(x(5));",
+		runtimeErrWant: "out of bound",
+		syntaxErr:      "x = (1 + ;",
+		syntaxErrWant:  "parse error",
+		loop:           "while true\nend",
+		flood:          "for i = 0:19999\n  printf(\"line %06d xxxxxxxxxx\\n\", i);\nend",
+	},
+	"raku": {
+		hello:          "say 'hello, world';",
+		stdin:          "my $line = $*IN.get;\nsay \"got: $line\";",
+		args:           "say @*ARGS.join(' ');",
+		exit3:          "exit 3;",
+		runtimeErr:     "say 'before';\nsay 1 div 0;",
+		runtimeErrWant: "divide",
+		syntaxErr:      "say (1 + ;",
+		syntaxErrWant:  "SORRY",
+		loop:           "loop { }",
+		flood:          "for ^20000 -> $i {\n    printf \"line %06d xxxxxxxxxx\\n\", $i;\n}",
+	},
+	"crystal": {
+		hello:          "puts \"hello, world\"",
+		stdin:          "line = gets\nputs \"got: #{line}\"",
+		args:           "puts ARGV.join(\" \")",
+		exit3:          "exit 3",
+		runtimeErr:     "puts \"before\"\nnumbers = [1, 2, 3]\nputs numbers[5]",
+		runtimeErrWant: "IndexError",
+		syntaxErr:      "puts \"x\"\nputs (",
+		syntaxErrWant:  "unexpected token",
+		loop:           "loop do\nend",
+		flood:          "20000.times do |i|\n  printf(\"line %06d xxxxxxxxxx\\n\", i)\nend",
+		compileErr:     "puts undeclared_variable",
+	},
+	"vala": {
+		hello:          "void main () {\n    print (\"hello, world\\n\");\n}",
+		stdin:          "void main () {\n    string? line = stdin.read_line ();\n    print (\"got: %s\\n\", line);\n}",
+		args:           "int main (string[] args) {\n    var words = new StringBuilder ();\n    for (int i = 1; i < args.length; i++) {\n        if (i > 1) {\n            words.append_c (' ');\n        }\n        words.append (args[i]);\n    }\n    print (\"%s\\n\", words.str);\n    return 0;\n}",
+		exit3:          "int main () {\n    return 3;\n}",
+		runtimeErr:     "void main () {\n    print (\"before\\n\");\n    int n = 2;\n    assert (n > 5);\n}",
+		runtimeErrWant: "assertion failed",
+		syntaxErr:      "void main () {\n    print (\"x\"\n}",
+		syntaxErrWant:  "syntax error",
+		loop:           "void main () {\n    while (true) {\n    }\n}",
+		flood:          "void main () {\n    for (int i = 0; i < 20000; i++) {\n        stdout.printf (\"line %06d xxxxxxxxxx\\n\", i);\n    }\n}",
+		compileErr:     "void main () {\n    print (\"%d\\n\", undeclared_variable);\n}",
+	},
 }
 
 // unsupported lists the behaviours a language cannot have, with the reason;
@@ -539,8 +601,15 @@ func TestLanguagesAgainstDocker(t *testing.T) {
 				if !r.TimedOut || r.Status != engine.StatusTimeout || r.Signal != "SIGKILL" {
 					t.Fatalf("got %+v", r)
 				}
-				if r.DurationMs < 900 || time.Since(start) > 30*time.Second {
-					t.Errorf("run took %d ms (call %s); want about 1 s", r.DurationMs, time.Since(start))
+				// The compile stage has its own limit and, for a slow
+				// compiler on a loaded machine, takes what it takes: only
+				// the rest of the call must be about the 1 s run.
+				elapsed := time.Since(start)
+				if r.Compile != nil {
+					elapsed -= time.Duration(r.Compile.DurationMs) * time.Millisecond
+				}
+				if r.DurationMs < 900 || elapsed > 30*time.Second {
+					t.Errorf("run took %d ms (call %s, %s without the compile stage); want about 1 s", r.DurationMs, time.Since(start), elapsed)
 				}
 			})
 			t.Run("output over the cap", func(t *testing.T) {

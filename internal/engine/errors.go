@@ -59,9 +59,15 @@ func (e *Engine) explain(err error, lang languages.Language) error {
 	case errors.Is(err, pool.ErrBusy):
 		return &Error{Code: CodeBusy, Err: err, Message: err.Error()}
 	case errors.Is(err, sandbox.ErrImageMissing):
+		img := e.reg.ImageOf(lang)
+		all := "`make images`"
+		if img.OnDemand {
+			// `make images` builds the default set, which leaves this image out.
+			all = "`mcp-code-runner images build --all`"
+		}
 		return &Error{Code: CodeImageMissing, Err: err, Message: fmt.Sprintf(
-			"the %s runtime image %s is not built on this host; build it with `mcp-code-runner images build %s` (or `make images`), then retry",
-			lang.Name, e.reg.ImageOf(lang).Tag, lang.Name)}
+			"the %s runtime image %s is not built on this host; build it with `mcp-code-runner images build %s` (or %s), then retry",
+			lang.Name, img.Tag, lang.Name, all)}
 	case errors.Is(err, sandbox.ErrUnsupported):
 		return &Error{Code: CodeInvalid, Err: err, Message: err.Error()}
 	case errors.Is(err, sandbox.ErrUnavailable):

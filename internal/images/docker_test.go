@@ -13,8 +13,9 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
-// TestBuildAll builds every image (or finds it up to date) on the real daemon
-// and checks that each language's runtime version is recorded.
+// TestBuildAll builds every image but the optional variants, on-demand ones
+// included (or finds it up to date), on the real daemon and checks that each
+// language's runtime version is recorded.
 func TestBuildAll(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -31,7 +32,7 @@ func TestBuildAll(t *testing.T) {
 	defer cli.Close()
 	reg := languages.Builtin()
 	var log strings.Builder
-	if err := Build(ctx, cli, reg, nil, Options{Log: &log}); err != nil {
+	if err := Build(ctx, cli, reg, All(reg), Options{Log: &log}); err != nil {
 		t.Fatalf("Build: %v\n%s", err, log.String())
 	}
 	sts, err := Status(ctx, cli, reg)

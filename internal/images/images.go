@@ -117,6 +117,10 @@ type ImageStatus struct {
 	// Optional reports whether the image is built only when asked for (a
 	// variant no language runs in), so that its absence is no fault.
 	Optional bool
+	// OnDemand reports whether the image is left out of the default set
+	// (see languages.Image.OnDemand): its absence is no fault either, only
+	// its languages cannot run until it is built.
+	OnDemand bool
 }
 
 // buildContext is what an image is built from: its Dockerfile and the files
@@ -174,17 +178,18 @@ func (bc buildContext) hash(parentID string) string {
 }
 
 // Resolve turns image names and language names or aliases into the image
-// names to build; no names means every image but the optional variants
-// (those only built when named, see languages.Registry.Optional).
+// names to build; no names means the default set: every image but the
+// optional variants (built only when named, see languages.Registry.Optional)
+// and the on-demand images (see languages.Image.OnDemand).
 func Resolve(reg *languages.Registry, names []string) ([]string, error) {
 	if len(names) == 0 {
-		var all []string
+		var defaults []string
 		for _, img := range reg.Images() {
-			if !reg.Optional(img) {
-				all = append(all, img.Name)
+			if reg.Default(img) {
+				defaults = append(defaults, img.Name)
 			}
 		}
-		return all, nil
+		return defaults, nil
 	}
 	var out []string
 	for _, n := range names {
@@ -204,8 +209,20 @@ func Resolve(reg *languages.Registry, names []string) ([]string, error) {
 	return out, nil
 }
 
+// All returns the names of every image but the optional variants: the
+// default set and the on-demand images, what `images build --all` builds.
+func All(reg *languages.Registry) []string {
+	var all []string
+	for _, img := range reg.Images() {
+		if !reg.Optional(img) {
+			all = append(all, img.Name)
+		}
+	}
+	return all
+}
+
 // Build builds the named images (image names or language names; none means
-// all) and the images they build on, parents first. An image is skipped when
+// the default set, see Resolve) and the images they build on, parents first. An image is skipped when
 // it exists and its LabelDockerfileHash matches its Dockerfile and current
 // parent, unless opts.Force names it. After each build, every language of the
 // image runs its version command in a throwaway sandbox, and the image is
@@ -561,6 +578,7 @@ func Status(ctx context.Context, cli *client.Client, reg *languages.Registry) ([
 			}
 		}
 		st.Optional = reg.Optional(img)
+		st.OnDemand = img.OnDemand
 		ids[img.Name] = st.ID
 		out = append(out, st)
 	}

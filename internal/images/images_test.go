@@ -133,3 +133,39 @@ func TestResolveLeavesOptionalVariantsOutUnlessAskedOrUsed(t *testing.T) {
 		})
 	}
 }
+
+func TestOnDemandImagesAreBuiltByAllOrWhenNamedNotByDefault(t *testing.T) {
+	reg := languages.Builtin()
+	tests := []struct {
+		name         string
+		names        []string
+		wantDialects bool
+	}{
+		{"no names (make images, make run) leaves dialects out", nil, false},
+		{"a language of the image builds it", []string{"racket"}, true},
+		{"an alias of one of its languages builds it", []string{"matlab"}, true},
+		{"the image named builds it", []string{"dialects"}, true},
+		{"--all builds it", All(reg), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Resolve(reg, tc.names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(got, "dialects") != tc.wantDialects {
+				t.Errorf("Resolve(%v) = %v; dialects included: want %v", tc.names, got, tc.wantDialects)
+			}
+		})
+	}
+	all := All(reg)
+	if slices.Contains(all, "python-ml") {
+		t.Errorf("All = %v: python-ml is built only when named", all)
+	}
+	defaults, _ := Resolve(reg, nil)
+	for _, name := range defaults {
+		if !slices.Contains(all, name) {
+			t.Errorf("All = %v lacks the default image %s", all, name)
+		}
+	}
+}

@@ -39,6 +39,13 @@ type Image struct {
 	// languages file that points them at it). A variant is optional: it is
 	// built only when named, or when a language runs in it.
 	VariantOf string `json:"variant_of,omitempty"`
+	// OnDemand marks an image that is left out of the default set (`images
+	// build` with no names, `make images` and so `make run`): it is built
+	// by `images build --all`, when one of its languages or the image is
+	// named, and by `make test` and CI. Its languages are first-class; the
+	// image is only large or rarely asked for, so that a fresh machine
+	// serves sooner without it.
+	OnDemand bool `json:"on_demand,omitempty"`
 }
 
 // Limits are per-language overrides of the operator's default limits, for
@@ -321,6 +328,13 @@ func (r *Registry) Image(name string) (Image, bool) {
 // one that is built only when asked for, and whose absence is no fault.
 func (r *Registry) Optional(img Image) bool {
 	return img.VariantOf != "" && !slices.ContainsFunc(r.languages, func(l Language) bool { return l.Image == img.Name })
+}
+
+// Default reports whether img is in the default set, the images that
+// `images build` with no names (and so `make images` and `make run`) builds:
+// every image that is neither optional nor on demand.
+func (r *Registry) Default(img Image) bool {
+	return !r.Optional(img) && !img.OnDemand
 }
 
 // LanguagesOf returns the languages measured in the named image when it is

@@ -21,8 +21,8 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 	imgs := r.Images()
-	if len(imgs) != 12 || imgs[0].Name != "base" {
-		t.Errorf("build order %v: want 12 images, base first", imgs)
+	if len(imgs) != 13 || imgs[0].Name != "base" {
+		t.Errorf("build order %v: want 13 images, base first", imgs)
 	}
 	built := map[string]bool{"root": true}
 	for _, img := range imgs {
@@ -31,8 +31,34 @@ func TestBuiltin(t *testing.T) {
 		}
 		built[img.Name] = true
 	}
-	if n := len(r.Languages()); n < 30 {
-		t.Errorf("%d languages; issue #4 asks for at least 30", n)
+	if n := len(r.Languages()); n < 37 {
+		t.Errorf("%d languages; want at least 37 (issue #18 asks for 42)", n)
+	}
+}
+
+func TestOnDemandImagesAreLeftOutOfTheDefaultSetOnly(t *testing.T) {
+	r := Builtin()
+	dialects, ok := r.Image("dialects")
+	if !ok || !dialects.OnDemand {
+		t.Fatalf("dialects image %+v: want an on-demand image", dialects)
+	}
+	if r.Default(dialects) || r.Optional(dialects) {
+		t.Errorf("dialects: default %v, optional %v; want neither (built by --all and when named)", r.Default(dialects), r.Optional(dialects))
+	}
+	var names []string
+	for _, l := range r.LanguagesOf("dialects") {
+		names = append(names, l.Name)
+	}
+	if got := strings.Join(names, ","); got != "crystal,octave,racket,raku,vala" {
+		t.Errorf("languages of dialects: %s", got)
+	}
+	for _, name := range []string{"base", "python", "native", "jvm"} {
+		if img, _ := r.Image(name); !r.Default(img) {
+			t.Errorf("%s is not in the default set", name)
+		}
+	}
+	if ml, _ := r.Image("python-ml"); r.Default(ml) {
+		t.Error("python-ml, optional, is in the default set")
 	}
 }
 

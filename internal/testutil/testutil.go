@@ -160,12 +160,16 @@ func RequireImage(t testing.TB, b *docker.Backend, reg *languages.Registry, lang
 	if !ok {
 		t.Fatalf("unknown language %s", lang)
 	}
-	tag := reg.ImageOf(l).Tag
-	if err := b.CheckImage(context.Background(), tag); err != nil {
+	img := reg.ImageOf(l)
+	fix := "make images"
+	if img.OnDemand {
+		fix = "make images-all" // `make images` leaves on-demand images out
+	}
+	if err := b.CheckImage(context.Background(), img.Tag); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("image %s is required under CI=true: %v (run `make images`)", tag, err)
+			t.Fatalf("image %s is required under CI=true: %v (run `%s`)", img.Tag, err, fix)
 		}
-		t.Skipf("image %s missing (run `make images`): %v", tag, err)
+		t.Skipf("image %s missing (run `%s`): %v", img.Tag, fix, err)
 	}
 }
 
