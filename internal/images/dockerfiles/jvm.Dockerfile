@@ -19,9 +19,9 @@
 # classes come from the archive: 1.3 s for a hello world instead of 2.2 s.
 #
 # Scala is Debian trixie's 2.11 (2017), which runs on JDK 21. Its compiler
-# takes 6-10 s for a hello world here; an archive does not shorten that
-# measurably (the time goes to the compiler's own work, not class loading),
-# so scalac has none and runs with C1 only.
+# is the slowest to start of the five: 6-10 s for a hello world here under
+# load, and at one CPU its archive takes a small program's compile from about
+# 24 s to 16 s.
 ARG BASE
 FROM ${BASE}
 ARG DEBIAN_FRONTEND=noninteractive
@@ -88,6 +88,19 @@ RUN mkdir -p /usr/lib/mcr-cds /tmp/cds/java /tmp/cds/kotlin \
  && java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=/usr/lib/mcr-cds/groovy.jsa -Xlog:cds=off -Xlog:cds+dynamic=off \
       -cp /usr/share/groovy/lib/groovy-2.4.21.jar:/usr/share/groovy/lib/groovy-json.jar:/usr/share/groovy/lib/groovy-xml.jar groovy.ui.GroovyMain main.groovy \
  && java -Xshare:on -XX:SharedArchiveFile=/usr/lib/mcr-cds/groovy.jsa -XX:+UseSerialGC -cp /usr/share/groovy/lib/groovy-2.4.21.jar:/usr/share/groovy/lib/groovy-json.jar:/usr/share/groovy/lib/groovy-xml.jar groovy.ui.GroovyMain -e 'println "groovy archive ok"' \
+ && printf '%s\n' \
+      'object Main extends App {' \
+      '  sealed trait T; case class A(x: Int) extends T; case object B extends T' \
+      '  implicit class Twice(val i: Int) extends AnyVal { def twice: Int = i * 2 }' \
+      '  val xs = List(A(1), B, A(3)).collect { case A(x) => x.twice }' \
+      '  val m = xs.groupBy(_ % 3).mapValues(_.sum)' \
+      '  for ((k, v) <- m.toSeq.sorted; if v > 0) println(f"$k%d -> ${v.toDouble}%.1f")' \
+      '  println(s"${xs.mkString(",")} ${Option(args).map(_.length).getOrElse(0)} ${scala.io.StdIn.readLine()}")' \
+      '}' > main.scala \
+ && mkdir -p /tmp/cds/scala \
+ && java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss4m -XX:ArchiveClassesAtExit=/usr/lib/mcr-cds/scalac.jsa -Xlog:cds=off -Xlog:cds+dynamic=off \
+      -Dscala.usejavacp=true -cp /usr/share/java/scala-compiler-2.11.jar:/usr/share/java/scala-library-2.11.jar:/usr/share/java/scala-reflect-2.11.jar:/usr/share/java/scala-xml_2.11.jar scala.tools.nsc.Main -d /tmp/cds/scala main.scala </dev/null \
+ && java -Xshare:on -XX:SharedArchiveFile=/usr/lib/mcr-cds/scalac.jsa -XX:+UseSerialGC -Dscala.usejavacp=true -cp /usr/share/java/scala-compiler-2.11.jar:/usr/share/java/scala-library-2.11.jar:/usr/share/java/scala-reflect-2.11.jar:/usr/share/java/scala-xml_2.11.jar scala.tools.nsc.Main -version \
  && java -Xshare:on -XX:SharedArchiveFile=/usr/lib/mcr-cds/clojure.jsa -XX:+UseSerialGC -cp /usr/share/java/clojure.jar clojure.main -e '(println "clojure archive ok")' \
  && javac -J-Xshare:on -J-XX:SharedArchiveFile=/usr/lib/mcr-cds/javac.jsa -J-XX:+UseSerialGC -version \
  && cd / && rm -rf /tmp/cds /tmp/hsperfdata_root \
