@@ -28,7 +28,11 @@ import (
 type programs struct {
 	hello, stdin, args, exit3, runtimeErr, syntaxErr, loop, flood string
 	runtimeErrWant, syntaxErrWant                                 string
-	compileErr                                                    string // compiled languages only
+	// runtimeErrSignal, instead of runtimeErrWant, is the signal a runtime
+	// error ends the program with where nothing prints a message for it
+	// (assembly: a bad memory access is SIGSEGV, and that is all).
+	runtimeErrSignal string
+	compileErr       string // compiled languages only
 }
 
 var perLanguage = map[string]programs{
@@ -491,6 +495,70 @@ var perLanguage = map[string]programs{
 		flood:          "void main () {\n    for (int i = 0; i < 20000; i++) {\n        stdout.printf (\"line %06d xxxxxxxxxx\\n\", i);\n    }\n}",
 		compileErr:     "void main () {\n    print (\"%d\\n\", undeclared_variable);\n}",
 	},
+	"scala": {
+		hello:          "object Main {\n  def main(args: Array[String]): Unit = println(\"hello, world\")\n}",
+		stdin:          "object Main {\n  def main(args: Array[String]): Unit = {\n    val l = scala.io.StdIn.readLine()\n    println(s\"got: $l\")\n  }\n}",
+		args:           "object Main extends App {\n  println(args.mkString(\" \"))\n}",
+		exit3:          "object Main {\n  def main(args: Array[String]): Unit = sys.exit(3)\n}",
+		runtimeErr:     "object Main {\n  def main(args: Array[String]): Unit = {\n    println(\"before\")\n    throw new IllegalStateException(\"boom\")\n  }\n}",
+		runtimeErrWant: "boom",
+		syntaxErr:      "object Main {\n  def main(args: Array[String]): Unit = {\n    val = 1\n  }\n}",
+		syntaxErrWant:  "error:",
+		loop:           "object Main {\n  def main(args: Array[String]): Unit = while (true) {}\n}",
+		flood:          "object Main {\n  def main(args: Array[String]): Unit = {\n    val sb = new StringBuilder\n    for (i <- 0 until 20000) sb ++= f\"line $i%06d xxxxxxxxxx\\n\"\n    print(sb)\n  }\n}",
+		compileErr:     "object Main {\n  def main(args: Array[String]): Unit = {\n    val n: Int = \"not a number\"\n    println(n)\n  }\n}",
+	},
+	"groovy": {
+		hello:          "println 'hello, world'",
+		stdin:          "def l = System.in.newReader().readLine()\nprintln \"got: $l\"",
+		args:           "println args.join(' ')",
+		exit3:          "System.exit(3)",
+		runtimeErr:     "println 'before'\nthrow new IllegalStateException('boom')",
+		runtimeErrWant: "boom",
+		syntaxErr:      "def x = (\n",
+		syntaxErrWant:  "startup failed",
+		loop:           "while (true) {}",
+		flood:          "def sb = new StringBuilder()\n20000.times { sb << String.format('line %06d xxxxxxxxxx%n', it) }\nprint sb",
+	},
+	"ada": {
+		hello:          "with Ada.Text_IO;\n\nprocedure Main is\nbegin\n   Ada.Text_IO.Put_Line (\"hello, world\");\nend Main;",
+		stdin:          "with Ada.Text_IO; use Ada.Text_IO;\n\nprocedure Main is\n   Line : constant String := Get_Line;\nbegin\n   Put_Line (\"got: \" & Line);\nend Main;",
+		args:           "with Ada.Text_IO;        use Ada.Text_IO;\nwith Ada.Command_Line;   use Ada.Command_Line;\n\nprocedure Main is\nbegin\n   for I in 1 .. Argument_Count loop\n      if I > 1 then\n         Put (\" \");\n      end if;\n      Put (Argument (I));\n   end loop;\n   New_Line;\nend Main;",
+		exit3:          "with Ada.Command_Line;\n\nprocedure Main is\nbegin\n   Ada.Command_Line.Set_Exit_Status (3);\nend Main;",
+		runtimeErr:     "with Ada.Text_IO;\nwith Ada.Command_Line;\n\nprocedure Main is\n   Items : array (1 .. 3) of Integer := (others => 0);\n   Index : constant Integer := Ada.Command_Line.Argument_Count + 5;\nbegin\n   Ada.Text_IO.Put_Line (\"before\");\n   Items (Index) := 1;\n   Ada.Text_IO.Put_Line (Integer'Image (Items (1)));\nend Main;",
+		runtimeErrWant: "CONSTRAINT_ERROR",
+		syntaxErr:      "procedure Main is\nbegin\n   X := ;\nend Main;",
+		syntaxErrWant:  "error:",
+		loop:           "procedure Main is\nbegin\n   loop\n      null;\n   end loop;\nend Main;",
+		flood:          "with Ada.Text_IO; use Ada.Text_IO;\n\nprocedure Main is\nbegin\n   for I in 0 .. 19_999 loop\n      declare\n         Img : constant String := Integer'Image (1_000_000 + I);\n      begin\n         Put_Line (\"line \" & Img (3 .. 8) & \" xxxxxxxxxx\");\n      end;\n   end loop;\nend Main;",
+		compileErr:     "with Ada.Text_IO;\n\nprocedure Main is\n   N : Integer := \"not a number\";\nbegin\n   Ada.Text_IO.Put_Line (Integer'Image (N));\nend Main;",
+	},
+	"cobol": {
+		hello:          "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       PROCEDURE DIVISION.\n           DISPLAY \"hello, world\"\n           STOP RUN.\n",
+		stdin:          "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       DATA DIVISION.\n       WORKING-STORAGE SECTION.\n       01 WS-LINE PIC X(80).\n       PROCEDURE DIVISION.\n           ACCEPT WS-LINE\n           DISPLAY \"got: \" FUNCTION TRIM(WS-LINE TRAILING)\n           STOP RUN.\n",
+		args:           "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       DATA DIVISION.\n       WORKING-STORAGE SECTION.\n       01 WS-ARGS PIC X(200).\n       PROCEDURE DIVISION.\n           ACCEPT WS-ARGS FROM COMMAND-LINE\n           DISPLAY FUNCTION TRIM(WS-ARGS TRAILING)\n           STOP RUN.\n",
+		exit3:          "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       PROCEDURE DIVISION.\n           MOVE 3 TO RETURN-CODE\n           STOP RUN.\n",
+		runtimeErr:     "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       PROCEDURE DIVISION.\n           DISPLAY \"before\"\n           CALL \"NO-SUCH-PROGRAM\"\n           STOP RUN.\n",
+		runtimeErrWant: "not found",
+		syntaxErr:      "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       PROCEDURE DIVISION.\n           DISPLAY \"unterminated\n           STOP RUN.\n",
+		syntaxErrWant:  "error:",
+		loop:           "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       PROCEDURE DIVISION.\n           PERFORM UNTIL 1 = 2\n               CONTINUE\n           END-PERFORM\n           STOP RUN.\n",
+		flood:          "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       DATA DIVISION.\n       WORKING-STORAGE SECTION.\n       01 WS-I PIC 9(6).\n       PROCEDURE DIVISION.\n           PERFORM VARYING WS-I FROM 0 BY 1 UNTIL WS-I > 19999\n               DISPLAY \"line \" WS-I \" xxxxxxxxxx\"\n           END-PERFORM\n           STOP RUN.\n",
+		compileErr:     "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. MAIN.\n       PROCEDURE DIVISION.\n           MOVE 1 TO WS-UNDECLARED\n           STOP RUN.\n",
+	},
+	"asm": {
+		hello:            "        global  _start\n\n        section .text\n_start: mov     eax, 1          ; write(1, message, length)\n        mov     edi, 1\n        mov     rsi, message\n        mov     edx, length\n        syscall\n        mov     eax, 60         ; exit(0)\n        xor     edi, edi\n        syscall\n\n        section .rodata\nmessage: db     \"hello, world\", 10\nlength: equ     $ - message\n",
+		stdin:            "        global  _start\n\n        section .bss\nbuffer: resb    257\n\n        section .rodata\nprefix: db      \"got: \"\n\n        section .text\n_start: xor     eax, eax        ; read(0, buffer, 256)\n        xor     edi, edi\n        mov     rsi, buffer\n        mov     edx, 256\n        syscall\n        xor     ebx, ebx        ; rbx: length of the first line\n.scan:  cmp     rbx, rax\n        jge     .found\n        cmp     byte [buffer + rbx], 10\n        je      .found\n        inc     rbx\n        jmp     .scan\n.found: mov     byte [buffer + rbx], 10\n        inc     rbx\n        mov     eax, 1\n        mov     edi, 1\n        mov     rsi, prefix\n        mov     edx, 5\n        syscall\n        mov     eax, 1\n        mov     edi, 1\n        mov     rsi, buffer\n        mov     rdx, rbx\n        syscall\n        mov     eax, 60\n        xor     edi, edi\n        syscall\n",
+		args:             "        global  _start\n\n        section .rodata\nspace:  db      \" \"\nnewline: db     10\n\n        section .text\n_start: mov     r12, [rsp]      ; argc\n        lea     r13, [rsp + 16] ; &argv[1]\n        mov     r14, 1\n.next:  cmp     r14, r12\n        jge     .done\n        cmp     r14, 1\n        je      .word\n        mov     eax, 1\n        mov     edi, 1\n        mov     rsi, space\n        mov     edx, 1\n        syscall\n.word:  mov     rsi, [r13]\n        xor     edx, edx\n.len:   cmp     byte [rsi + rdx], 0\n        je      .write\n        inc     rdx\n        jmp     .len\n.write: mov     eax, 1\n        mov     edi, 1\n        syscall\n        add     r13, 8\n        inc     r14\n        jmp     .next\n.done:  mov     eax, 1\n        mov     edi, 1\n        mov     rsi, newline\n        mov     edx, 1\n        syscall\n        mov     eax, 60\n        xor     edi, edi\n        syscall\n",
+		exit3:            "        global  _start\n        section .text\n_start: mov     eax, 60\n        mov     edi, 3\n        syscall\n",
+		runtimeErr:       "        global  _start\n        section .text\n_start: mov     eax, 1\n        mov     edi, 1\n        mov     rsi, message\n        mov     edx, 7\n        syscall\n        mov     rax, [0]        ; a null pointer: SIGSEGV\n        section .rodata\nmessage: db     \"before\", 10\n",
+		runtimeErrSignal: "SIGSEGV",
+		syntaxErr:        "        global  _start\n        section .text\n_start: mov     rax,\n        syscall\n",
+		syntaxErrWant:    "error:",
+		loop:             "        global  _start\n        section .text\n_start: jmp     _start\n",
+		flood:            "; the C library's printf from main, linked by gcc\n        global  main\n        extern  printf\n\n        section .rodata\nformat: db      \"line %06d xxxxxxxxxx\", 10, 0\n\n        section .text\nmain:   push    rbx\n        xor     ebx, ebx\n.loop:  lea     rdi, [rel format]\n        mov     esi, ebx\n        xor     eax, eax\n        call    printf\n        inc     ebx\n        cmp     ebx, 20000\n        jl      .loop\n        xor     eax, eax\n        pop     rbx\n        ret\n",
+		compileErr:       "        global  _start\n        section .text\n_start: mov     rdi, undefined_symbol\n        mov     eax, 60\n        syscall\n",
+	},
 }
 
 // unsupported lists the behaviours a language cannot have, with the reason;
@@ -564,6 +632,12 @@ func TestLanguagesAgainstDocker(t *testing.T) {
 			})
 			t.Run("runtime error", func(t *testing.T) {
 				r := run(t, e, engine.Request{Language: lang, Code: p.runtimeErr})
+				if p.runtimeErrSignal != "" {
+					if r.Signal != p.runtimeErrSignal || r.Status != engine.StatusError || !strings.Contains(r.Stdout, "before") {
+						t.Fatalf("want %s after printing before, got signal %q status %s stdout %q stderr %q", p.runtimeErrSignal, r.Signal, r.Status, r.Stdout, r.Stderr)
+					}
+					return
+				}
 				if r.ExitCode == 0 || !strings.Contains(r.Stderr, p.runtimeErrWant) || !strings.Contains(r.Stdout, "before") {
 					t.Fatalf("exit %d, stdout %q, stderr %q", r.ExitCode, r.Stdout, r.Stderr)
 				}

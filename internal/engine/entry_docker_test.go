@@ -98,6 +98,22 @@ var entryCases = []entryCase{
 	{name: "csharp two Main methods", lang: "csharp",
 		code:   "class A { static void Main() {} }\nclass B { static void Main() {} }",
 		status: engine.StatusCompileError, stderr: "more than one entry point"},
+	{name: "scala object extends App in a package", lang: "scala",
+		code:   "package demo.app\n\ncase class Point(x: Int, y: Int)\n\nobject HelloWorld extends App {\n  println(s\"${Point(1, 2)} ${args.mkString(\",\")}\")\n}",
+		args:   []string{"a", "b"},
+		stdout: "Point(1,2) a,b\n"},
+	{name: "scala object Solution with def main after a companion", lang: "scala",
+		code:   "class Counter(val n: Int)\nobject Counter { def zero = new Counter(0) }\n\nobject Solution {\n  def main(args: Array[String]): Unit = println(Counter.zero.n)\n}",
+		stdout: "0\n"},
+	{name: "ada procedure named after the program, with its package in the same file", lang: "ada",
+		code:   "package Greetings is\n   procedure Hello (Name : String);\nend Greetings;\n\nwith Ada.Text_IO;\npackage body Greetings is\n   procedure Hello (Name : String) is\n   begin\n      Ada.Text_IO.Put_Line (\"hello, \" & Name);\n   end Hello;\nend Greetings;\n\nwith Greetings;\nprocedure Hello_World is\nbegin\n   Greetings.Hello (\"world\");\nend Hello_World;",
+		stdout: "hello, world\n"},
+	{name: "ada package without a procedure to run", lang: "ada",
+		code:   "package Greetings is\n   procedure Hello;\nend Greetings;\n\nwith Ada.Text_IO;\npackage body Greetings is\n   procedure Hello is\n   begin\n      Ada.Text_IO.Put_Line (\"hello\");\n   end Hello;\nend Greetings;",
+		status: engine.StatusCompileError, stderr: "is a package, and the runner builds the last procedure body in the file as the main program"},
+	{name: "scala 3 @main", lang: "scala",
+		code:   "@main def hello(): Unit = println(\"hi\")",
+		status: engine.StatusCompileError, stderr: "`@main` is Scala 3, and this runner has Scala 2.11"},
 }
 
 // TestEntryPointsAgainstDocker runs programs whose entry points have the

@@ -19,7 +19,7 @@ func TestValidateRejects(t *testing.T) {
 		want string // a piece of the message
 	}{
 		{"no language", with(func(r *Request) { r.Language = "" }), "language is required; available: " + strings.Join(reg.Names(), ", ")},
-		{"unknown language", with(func(r *Request) { r.Language = "cobol" }), `unknown language "cobol"; available: ` + strings.Join(reg.Names(), ", ")},
+		{"unknown language", with(func(r *Request) { r.Language = "intercal" }), `unknown language "intercal"; available: ` + strings.Join(reg.Names(), ", ")},
 		{"empty code", with(func(r *Request) { r.Code = "  \n" }), "code is empty"},
 		{"code too large", with(func(r *Request) { r.Code = strings.Repeat("#", lim.MaxCodeBytes+1) }), "over the limit"},
 		{"stdin too large", with(func(r *Request) { r.Stdin = strings.Repeat("x", lim.MaxStdinBytes+1) }), "stdin is"},

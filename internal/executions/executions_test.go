@@ -120,7 +120,7 @@ func TestExecutionBadInput(t *testing.T) {
 		{"unknown id", func() error { _, err := m.Get(ctx, "exec-nope", 0, 0, 0); return err }, "unknown execution id"},
 		{"cancel unknown", func() error { _, err := m.Cancel(ctx, "exec-nope"); return err }, "unknown execution id"},
 		{"wait above max", func() error { _, err := m.Get(ctx, "exec-nope", time.Hour, 0, 0); return err }, "above the maximum"},
-		{"bad request", func() error { _, err := m.Start(ctx, engine.Request{Language: "cobol", Code: "x"}); return err }, "unknown language"},
+		{"bad request", func() error { _, err := m.Start(ctx, engine.Request{Language: "intercal", Code: "x"}); return err }, "unknown language"},
 		{"timeout above max duration", func() error {
 			_, err := m.Start(ctx, engine.Request{Language: "bash", Code: "x", TimeoutSeconds: 100000})
 			return err

@@ -43,8 +43,8 @@ func TestToolCallsAreObserved(t *testing.T) {
 		want  mcpserver.ToolCall
 		fails bool
 	}{
-		{"a refused run names its code by hash", "run_code", map[string]any{"language": "cobol", "code": code},
-			mcpserver.ToolCall{Tool: "run_code", Language: "cobol", CodeSHA256: hex.EncodeToString(sum[:]), Status: "rejected"}, true},
+		{"a refused run names its code by hash", "run_code", map[string]any{"language": "intercal", "code": code},
+			mcpserver.ToolCall{Tool: "run_code", Language: "intercal", CodeSHA256: hex.EncodeToString(sum[:]), Status: "rejected"}, true},
 		{"a file tool names its session", "read_file", map[string]any{"session_id": "s-404", "path": "a.txt"},
 			mcpserver.ToolCall{Tool: "read_file", SessionID: "s-404", Status: "rejected"}, true},
 		{"an execution tool names its execution", "cancel_execution", map[string]any{"execution_id": "x-404"},

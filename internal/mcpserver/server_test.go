@@ -130,7 +130,7 @@ func TestPromptsAndCompletion(t *testing.T) {
 	if !strings.Contains(text, "sum 1..100") || !strings.Contains(text, `"typescript"`) || !strings.Contains(text, "run_code") {
 		t.Errorf("prompt text: %s", text)
 	}
-	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "solve_with_code", Arguments: map[string]string{"task": "x", "language": "cobol"}}); err == nil || !strings.Contains(err.Error(), "available") {
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "solve_with_code", Arguments: map[string]string{"task": "x", "language": "intercal"}}); err == nil || !strings.Contains(err.Error(), "available") {
 		t.Errorf("unknown language in prompt: %v", err)
 	}
 	comp, err := cs.Complete(ctx, &mcp.CompleteParams{
@@ -158,7 +158,7 @@ func TestBadInputIsToolError(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{map[string]any{"language": "cobol", "code": "x"}, "available: " + strings.Join(languages.Builtin().Names(), ", ")},
+		{map[string]any{"language": "intercal", "code": "x"}, "available: " + strings.Join(languages.Builtin().Names(), ", ")},
 		{map[string]any{"language": "python", "code": ""}, "code is empty"},
 		{map[string]any{"language": "python", "code": "x", "files": []any{map[string]any{"path": "../x", "content": "y"}}}, "climbs out"},
 		{map[string]any{"language": "python", "code": "x", "timeout_seconds": 3600}, "maximum"},

@@ -41,6 +41,7 @@ var conventions = map[string]convention{
 	"clojure": clojure,
 	"haskell": haskell,
 	"go":      golang,
+	"scala":   scala,
 }
 
 // Known reports whether name is a convention Find understands.

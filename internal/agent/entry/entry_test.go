@@ -49,6 +49,13 @@ func TestFindsTheEntryPointPeopleWrite(t *testing.T) {
 		{"haskell module Solution", "haskell", "main.hs",
 			"{-# LANGUAGE ScopedTypeVariables #-}\n-- module Fake where\nmodule Solution (main) where\n\nmain :: IO ()\nmain = pure ()", "main.hs", "Solution", ""},
 		{"go package main", "go", "main.go", "// Package main is a tool.\npackage main\n\nfunc main() {}", "main.go", "", ""},
+
+		{"scala object Main with def main", "scala", "main.scala",
+			"object Main {\n  def main(args: Array[String]): Unit = println(\"hi\")\n}", "main.scala", "Main", ""},
+		{"scala object HelloWorld extends App", "scala", "main.scala",
+			"object HelloWorld extends App {\n  println(s\"${args.length} {\")\n}", "main.scala", "HelloWorld", ""},
+		{"scala helpers, case objects and a companion before the program", "scala", "main.scala",
+			"package demo.app\n\nsealed trait Shape\ncase object Dot extends Shape\nclass Box { def main(a: Array[String]) = () }\nobject Box { val n = 1 }\n/* object Fake { def main(a: Array[String]) = () /* nested */ } */\nobject Solution {\n  def main(args: Array[String]): Unit = {}\n}", "main.scala", "demo.app.Solution", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,6 +71,21 @@ func TestFindsTheEntryPointPeopleWrite(t *testing.T) {
 			}
 			if c.wantAppended != "" && (!strings.HasPrefix(string(p.Source), c.code) || !strings.HasSuffix(string(p.Source), c.wantAppended)) {
 				t.Errorf("source is\n%s\nwant the code and then %q", p.Source, c.wantAppended)
+			}
+		})
+	}
+}
+
+func TestScalaWithoutAnEntryPointSaysWhatTheRunnerExpects(t *testing.T) {
+	cases := []struct{ name, code, want string }{
+		{"no object with main", "object Util { def twice(x: Int) = 2 * x }", "object Main { def main(args: Array[String]): Unit"},
+		{"scala 3 @main", "@main def hello(): Unit = println(\"hi\")", "`@main` is Scala 3, and this runner has Scala 2.11"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Find("scala", "main.scala", []byte(c.code))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
 			}
 		})
 	}

@@ -246,3 +246,73 @@ func isKeyword(s string) bool {
 	}
 	return false
 }
+
+// scala runs the first top-level object that declares def main or extends
+// App (Scala 2's two ways to write a program); the file keeps its name,
+// since scalac does not tie file names to objects.
+func scala(file string, src []byte) (Point, error) {
+	toks := cTokens(string(src), true)
+	var (
+		pkg      string
+		depth    int
+		pending  string // a top-level object whose header is being read
+		cur      string // the top-level object whose body is open
+		main     string
+		scala3At bool // an @main annotation (Scala 3's entry point)
+	)
+	for i := 0; i < len(toks) && main == ""; i++ {
+		t := toks[i]
+		if t.str {
+			continue
+		}
+		switch t.text {
+		case "{":
+			depth++
+			if depth == 1 && pending != "" {
+				cur, pending = pending, ""
+			}
+			continue
+		case "}":
+			depth--
+			if depth == 0 {
+				cur = ""
+			}
+			continue
+		}
+		switch {
+		case depth == 0 && t.text == "package" && i+1 < len(toks) && toks[i+1].text != "object":
+			var name string
+			name, i = qualifiedName(toks, i+1)
+			i--
+			if pkg == "" {
+				pkg = name
+			} else {
+				pkg += "." + name
+			}
+		case depth == 0 && t.text == "object" && i+1 < len(toks) && isIdent(toks[i+1].text) && (i == 0 || toks[i-1].text != "case" && toks[i-1].text != "package"):
+			pending = toks[i+1].text
+			i++
+		case depth == 0 && pending != "" && (t.text == "extends" || t.text == "with") && i+1 < len(toks) && toks[i+1].text == "App":
+			main = pending
+		case depth == 0 && t.text == "class" || depth == 0 && t.text == "trait":
+			pending = ""
+		case depth == 1 && cur != "" && t.text == "def" && i+2 < len(toks) && toks[i+1].text == "main" && (toks[i+2].text == "(" || toks[i+2].text == ":"):
+			main = cur
+		case t.text == "@" && i+1 < len(toks) && toks[i+1].text == "main":
+			scala3At = true
+		}
+	}
+	if main == "" {
+		msg := "the code has no top-level object with `def main(args: Array[String]): Unit` and none that extends App; " +
+			"the runner compiles it with Scala 2.11 and runs that object, so add one (for example `object Main { def main(args: Array[String]): Unit = { ... } }`)"
+		if scala3At {
+			msg = "`@main` is Scala 3, and this runner has Scala 2.11: write the program as `object Main { def main(args: Array[String]): Unit = { ... } }` (or `object Main extends App { ... }`)"
+		}
+		return Point{}, errors.New(msg)
+	}
+	p := Point{File: file, Main: main, Source: src}
+	if pkg != "" {
+		p.Main = pkg + "." + main
+	}
+	return p, nil
+}
