@@ -211,9 +211,9 @@ func TestSetupRefusesAnUnknownLanguageBeforeTouchingTheEngine(t *testing.T) {
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
-	root.SetArgs([]string{"setup", "--languages", "cobol", "--docker-host", "unix:///nonexistent.sock"})
+	root.SetArgs([]string{"setup", "--languages", "intercal", "--docker-host", "unix:///nonexistent.sock"})
 	err := root.ExecuteContext(t.Context())
-	if err == nil || !strings.Contains(err.Error(), `unknown language "cobol"`) || !strings.Contains(err.Error(), "python") {
+	if err == nil || !strings.Contains(err.Error(), `unknown language "intercal"`) || !strings.Contains(err.Error(), "python") {
 		t.Fatalf("want an error naming the language and the valid ones, got %v", err)
 	}
 	if strings.Contains(out.String(), "[1/4]") {
