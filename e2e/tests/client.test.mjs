@@ -280,10 +280,10 @@ process.stdin.on('end', () => {
                 });
 
                 it('answers an unknown language with isError and the list of languages', async () => {
-                    const r = await client.callTool({ name: 'run_code', arguments: { language: 'cobol', code: 'DISPLAY "HI".' } });
+                    const r = await client.callTool({ name: 'run_code', arguments: { language: 'intercal', code: 'DO READ OUT #1' } });
                     assert.equal(r.isError, true, JSON.stringify(r));
                     const msg = texts(r).join('\n');
-                    assert.match(msg, /unknown language "cobol"/);
+                    assert.match(msg, /unknown language "intercal"/);
                     for (const l of LANGS) assert.ok(msg.includes(l), `the message lists ${l}: ${msg}`);
                 });
 
@@ -319,8 +319,16 @@ process.stdin.on('end', () => {
                     assert.ok(py.completion.values.every((v) => v.startsWith('py')), JSON.stringify(py));
                     const ty = await client.complete({ ref: { type: 'ref/prompt', name: 'test_code' }, argument: { name: 'language', value: 'Ty' } });
                     assert.deepEqual(ty.completion.values, ['typescript']);
+                    // Names and aliases together pass the 100 values a completion may
+                    // carry: the first 100 come, with the total and hasMore.
                     const all = await client.complete({ ref: { type: 'ref/prompt', name: 'solve_with_code' }, argument: { name: 'language', value: '' } });
-                    for (const l of LANGS) assert.ok(all.completion.values.includes(l), `${l} in ${JSON.stringify(all)}`);
+                    assert.equal(all.completion.values.length, Math.min(100, all.completion.total), JSON.stringify(all));
+                    assert.equal(all.completion.hasMore, all.completion.total > 100, JSON.stringify(all));
+                    assert.ok(all.completion.total >= 42, JSON.stringify(all));
+                    for (const l of LANGS) {
+                        const one = await client.complete({ ref: { type: 'ref/prompt', name: 'solve_with_code' }, argument: { name: 'language', value: l } });
+                        assert.ok(one.completion.values.includes(l), `${l} in ${JSON.stringify(one)}`);
+                    }
                 });
 
                 it('lists resources and templates and reads mcr://languages', async () => {

@@ -106,7 +106,7 @@ for (const transport of ['stdio', 'http']) {
         });
 
         it('bad prompt arguments are answered with -32602', async () => {
-            await assert.rejects(client.getPrompt({ name: 'solve_with_code', arguments: { task: 'x', language: 'cobol' } }), (e) => {
+            await assert.rejects(client.getPrompt({ name: 'solve_with_code', arguments: { task: 'x', language: 'intercal' } }), (e) => {
                 assert.equal(e.code, -32602, `code ${e.code}: ${e.message}`);
                 return true;
             });
