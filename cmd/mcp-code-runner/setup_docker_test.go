@@ -50,16 +50,7 @@ func TestSetupSkipImagesRunsASandboxEndToEnd(t *testing.T) {
 			t.Errorf("setup's output lacks %q:\n%s", w, out)
 		}
 	}
-	left, err := b.Client().ContainerList(context.Background(), client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(cmd.Process.Pid)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(left.Items); n > 0 {
-		t.Errorf("setup left %d sandbox container(s) behind", n)
-	}
+	noContainersOf(t, b, "setup", cmd.Process.Pid)
 }
 
 // TestRunLeavesNoSandboxBehind runs the built binary's `run` against the
@@ -75,14 +66,21 @@ func TestRunLeavesNoSandboxBehind(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || string(out) != "from-the-sandbox\n" {
 		t.Fatalf("run: %v, stdout %q: want exit code 3 and the program's output", err, out)
 	}
+	noContainersOf(t, b, "run", cmd.Process.Pid)
+}
+
+// noContainersOf fails the test if a container made by the process pid
+// (the command what) is still there.
+func noContainersOf(t *testing.T, b *docker.Backend, what string, pid int) {
+	t.Helper()
 	left, err := b.Client().ContainerList(context.Background(), client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(cmd.Process.Pid)),
+		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(pid)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(left.Items); n > 0 {
-		t.Errorf("run left %d sandbox container(s) behind", n)
+		t.Errorf("%s left %d sandbox container(s) behind", what, n)
 	}
 }
