@@ -84,7 +84,9 @@ if [ -d /run/systemd/system ]; then # systemd is PID 1
 	is_root || die "the Docker daemon is not running; start it as root: systemctl start docker"
 	log "starting docker with systemctl"
 	systemctl start docker || die "systemctl start docker failed; see: journalctl -u docker"
-elif command -v pgrep >/dev/null 2>&1 && pgrep -x dockerd >/dev/null 2>&1; then
+# Only a daemon of root's is the system daemon: a rootless one (dockerd run by
+# another user inside rootlesskit) serves its own socket, not this one.
+elif command -v pgrep >/dev/null 2>&1 && pgrep -u 0 -x dockerd >/dev/null 2>&1; then
 	log "dockerd is already running; waiting for it to answer"
 else
 	is_root || die "the Docker daemon is not running; start it as root: dockerd >/var/log/dockerd.log 2>&1 &"
