@@ -97,6 +97,10 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.fail("register the runtime with the daemon, or set runtime to \"auto\" (crun when registered, else the daemon's default)", "OCI runtime: %v", err)
 			return
 		}
+		if errors.Is(err, docker.ErrLimitsUnenforced) {
+			d.fail("use a rootful engine, or a rootless one on a cgroup v2 host with systemd (docs/SECURITY.md#rootless-docker)", "resource limits: %v", err)
+			return
+		}
 		d.fail("start Docker: `make docker` (installs docker.io and starts dockerd), `systemctl start docker`, or `dockerd &`", "Docker daemon: %v", err)
 		return
 	}
@@ -112,6 +116,9 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 				d.ok("engine: %s", e)
 				for _, limit := range e.Limits() {
 					d.warn("on %s, %s (docs/SECURITY.md)", e.Kind, limit)
+				}
+				if len(e.Unenforced) > 0 {
+					d.warn("sandboxes run WITHOUT the %s limits: this engine cannot set them and allow_unenforced_limits is on; run only code you trust (docs/SECURITY.md#rootless-docker)", strings.Join(e.Unenforced, ", "))
 				}
 			}
 		}

@@ -226,10 +226,11 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr string, 
 
 // startupChecks logs what would stop runs from working, and removes
 // sandboxes a dead server left behind. A configuration the backend cannot
-// honour (a runtime the daemon lacks) stops the server.
+// honour (a runtime the daemon lacks, an engine that cannot set the
+// sandboxes' limits) stops the server.
 func startupChecks(ctx context.Context, st *stack) error {
 	if err := st.backend.Check(ctx); err != nil {
-		if errors.Is(err, docker.ErrRuntimeMissing) {
+		if errors.Is(err, docker.ErrRuntimeMissing) || errors.Is(err, docker.ErrLimitsUnenforced) {
 			return err
 		}
 		st.log.Error("the sandbox backend is not reachable; run_code will fail until it is", "backend", st.cfg.Backend, "err", err, "fix", "run `mcp-code-runner doctor`")

@@ -190,7 +190,8 @@ func newDockerBackend(cfg config.Config, log *slog.Logger) (*docker.Backend, err
 		_ = cli.Close()
 		return nil, err
 	}
-	backend, err := docker.New(cli, docker.Options{AgentPath: agent, AgentDelivery: cfg.AgentDelivery, Runtime: cfg.Runtime, Logger: log})
+	backend, err := docker.New(cli, docker.Options{AgentPath: agent, AgentDelivery: cfg.AgentDelivery, Runtime: cfg.Runtime,
+		AllowUnenforcedLimits: cfg.AllowUnenforcedLimits, Logger: log})
 	if err != nil {
 		_ = cli.Close()
 		return nil, err

@@ -85,6 +85,11 @@ type Config struct {
 	// Docker API, for a daemon in a VM, on another machine or in another
 	// mount namespace).
 	AgentDelivery string `json:"agent_delivery"`
+	// AllowUnenforcedLimits runs sandboxes on an engine that cannot set
+	// their memory, pids or CPU limits (rootless Docker or Podman on a
+	// cgroup v1 host), which is otherwise refused at start. Only for code
+	// the operator trusts: one run could then exhaust the host.
+	AllowUnenforcedLimits bool `json:"allow_unenforced_limits"`
 	// SharedDir, when set, is a directory that this server and the Docker
 	// daemon both see at the same path: when the server runs in a
 	// container, a bind mount of that host path at the same path. The agent

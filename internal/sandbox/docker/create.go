@@ -25,8 +25,8 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if _, err := b.Delivery(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := b.Engine(ctx); err != nil {
-		return nil, fmt.Errorf("asking the daemon what engine it is: %w", err)
+	if err := b.checkLimits(ctx); err != nil {
+		return nil, err
 	}
 	sb, err := b.create(ctx, t, rt.Name)
 	if err != nil && rt.auto && rt.Name != "" && ctx.Err() == nil {

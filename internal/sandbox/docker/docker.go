@@ -47,6 +47,10 @@ type Options struct {
 	// else the daemon's default), or a runtime registered with the daemon
 	// ("runc", "crun", "runsc").
 	Runtime string
+	// AllowUnenforcedLimits lets sandboxes run on an engine that cannot set
+	// their memory, pids or CPU limits (Engine.Unenforced); without it such
+	// an engine is refused.
+	AllowUnenforcedLimits bool
 	// Logger receives the backend's logs.
 	Logger *slog.Logger
 }
@@ -74,6 +78,8 @@ type Backend struct {
 	infoMu sync.Mutex
 	info   *client.SystemInfoResult
 	engine *Engine // what the engine is, once asked (engine.go)
+	// unenforcedWarning logs once that limits are off (checkLimits).
+	unenforcedWarning sync.Once
 }
 
 // daemonInfo returns the daemon's system information, asked once.
@@ -162,6 +168,9 @@ func (b *Backend) Check(ctx context.Context) error {
 		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err) // Ping says what to do
 	}
 	if err := b.checkRuntime(ctx); err != nil {
+		return err
+	}
+	if err := b.checkLimits(ctx); err != nil {
 		return err
 	}
 	if _, err := b.Delivery(ctx); err != nil && !errors.Is(err, sandbox.ErrUnavailable) {

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -27,6 +28,29 @@ type Engine struct {
 	// SeccompProfile is the file of Docker's default seccomp profile that
 	// sandboxes on Podman run under, or "" (Docker applies it itself).
 	SeccompProfile string
+	// Unenforced names the resource limits the engine says it cannot set
+	// ("memory", "pids", "CPU"): a rootless engine on a cgroup v1 host runs
+	// containers without cgroups and drops these limits without an error.
+	Unenforced []string
+	// CgroupDriver is the engine's ("none" when it runs without cgroups).
+	CgroupDriver string
+}
+
+// ErrLimitsUnenforced refuses sandboxes on an engine that cannot set their
+// memory, pids or CPU limits, unless the operator allows it.
+var ErrLimitsUnenforced = errors.New("the container engine cannot enforce the sandboxes' resource limits")
+
+// limitsError is the refusal of an engine that cannot set some limits,
+// with why and what to do.
+func (e Engine) limitsError() error {
+	why := "its containers get no cgroup limits"
+	if e.Rootless {
+		why = "it is rootless on a host with cgroup v1, so it runs containers without cgroups"
+	}
+	return fmt.Errorf("%w: %s cannot set the %s limits of a sandbox (%s), so one run could take all the host's memory, processes or CPU. "+
+		"Use a rootful engine, or a rootless one on a host booted with cgroup v2 and systemd (docs/SECURITY.md#rootless-docker); "+
+		"or, only for code you trust, set allow_unenforced_limits: true in the configuration",
+		ErrLimitsUnenforced, e, strings.Join(e.Unenforced, ", "), why)
 }
 
 // String names the engine the way doctor prints it, e.g. "Docker Engine
@@ -53,6 +77,11 @@ type engineFacts struct {
 	securityOptions []string
 	version         string
 	components      []string
+	cgroupDriver    string
+	cgroupVersion   string
+	// memoryLimit, pidsLimit and cpuQuota say which limits the engine can
+	// set on a container.
+	memoryLimit, pidsLimit, cpuQuota bool
 }
 
 // classifyEngine tells the engine from what it reports of itself. Podman
@@ -72,6 +101,20 @@ func classifyEngine(f engineFacts) Engine {
 	for _, o := range f.securityOptions {
 		if strings.Contains(o, "name=rootless") {
 			e.Rootless = true
+		}
+	}
+	e.CgroupDriver = f.cgroupDriver
+	// A rootless engine on cgroup v1 cannot be given a cgroup to manage,
+	// whatever its Info claims (rootless Podman reports the host's).
+	if e.Rootless && f.cgroupVersion == "1" {
+		f.memoryLimit, f.pidsLimit, f.cpuQuota = false, false, false
+	}
+	for _, l := range []struct {
+		name string
+		ok   bool
+	}{{"memory", f.memoryLimit}, {"pids", f.pidsLimit}, {"CPU", f.cpuQuota}} {
+		if !l.ok {
+			e.Unenforced = append(e.Unenforced, l.name)
 		}
 	}
 	e.Remote = strings.HasPrefix(f.daemonHost, "tcp://") || strings.HasPrefix(f.daemonHost, "ssh://") ||
@@ -120,6 +163,25 @@ func (b *Backend) Engine(ctx context.Context) (Engine, error) {
 	return e, nil
 }
 
+// checkLimits refuses an engine that cannot set the sandboxes' resource
+// limits unless the operator allows it, in which case it warns once.
+func (b *Backend) checkLimits(ctx context.Context) error {
+	e, err := b.Engine(ctx)
+	if err != nil {
+		return fmt.Errorf("asking the daemon what engine it is: %w", err)
+	}
+	if len(e.Unenforced) == 0 {
+		return nil
+	}
+	if !b.opts.AllowUnenforcedLimits {
+		return e.limitsError()
+	}
+	b.unenforcedWarning.Do(func() {
+		b.log.Warn("sandboxes run without some resource limits, as allow_unenforced_limits permits", "engine", e.String(), "unenforced", strings.Join(e.Unenforced, ", "))
+	})
+	return nil
+}
+
 // cachedEngine is the engine if known, else Docker Engine (what
 // ContainerConfig assumes before the daemon has answered).
 func (b *Backend) cachedEngine() Engine {
@@ -147,6 +209,11 @@ func (b *Backend) askEngine(ctx context.Context) (Engine, error) {
 		architecture:    info.Info.Architecture,
 		securityOptions: info.Info.SecurityOptions,
 		version:         v.Version,
+		cgroupDriver:    info.Info.CgroupDriver,
+		cgroupVersion:   info.Info.CgroupVersion,
+		memoryLimit:     info.Info.MemoryLimit,
+		pidsLimit:       info.Info.PidsLimit,
+		cpuQuota:        info.Info.CPUCfsQuota,
 	}
 	for _, c := range v.Components {
 		f.components = append(f.components, c.Name)

@@ -1,6 +1,10 @@
 package docker
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 func TestEnginesAreToldApartByWhatTheyReport(t *testing.T) {
 	for _, c := range []struct {
@@ -35,6 +39,46 @@ func TestEnginesAreToldApartByWhatTheyReport(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if got := classifyEngine(c.facts).String(); got != c.want {
 				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestEnginesThatCannotSetLimitsAreNamedWithTheLimits(t *testing.T) {
+	cgroups := func(f engineFacts, driver, version string, ok bool) engineFacts {
+		f.cgroupDriver, f.cgroupVersion = driver, version
+		f.memoryLimit, f.pidsLimit, f.cpuQuota = ok, ok, ok
+		return f
+	}
+	rootless := engineFacts{securityOptions: []string{"name=seccomp,profile=default", "name=rootless"}, osType: "linux", architecture: "x86_64"}
+	rootful := engineFacts{securityOptions: []string{"name=seccomp,profile=default"}, osType: "linux", architecture: "x86_64"}
+	for _, c := range []struct {
+		name  string
+		facts engineFacts
+		want  string
+	}{
+		{"a rootful engine on cgroup v1 sets every limit", cgroups(rootful, "cgroupfs", "1", true), ""},
+		{"a rootless engine on cgroup v2 with systemd sets every limit", cgroups(rootless, "systemd", "2", true), ""},
+		{"rootless Docker on cgroup v1 runs without cgroups (as measured here: driver none, no limit)",
+			cgroups(rootless, "none", "1", false), "memory, pids, CPU"},
+		{"rootless Podman on cgroup v1 cannot set them whatever its Info claims", cgroups(rootless, "cgroupfs", "1", true), "memory, pids, CPU"},
+		{"an engine that lacks only the pids controller", func() engineFacts {
+			f := cgroups(rootful, "cgroupfs", "2", true)
+			f.pidsLimit = false
+			return f
+		}(), "pids"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := classifyEngine(c.facts)
+			if got := strings.Join(e.Unenforced, ", "); got != c.want {
+				t.Errorf("unenforced limits: got %q, want %q", got, c.want)
+			}
+			if c.want == "" {
+				return
+			}
+			err := e.limitsError()
+			if !errors.Is(err, ErrLimitsUnenforced) || !strings.Contains(err.Error(), c.want+" limit") || !strings.Contains(err.Error(), "allow_unenforced_limits") {
+				t.Errorf("the refusal does not say which limits and what to do: %v", err)
 			}
 		})
 	}
