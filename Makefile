@@ -8,7 +8,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build cross image docker gvisor images images-all images-ml run serve-stdio test test-fast test-go test-e2e test-conformance fuzz bench lint clean \
+.PHONY: all build cross image docker gvisor images images-all images-ml run serve-stdio test test-fast test-go test-e2e test-conformance test-engines fuzz bench lint clean \
 	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s k8s-deploy-check
 
 all: build
@@ -81,6 +81,7 @@ test: images-all
 	$(MAKE) test-go || rc=1; \
 	$(MAKE) test-e2e || rc=1; \
 	$(MAKE) test-conformance || rc=1; \
+	$(MAKE) test-engines || rc=1; \
 	bash scripts/check-leftovers.sh $(if $(wildcard $(K8S_STATE)/admin.kubeconfig),$(K8S_KUBECTL)) || rc=1; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the parts above)"; fi; \
 	exit $$rc
@@ -107,6 +108,12 @@ test-go: build
 
 test-e2e: build
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec tests/
+
+# The engines beside rootful Docker: Podman and rootless Docker, started and
+# given the bash, python and node images by scripts/ensure-engines.sh (as
+# root; CI does it after the images build). See scripts/test-engines.sh.
+test-engines: build
+	MCR_BINARY=$(BIN) bash scripts/test-engines.sh
 
 # Both suites against the conformance fixture server (the suite's fixtures on
 # the product's HTTP handler, internal/conformance) and against the product.

@@ -3,12 +3,18 @@
 # besides Docker: Prometheus, which scrapes the server in
 # internal/e2e/metrics_test.go (only its binary: the system service is not
 # started), and docker-compose, which runs docker-compose.yml in
-# internal/e2e/image_test.go. Both come from Debian's archive.
+# internal/e2e/image_test.go; and the other engines scripts/test-engines.sh
+# proves the server on: Podman, and rootless Docker's rootlesskit, slirp4netns
+# and uidmap. All come from Debian's archive.
 set -euo pipefail
 
 missing=()
 command -v prometheus >/dev/null || missing+=(prometheus)
 command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || missing+=(docker-compose)
+command -v podman >/dev/null || missing+=(podman)
+command -v rootlesskit >/dev/null || missing+=(rootlesskit)
+command -v slirp4netns >/dev/null || missing+=(slirp4netns)
+command -v newuidmap >/dev/null || missing+=(uidmap)
 if [[ ${#missing[@]} -eq 0 ]]; then
 	echo "test tools present: $(prometheus --version 2>&1 | head -n1); $(docker-compose version --short 2>/dev/null || docker compose version --short)"
 	exit 0

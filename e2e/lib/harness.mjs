@@ -27,6 +27,12 @@ export const IS_CI = process.env.CI === 'true';
 /** The label every sandbox container carries. */
 export const MANAGED_LABEL = 'io.mcp-code-runner.managed=true';
 
+/**
+ * The engine behind DOCKER_HOST when it is not Docker (MCR_E2E_ENGINE,
+ * set by make test-engines): "podman", "rootless", or "" for Docker.
+ */
+export const ENGINE = process.env.MCR_E2E_ENGINE ?? '';
+
 /** The protocol eras the 2.x client is run in. */
 export const ERAS = [
     // The plain 2025 initialize handshake.
@@ -264,13 +270,43 @@ export async function containersRunning(pid, needle) {
     const found = [];
     for (const id of await containersOf(pid)) {
         try {
-            const { stdout } = await execFileP('docker', ['top', id, '-eo', 'pid,args']);
+            const stdout = await processesOf(id);
             if (stdout.includes(needle)) found.push(id);
         } catch {
             // removed meanwhile
         }
     }
     return found;
+}
+
+/**
+ * The command lines of the processes in container id. Podman 4.3's
+ * Docker-compatible top answers empty, so its own API (podman --remote)
+ * lists them; rootless Docker without cgroups cannot list them at all, so
+ * they are the container's first process and its descendants on this host.
+ */
+async function processesOf(id) {
+    if (ENGINE === 'podman') {
+        return (await execFileP('podman', ['--remote', '--url', process.env.DOCKER_HOST, 'top', id, 'pid', 'args'])).stdout;
+    }
+    if (ENGINE !== 'rootless') {
+        return (await execFileP('docker', ['top', id, '-eo', 'pid,args'])).stdout;
+    }
+    const first = (await execFileP('docker', ['inspect', '-f', '{{.State.Pid}}', id])).stdout.trim();
+    const rows = (await execFileP('ps', ['-e', '-o', 'pid=,ppid=,args='])).stdout.split('\n')
+        .map((l) => l.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/)).filter(Boolean);
+    const tree = new Set([first]);
+    let grew = true;
+    while (grew) {
+        grew = false;
+        for (const [, pid, ppid] of rows) {
+            if (tree.has(ppid) && !tree.has(pid)) {
+                tree.add(pid);
+                grew = true;
+            }
+        }
+    }
+    return rows.filter(([, pid]) => tree.has(pid)).map(([, pid, , args]) => `${pid} ${args}`).join('\n');
 }
 
 /** Polls cond every 100 ms until it is true; fails after ms. */

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# ensure-engines.sh starts the two other container engines the server is
+# tested against, beside the system's rootful Docker (scripts/ensure-docker.sh),
+# and gives them the runtime images their tests use:
+#
+#   podman    Debian's Podman, rootful, serving its Docker-compatible API at
+#             unix:///run/podman/podman.sock (`podman system service`)
+#   rootless  Docker run by the unprivileged user mcr-rootless through
+#             rootlesskit (Debian's rootlesskit, slirp4netns and uidmap), at
+#             unix:///run/user/UID/docker.sock
+#
+# Usage: bash scripts/ensure-engines.sh [podman] [rootless]   (both by default)
+# It prints one line per engine, NAME=DOCKER_HOST, for the callers to use.
+# Idempotent: an engine already answering is left as it is; an image already
+# there with the same ID is not loaded again.
+set -euo pipefail
+
+IMAGES=${MCR_ENGINE_IMAGES:-"mcp-code-runner/base:1 mcp-code-runner/python:2 mcp-code-runner/node:2"}
+ROOTLESS_USER=${MCR_ROOTLESS_USER:-mcr-rootless}
+PODMAN_HOST=unix:///run/podman/podman.sock
+
+log() { echo "ensure-engines: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root: it installs packages, adds a user and starts daemons"
+
+apt_install() {
+	log "installing $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/tmp/ensure-engines-apt.log 2>&1 ||
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null 2>&1 &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/tmp/ensure-engines-apt.log 2>&1; } ||
+		die "apt-get install $* failed; see /tmp/ensure-engines-apt.log"
+}
+
+# wait_for HOST SECONDS LOG: until the engine at HOST answers.
+wait_for() {
+	local host=$1 limit=$2 logfile=$3 i=0
+	until docker -H "$host" version >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -le $((limit * 5)) ] || die "the engine at $host did not answer within $limit s; see $logfile"
+		sleep 0.2
+	done
+}
+
+# load_images HOST: each image the engine lacks (or has under another ID),
+# from the system daemon.
+load_images() {
+	local host=$1 img want have
+	for img in $IMAGES; do
+		want=$(docker image inspect -f '{{.Id}}' "$img" 2>/dev/null) || die "image $img is not built in the system daemon; run make images first"
+		have=$(docker -H "$host" image inspect -f '{{.Id}}' "$img" 2>/dev/null || true)
+		if [ "$want" != "$have" ]; then
+			log "loading $img into $host"
+			docker save "$img" | docker -H "$host" load -q >/dev/null || die "loading $img into $host failed"
+		fi
+	done
+}
+
+ensure_podman() {
+	command -v podman >/dev/null 2>&1 || apt_install podman
+	if ! docker -H "$PODMAN_HOST" version >/dev/null 2>&1; then
+		mkdir -p /run/podman
+		log "starting podman system service (log: /var/log/podman-service.log)"
+		# No systemd here to own the containers' cgroups: cgroupfs.
+		setsid nohup podman --cgroup-manager=cgroupfs system service --time=0 "$PODMAN_HOST" \
+			>>/var/log/podman-service.log 2>&1 </dev/null &
+		wait_for "$PODMAN_HOST" 60 /var/log/podman-service.log
+	fi
+	load_images "$PODMAN_HOST"
+	echo "podman=$PODMAN_HOST"
+}
+
+ensure_rootless() {
+	local missing="" p
+	for p in rootlesskit slirp4netns newuidmap; do
+		command -v "$p" >/dev/null 2>&1 || missing="$missing ${p/newuidmap/uidmap}"
+	done
+	[ -z "$missing" ] || apt_install $missing
+	local tool=/usr/share/docker.io/contrib/dockerd-rootless.sh
+	[ -x "$tool" ] || tool=$(command -v dockerd-rootless.sh || true)
+	[ -n "$tool" ] || die "dockerd-rootless.sh not found (Debian's docker.io ships it in /usr/share/docker.io/contrib)"
+	id "$ROOTLESS_USER" >/dev/null 2>&1 || { log "adding user $ROOTLESS_USER"; useradd -m -s /bin/bash "$ROOTLESS_USER"; }
+	local uid
+	uid=$(id -u "$ROOTLESS_USER")
+	# The user's subordinate ids map its containers' users (useradd adds
+	# them where login.defs says so; older systems need them added).
+	grep -q "^$ROOTLESS_USER:" /etc/subuid || echo "$ROOTLESS_USER:200000:65536" >>/etc/subuid
+	grep -q "^$ROOTLESS_USER:" /etc/subgid || echo "$ROOTLESS_USER:200000:65536" >>/etc/subgid
+	# slirp4netns opens /dev/net/tun as the user: Debian makes it 0666, some
+	# container hosts 0600.
+	[ -c /dev/net/tun ] || die "/dev/net/tun is missing: rootlesskit's network needs the tun device"
+	chmod 0666 /dev/net/tun
+	local run=/run/user/$uid host=unix:///run/user/$uid/docker.sock
+	if ! docker -H "$host" version >/dev/null 2>&1; then
+		install -d -m 0700 -o "$ROOTLESS_USER" -g "$ROOTLESS_USER" "$run"
+		log "starting rootless dockerd as $ROOTLESS_USER (log: ~$ROOTLESS_USER/dockerd.log)"
+		su - "$ROOTLESS_USER" -c "export XDG_RUNTIME_DIR=$run PATH=$(dirname "$tool"):/usr/sbin:/usr/bin:/sbin:/bin;
+			setsid nohup $(basename "$tool") --iptables=false >dockerd.log 2>&1 </dev/null &"
+		wait_for "$host" 60 "$(getent passwd "$ROOTLESS_USER" | cut -d: -f6)/dockerd.log"
+	fi
+	load_images "$host"
+	echo "rootless=$host"
+}
+
+engines=${*:-podman rootless}
+command -v docker >/dev/null 2>&1 || die "the docker CLI is missing; run scripts/ensure-docker.sh first"
+for e in $engines; do
+	case $e in
+	podman) ensure_podman ;;
+	rootless) ensure_rootless ;;
+	*) die "unknown engine $e: want podman or rootless" ;;
+	esac
+done
