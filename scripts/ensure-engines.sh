@@ -61,8 +61,9 @@ ensure_podman() {
 	if ! docker -H "$PODMAN_HOST" version >/dev/null 2>&1; then
 		mkdir -p /run/podman
 		log "starting podman system service (log: /var/log/podman-service.log)"
-		# No systemd here to own the containers' cgroups: cgroupfs.
-		setsid nohup podman --cgroup-manager=cgroupfs system service --time=0 "$PODMAN_HOST" \
+		# No systemd here: cgroupfs owns the containers' cgroups, and events go
+		# to a file (journald's default would drop them).
+		setsid nohup podman --cgroup-manager=cgroupfs --events-backend=file system service --time=0 "$PODMAN_HOST" \
 			>>/var/log/podman-service.log 2>&1 </dev/null &
 		wait_for "$PODMAN_HOST" 60 /var/log/podman-service.log
 	fi

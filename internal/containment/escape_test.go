@@ -121,9 +121,7 @@ if [ -n "$(ls -A /run/mcp-code-runner 2>/dev/null)" ]; then echo "BREACH agent-s
 	// Podman bind-mounts /etc/hosts (read-only, loopback names only) into
 	// every container, with or without a network; Docker does not.
 	etc := "/etc/hostname"
-	if e, err := h.b.Engine(context.Background()); err != nil {
-		t.Fatal(err)
-	} else if e.Podman() {
+	if podman(t, h) {
 		etc = "/etc/hostname /etc/hosts"
 	}
 	code = strings.ReplaceAll(code, `"ETC /opt`, `"`+etc+` /opt`)
@@ -452,7 +450,7 @@ echo spawned
 sleep 0.5
 echo done`
 	var seen []string
-	r := h.runWith(engine.Request{Code: code, TimeoutSeconds: 20, Env: map[string]string{"MARK": marker}}, 10*time.Second,
+	r := h.runWith(engine.Request{Code: code, TimeoutSeconds: 20, Env: map[string]string{"MARK": marker}}, 60*time.Second,
 		engine.RunOptions{OnChunk: onLine("spawned", func() { seen = hostProcesses(t, marker) })})
 	if r.Status != engine.StatusOK || r.Stdout != "spawned\ndone\n" {
 		t.Errorf("got status %s stdout %q stderr %q", r.Status, r.Stdout, r.Stderr)
@@ -462,7 +460,7 @@ echo done`
 		t.Errorf("want the 5 marked processes visible on the host during the run (the probe works), saw %q", seen)
 	}
 	var left []string
-	testutil.WaitFor(3*time.Second, func() bool { left = hostProcesses(t, marker); return len(left) == 0 })
+	testutil.WaitFor(15*time.Second, func() bool { left = hostProcesses(t, marker); return len(left) == 0 })
 	if len(left) > 0 {
 		t.Errorf("processes outlived the run on the host: %q", left)
 	}

@@ -483,6 +483,10 @@ except OSError as e:
 			// The tmpfs ran out of inodes or space first.
 		case r.Status == engine.StatusTimeout:
 			// Slow host; the timeout ended it.
+		case r.Status == engine.StatusKilled && podman(t, h):
+			// Podman 4.3 reports OOMKilled false for a container the
+			// kernel's OOM killer ended (docs/SECURITY.md#podman): the
+			// memory limit held, only its name is lost.
 		default:
 			t.Errorf("unexpected end: status %s stdout tail %q stderr %q", r.Status, tail(r.Stdout, 300), tail(r.Stderr, 300))
 		}
