@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -56,10 +57,18 @@ func (l *link) Kill(ctx context.Context) {
 
 func (l *link) OOMKilled(ctx context.Context) bool { return l.b.oomKilled(ctx, l.id) }
 
+// agentExitGrace bounds how long Close waits for the agent to exit on its
+// own once told that nothing more comes.
+const agentExitGrace = 3 * time.Second
+
 // Close removes the container with a fresh context: the run's own may be
 // cancelled already (client gone, timeout), and the container must go
-// regardless.
+// regardless. It first tells the agent that nothing more comes and lets it
+// exit, which ends the container: the daemon then removes a stopped
+// container, which costs it less than killing a running one (no runtime
+// kill, no wait for the exit the kill causes).
 func (l *link) Close() {
+	l.letAgentExit()
 	if l.att.Conn != nil {
 		l.att.Close()
 	}
@@ -73,4 +82,28 @@ func (l *link) Close() {
 		}
 	}
 	l.b.remove(l.id)
+}
+
+// letAgentExit closes the agent's input and waits, within agentExitGrace,
+// for its container to end.
+func (l *link) letAgentExit() {
+	if l.ended == nil {
+		return
+	}
+	select {
+	case <-l.ended:
+		return
+	default:
+	}
+	if l.stdout != nil && l.stdout.socket() != nil {
+		_ = l.stdout.socket().CloseWrite()
+	} else if l.att.Conn != nil {
+		_ = l.att.CloseWrite()
+	}
+	t := time.NewTimer(agentExitGrace)
+	defer t.Stop()
+	select {
+	case <-l.ended:
+	case <-t.C:
+	}
 }
