@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -23,6 +24,9 @@ type link struct {
 	frames   *io.PipeReader  // the agent's frames when it serves on the streams
 	diag     agentconn.Diagnostics
 	ended    chan struct{} // closed when the attached stream ends
+	// streamed says the agent's stream was handed out: only an agent that
+	// has been reached can be told that nothing more comes.
+	streamed atomic.Bool
 }
 
 func (l *link) Ended() <-chan struct{} { return l.ended }
@@ -39,6 +43,7 @@ func (l *link) Stream(ctx context.Context) (agentconn.Stream, error) {
 	case <-l.ended:
 	case <-ctx.Done():
 	}
+	l.streamed.Store(true)
 	if conn := l.stdout.socket(); conn != nil {
 		return agentconn.Stream{Reader: conn, Writer: conn, CloseWrite: conn.CloseWrite}, nil
 	}
@@ -84,10 +89,12 @@ func (l *link) Close() {
 	l.b.remove(l.id)
 }
 
-// letAgentExit closes the agent's input and waits, within agentExitGrace,
-// for its container to end.
+// letAgentExit closes the input of an agent that has been reached and
+// waits, within agentExitGrace, for its container to end. An agent never
+// reached (an idle pool sandbox) may not have connected yet, so it is left
+// to the removal's kill.
 func (l *link) letAgentExit() {
-	if l.ended == nil {
+	if l.ended == nil || !l.streamed.Load() {
 		return
 	}
 	select {
