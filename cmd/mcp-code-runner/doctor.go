@@ -101,6 +101,10 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.fail("use a rootful engine, or a rootless one on a cgroup v2 host with systemd (docs/SECURITY.md#rootless-docker)", "resource limits: %v", err)
 			return
 		}
+		if errors.Is(err, docker.ErrSocketPermission) {
+			d.fail("give this user the socket's group (`sudo usermod -aG docker $USER`, then log in again), or use a daemon of its own", "Docker daemon: %v", err)
+			return
+		}
 		d.fail("start Docker: `make docker` (installs docker.io and starts dockerd), `systemctl start docker`, or `dockerd &`", "Docker daemon: %v", err)
 		return
 	}
@@ -132,6 +136,9 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		switch {
 		case err == nil:
 			d.ok("image %s present", img.Tag)
+		case errors.Is(err, docker.ErrImagePlatform):
+			missing++
+			d.fail("mcp-code-runner images build "+img.Name, "%v", err)
 		case reg.Optional(img):
 			d.ok("optional image %s not built (build it with `mcp-code-runner images build %s` when wanted)", img.Tag, img.Name)
 		case img.OnDemand:

@@ -248,7 +248,7 @@ func startupChecks(ctx context.Context, st *stack) error {
 		if err := st.backend.CheckImage(ctx, img.Tag); err != nil && img.OnDemand {
 			st.log.Info("on-demand runtime image not built; its languages fail until it is", "image", img.Tag, "build", "mcp-code-runner images build "+img.Name)
 		} else if err != nil {
-			st.log.Warn("runtime image missing", "image", img.Tag, "fix", "mcp-code-runner images build "+img.Name)
+			st.log.Warn("runtime image missing or unusable", "image", img.Tag, "err", err, "fix", "mcp-code-runner images build "+img.Name)
 		}
 	}
 	if n, err := st.backend.Sweep(ctx); err != nil {

@@ -2,7 +2,10 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -32,7 +35,21 @@ func Ping(ctx context.Context, cli *client.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return fmt.Errorf("the Docker daemon at %s is not reachable (%v): %s", cli.DaemonHost(), err, startDaemonHint)
+		return pingError(cli.DaemonHost(), err, os.Getuid())
 	}
 	return nil
+}
+
+// ErrSocketPermission marks a daemon socket this user may not open.
+var ErrSocketPermission = errors.New("permission denied on the daemon's socket")
+
+// pingError says what to do about a daemon that did not answer: a socket
+// this user may not open needs another fix than a daemon that is down.
+func pingError(host string, err error, uid int) error {
+	if strings.Contains(err.Error(), "permission denied") {
+		return fmt.Errorf("%w: this user (uid %d) may not use the Docker socket at %s (%v): add the user to the socket's group "+
+			"(`sudo usermod -aG docker $USER`, then log in again), run the server as a user that may, "+
+			"or point it at a daemon of this user's own (rootless Docker: --docker-host unix://$XDG_RUNTIME_DIR/docker.sock)", ErrSocketPermission, uid, host, err)
+	}
+	return fmt.Errorf("the Docker daemon at %s is not reachable (%v): %s", host, err, startDaemonHint)
 }

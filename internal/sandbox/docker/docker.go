@@ -165,7 +165,7 @@ func (b *Backend) Close() error {
 // Check pings the daemon and checks that it has the configured runtime.
 func (b *Backend) Check(ctx context.Context) error {
 	if err := Ping(ctx, b.cli); err != nil {
-		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err) // Ping says what to do
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err) // Ping says what to do
 	}
 	if err := b.checkRuntime(ctx); err != nil {
 		return err
@@ -181,12 +181,18 @@ func (b *Backend) Check(ctx context.Context) error {
 	return nil
 }
 
-// CheckImage reports whether image is present locally.
+// CheckImage reports whether image is present locally, and built for the
+// daemon's platform: an image of another architecture would start and fail
+// at its first instruction, in every sandbox of its pool.
 func (b *Backend) CheckImage(ctx context.Context, image string) error {
-	_, err := b.cli.ImageInspect(ctx, image)
+	img, err := b.cli.ImageInspect(ctx, image)
 	switch {
 	case err == nil:
-		return nil
+		info, ierr := b.daemonInfo(ctx)
+		if ierr != nil {
+			return nil // the platform is unknown; the runs will tell
+		}
+		return imagePlatformMismatch(image, img.Os, img.Architecture, info.Info.OSType, info.Info.Architecture)
 	case cerrdefs.IsNotFound(err):
 		return fmt.Errorf("%w: image %s is not present", sandbox.ErrImageMissing, image)
 	case client.IsErrConnectionFailed(err):
@@ -194,6 +200,24 @@ func (b *Backend) CheckImage(ctx context.Context, image string) error {
 	default:
 		return fmt.Errorf("inspecting image %s: %w", image, err)
 	}
+}
+
+// ErrImagePlatform marks a runtime image built for another platform than
+// the daemon's (with sandbox.ErrImageMissing: it must be built again).
+var ErrImagePlatform = errors.New("built for another platform")
+
+// imagePlatformMismatch is the ErrImageMissing of an image built for
+// another platform than the daemon's, or nil when they agree (or the image
+// does not say).
+func imagePlatformMismatch(image, imageOS, imageArch, daemonOS, daemonArch string) error {
+	if imageArch == "" || daemonArch == "" {
+		return nil
+	}
+	if goArch(imageArch) == goArch(daemonArch) && (imageOS == "" || daemonOS == "" || imageOS == daemonOS) {
+		return nil
+	}
+	return fmt.Errorf("%w (%w): image %s is built for %s/%s, but the daemon runs %s/%s, so its programs cannot start; rebuild it on this daemon",
+		sandbox.ErrImageMissing, ErrImagePlatform, image, imageOS, goArch(imageArch), daemonOS, goArch(daemonArch))
 }
 
 // unavailable is the ErrUnavailable of a daemon that could not be reached
