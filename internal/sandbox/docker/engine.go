@@ -32,8 +32,8 @@ type Engine struct {
 	// ("memory", "pids", "CPU"): a rootless engine on a cgroup v1 host runs
 	// containers without cgroups and drops these limits without an error.
 	Unenforced []string
-	// CgroupDriver is the engine's ("none" when it runs without cgroups).
-	CgroupDriver string
+	// CgroupVersion is the host's cgroup version as the engine reports it.
+	CgroupVersion string
 }
 
 // ErrLimitsUnenforced refuses sandboxes on an engine that cannot set their
@@ -44,7 +44,7 @@ var ErrLimitsUnenforced = errors.New("the container engine cannot enforce the sa
 // with why and what to do.
 func (e Engine) limitsError() error {
 	why := "its containers get no cgroup limits"
-	if e.Rootless {
+	if e.Rootless && e.CgroupVersion == "1" {
 		why = "it is rootless on a host with cgroup v1, so it runs containers without cgroups"
 	}
 	return fmt.Errorf("%w: %s cannot set the %s limits of a sandbox (%s), so one run could take all the host's memory, processes or CPU. "+
@@ -77,7 +77,6 @@ type engineFacts struct {
 	securityOptions []string
 	version         string
 	components      []string
-	cgroupDriver    string
 	cgroupVersion   string
 	// memoryLimit, pidsLimit and cpuQuota say which limits the engine can
 	// set on a container.
@@ -103,7 +102,7 @@ func classifyEngine(f engineFacts) Engine {
 			e.Rootless = true
 		}
 	}
-	e.CgroupDriver = f.cgroupDriver
+	e.CgroupVersion = f.cgroupVersion
 	// A rootless engine on cgroup v1 cannot be given a cgroup to manage,
 	// whatever its Info claims (rootless Podman reports the host's).
 	if e.Rootless && f.cgroupVersion == "1" {
@@ -209,7 +208,6 @@ func (b *Backend) askEngine(ctx context.Context) (Engine, error) {
 		architecture:    info.Info.Architecture,
 		securityOptions: info.Info.SecurityOptions,
 		version:         v.Version,
-		cgroupDriver:    info.Info.CgroupDriver,
 		cgroupVersion:   info.Info.CgroupVersion,
 		memoryLimit:     info.Info.MemoryLimit,
 		pidsLimit:       info.Info.PidsLimit,

@@ -47,8 +47,8 @@ func TestEnginesAreToldApartByWhatTheyReport(t *testing.T) {
 }
 
 func TestEnginesThatCannotSetLimitsAreNamedWithTheLimits(t *testing.T) {
-	cgroups := func(f engineFacts, driver, version string, ok bool) engineFacts {
-		f.cgroupDriver, f.cgroupVersion = driver, version
+	cgroups := func(f engineFacts, version string, ok bool) engineFacts {
+		f.cgroupVersion = version
 		f.memoryLimit, f.pidsLimit, f.cpuQuota = ok, ok, ok
 		return f
 	}
@@ -59,13 +59,13 @@ func TestEnginesThatCannotSetLimitsAreNamedWithTheLimits(t *testing.T) {
 		facts engineFacts
 		want  string
 	}{
-		{"a rootful engine on cgroup v1 sets every limit", cgroups(rootful, "cgroupfs", "1", true), ""},
-		{"a rootless engine on cgroup v2 with systemd sets every limit", cgroups(rootless, "systemd", "2", true), ""},
+		{"a rootful engine on cgroup v1 sets every limit", cgroups(rootful, "1", true), ""},
+		{"a rootless engine on cgroup v2 with systemd sets every limit", cgroups(rootless, "2", true), ""},
 		{"rootless Docker on cgroup v1 runs without cgroups (as measured here: driver none, no limit)",
-			cgroups(rootless, "none", "1", false), "memory, pids, CPU"},
-		{"rootless Podman on cgroup v1 cannot set them whatever its Info claims", cgroups(rootless, "cgroupfs", "1", true), "memory, pids, CPU"},
+			cgroups(rootless, "1", false), "memory, pids, CPU"},
+		{"rootless Podman on cgroup v1 cannot set them whatever its Info claims", cgroups(rootless, "1", true), "memory, pids, CPU"},
 		{"an engine that lacks only the pids controller", func() engineFacts {
-			f := cgroups(rootful, "cgroupfs", "2", true)
+			f := cgroups(rootful, "2", true)
 			f.pidsLimit = false
 			return f
 		}(), "pids"},
