@@ -60,14 +60,7 @@ func (e *Engine) explain(err error, lang languages.Language) error {
 		return &Error{Code: CodeBusy, Err: err, Message: err.Error()}
 	case errors.Is(err, sandbox.ErrImageMissing):
 		img := e.reg.ImageOf(lang)
-		all := "`make images`"
-		if img.OnDemand {
-			// `make images` builds the default set, which leaves this image out.
-			all = "`mcp-code-runner images build --all`"
-		}
-		return &Error{Code: CodeImageMissing, Err: err, Message: fmt.Sprintf(
-			"the %s runtime image %s is not built on this host; build it with `mcp-code-runner images build %s` (or %s), then retry",
-			lang.Name, img.Tag, lang.Name, all)}
+		return imageMissing(err, img, fmt.Sprintf("the %s runtime image %s", lang.Name, img.Tag), lang.Name)
 	case errors.Is(err, sandbox.ErrUnsupported):
 		return &Error{Code: CodeInvalid, Err: err, Message: err.Error()}
 	case errors.Is(err, sandbox.ErrUnavailable):
@@ -77,4 +70,17 @@ func (e *Engine) explain(err error, lang languages.Language) error {
 	default:
 		return &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("the sandbox failed: %v; run `mcp-code-runner doctor` to check the setup", err)}
 	}
+}
+
+// imageMissing says that the image described as what is not built, and the
+// command that builds it by name (a language's or the image's own).
+func imageMissing(err error, img languages.Image, what, name string) error {
+	all := "`make images`"
+	if img.OnDemand {
+		// `make images` builds the default set, which leaves this image out.
+		all = "`mcp-code-runner images build --all`"
+	}
+	return &Error{Code: CodeImageMissing, Err: err, Message: fmt.Sprintf(
+		"%s is not built on this host; build it with `mcp-code-runner images build %s` (or %s), then retry",
+		what, name, all)}
 }

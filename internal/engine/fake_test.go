@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
@@ -178,4 +179,29 @@ func idle(e *engine.Engine, lang string) int {
 		}
 	}
 	return 0
+}
+
+// TestInstallerImageMissingNamesTheInstallersImage asks for packages when
+// the runtime image is there but the image that installs them is not: the
+// error names the installer's image and how to build it, not the runtime's.
+func TestInstallerImageMissingNamesTheInstallersImage(t *testing.T) {
+	cfg := config.Default()
+	cfg.Network.MaxTier = config.TierPackages
+	cfg.Packages.CacheDir = t.TempDir()
+	e, b := testutil.FakeEngine(t, &cfg)
+	installer, _ := languages.Builtin().Image("packages")
+	b.MissingImages = map[string]bool{installer.Tag: true}
+	_, err := e.Run(context.Background(), engine.Request{Language: "javascript", Code: "1", Packages: []string{"lodash@4"}}, engine.RunOptions{})
+	if engine.CodeOf(err) != engine.CodeImageMissing {
+		t.Fatalf("got %v (%s), want code %s", err, engine.CodeOf(err), engine.CodeImageMissing)
+	}
+	for _, want := range []string{installer.Tag, "images build packages", "npm"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	js, _ := languages.Builtin().Lookup("javascript")
+	if runtime := languages.Builtin().ImageOf(js).Tag; strings.Contains(err.Error(), runtime) {
+		t.Errorf("error %q names the runtime image %s, which is there", err, runtime)
+	}
 }

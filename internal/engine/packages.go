@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -246,6 +247,10 @@ func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, spec
 	}}
 	e.log.Info("installing packages", "run", runID, "manager", lang.Packages, "packages", strings.Join(specs, " "), "registry", registry)
 	sb, err := e.backend.Create(ctx, t)
+	if errors.Is(err, sandbox.ErrImageMissing) {
+		// The runtime image may well be there: it is the installer's that is not.
+		return nil, imageMissing(err, img, fmt.Sprintf("the image %s, whose %s installs %s's packages,", img.Tag, lang.Packages, lang.Name), img.Name)
+	}
 	if err != nil {
 		return nil, e.explain(err, lang)
 	}

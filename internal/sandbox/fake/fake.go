@@ -65,11 +65,13 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 			return nil, err
 		}
 	}
-	if t.Egress != nil || len(t.Mounts) > 0 {
-		return nil, fmt.Errorf("%w: the fake backend runs its agent in this process, with no network of its own and no mounts", sandbox.ErrUnsupported)
-	}
+	// The image comes first, as with a real engine, whose create fails on a
+	// missing image before it looks at the rest.
 	if err := b.CheckImage(ctx, t.Image); err != nil {
 		return nil, err
+	}
+	if t.Egress != nil || len(t.Mounts) > 0 {
+		return nil, fmt.Errorf("%w: the fake backend runs its agent in this process, with no network of its own and no mounts", sandbox.ErrUnsupported)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
