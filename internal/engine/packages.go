@@ -84,8 +84,14 @@ func (e *Engine) cacheDir() (string, error) {
 		}
 		dir = filepath.Join(base, "mcp-code-runner", "packages")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("making the package cache %s: %w; set packages.cache_dir to a writable directory", dir, err)
+	}
+	// The entries inside are open to every uid (see installerOpensEntry);
+	// this directory is what keeps other users of the host out of them.
+	// Sandboxes get their entries by bind mounts, which it does not close.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", fmt.Errorf("closing the package cache %s to other users: %w; set packages.cache_dir to a directory of this user's own", dir, err)
 	}
 	return dir, nil
 }
@@ -184,6 +190,7 @@ printf '{"name":"mcr-packages","private":true}\n' > package.json
 if [ -s /workspace/extra-ca.pem ]; then export NODE_EXTRA_CA_CERTS=/workspace/extra-ca.pem; fi
 npm install --no-audit --no-fund --no-update-notifier --ignore-scripts --no-package-lock --cache /tmp/npm-cache --registry "$reg" -- "$@"
 cp -r /tmp/install/. ` + installPath + `/
+` + installerOpensEntry + `
 `
 	pipInstall = `set -eu
 index=$1; trusted=$2; shift 2
@@ -196,7 +203,13 @@ fi
 python3 -m pip install --disable-pip-version-check --no-input --no-cache-dir --only-binary :all: --break-system-packages \
   --target /tmp/install/python --report /tmp/install/pip-report.json --index-url "$index" "${args[@]}" -- "$@"
 cp -r /tmp/install/. ` + installPath + `/
+` + installerOpensEntry + `
 `
+	// installerOpensEntry lets the server remove and link what the installer
+	// wrote: under a rootless engine, or a server that is not root, the
+	// installer's uid is not the server's, and the files would otherwise
+	// outlive every cleanup. The cache directory keeps other users out.
+	installerOpensEntry = `find ` + installPath + ` -mindepth 1 -exec chmod a+rwX {} +`
 )
 
 // runInstaller installs specs into dir (mounted writable in the installer's

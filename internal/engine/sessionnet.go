@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
@@ -197,7 +200,7 @@ func relink(src, dst string) error {
 			case de.IsDir():
 				return os.Mkdir(target, 0o755)
 			case de.Type().IsRegular():
-				return os.Link(p, target)
+				return linkOrCopy(p, target)
 			default:
 				return nil // no devices, pipes or sockets
 			}
@@ -207,4 +210,33 @@ func relink(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// linkOrCopy hard-links src at dst, or copies it where a link is refused:
+// under a rootless engine the installer's files belong to a subordinate uid,
+// and the kernel's protected_hardlinks lets no one else link them; a cache
+// on another filesystem cannot be linked either.
+func linkOrCopy(src, dst string) error {
+	err := os.Link(src, dst)
+	if err == nil || !(errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EXDEV)) {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
