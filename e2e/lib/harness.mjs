@@ -285,7 +285,7 @@ export async function containersRunning(pid, needle) {
  * lists them; rootless Docker without cgroups cannot list them at all, so
  * they are the container's first process and its descendants on this host.
  */
-async function processesOf(id) {
+export async function processesOf(id) {
     if (ENGINE === 'podman') {
         return (await execFileP('podman', ['--remote', '--url', process.env.DOCKER_HOST, 'top', id, 'pid', 'args'])).stdout;
     }

@@ -8,17 +8,15 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
     ERAS, connect2, httpServerFor, languages, needLanguage, structured, show, texts,
-    assertNoLeftoverContainers, containersOf, waitFor,
+    assertNoLeftoverContainers, containersOf, processesOf, waitFor,
 } from '../lib/harness.mjs';
 
-const execFileP = promisify(execFile);
 
 /** Request timeout of every call; long polls are at most 30 s. */
 const CALL_MS = 120000;
@@ -120,15 +118,14 @@ function dockerEvents(owner, sinceMs) {
 /**
  * IDs of the sandboxes of the server with PID owner that run a process whose
  * command line contains needle: harness.containersRunning, but asking
- * docker top about every container at once (a server keeps a warm pool of
+ * the engine about every container at once (a server keeps a warm pool of
  * several per language).
  */
 async function containersRunning(owner, needle) {
     const ids = await containersOf(owner);
     const hits = await Promise.all(ids.map(async (id) => {
         try {
-            const { stdout } = await execFileP('docker', ['top', id, '-eo', 'pid,args']);
-            return stdout.includes(needle) ? id : null;
+            return (await processesOf(id)).includes(needle) ? id : null;
         } catch {
             return null; // removed meanwhile
         }

@@ -218,7 +218,7 @@ func relink(src, dst string) error {
 // on another filesystem cannot be linked either.
 func linkOrCopy(src, dst string) error {
 	err := os.Link(src, dst)
-	if err == nil || !(errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EXDEV)) {
+	if err == nil || !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EXDEV) {
 		return err
 	}
 	in, err := os.Open(src)
