@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/spf13/cobra"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -25,8 +26,9 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 		Short: "Build and list the runtime images the sandboxes run in",
 		Long: `The runtime images are built locally from Dockerfiles embedded in this
 binary, on a bare Debian trixie image: mcp-code-runner/debian:trixie, taken
-from "docker pull debian:trixie-slim" where a registry is reachable and
-otherwise bootstrapped with debootstrap (as root) from the host's apt mirror.
+from "docker pull debian:trixie-slim" (or the image --root-image names) where
+the daemon reaches a registry and otherwise bootstrapped with debootstrap (as
+root) from the host's apt mirror.
 
 Run "images build" once after installing, and again after upgrading.`,
 	}
@@ -37,6 +39,7 @@ Run "images build" once after installing, and again after upgrading.`,
 // newImagesBuildCmd is "images build [LANG or IMAGE...]".
 func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 	var all, force bool
+	var rootImage string
 	mirror := os.Getenv("MCR_DEBIAN_MIRROR")
 	caCerts := os.Getenv("MCR_BUILD_CA_CERTS")
 	cmd := &cobra.Command{
@@ -55,21 +58,34 @@ each build, every language of the image prints its version in a throwaway
 sandbox; the versions are stored as image labels ("images list" shows them).
 
 Builds use the daemon's legacy builder with host networking, so that apt and
-npm reach their archives. Without a registry, the Debian base is bootstrapped
-with debootstrap, which needs root and the debootstrap package; the mirror is
-read from the host's apt configuration unless --mirror or MCR_DEBIAN_MIRROR
-is set. Behind a TLS-intercepting proxy, npm inside the build trusts the
-certificates added to the host (/usr/local/share/ca-certificates) or given
-with --ca-certs; they are used in a build stage only, not kept in the image.`,
+npm reach their archives. The Debian base is pulled by the daemon (which may
+be remote, on a network of its own): debian:trixie-slim, or the copy on a
+registry mirror that --root-image (root_image, MCR_ROOT_IMAGE) names. Where
+the daemon cannot pull it, the Debian base is bootstrapped with debootstrap,
+which needs root and the debootstrap package; the mirror is read from the
+host's apt configuration unless --mirror or MCR_DEBIAN_MIRROR is set.
+Behind a TLS-intercepting proxy, npm inside the build trusts the certificates
+added to the host (/usr/local/share/ca-certificates) or given with --ca-certs;
+they are used in a build stage only, not kept in the image.`,
 		Example: `  mcp-code-runner images build            # the default images, missing or changed
   mcp-code-runner images build --all      # and the on-demand ones
   mcp-code-runner images build racket     # one on-demand image (and base)
   mcp-code-runner images build python ts  # the python and node images (and base)
   mcp-code-runner images build --force node`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cli, reg, err := imagesSetup(cmd, g)
+			cfg, reg, err := g.load()
 			if err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("root-image") {
+				rootImage = cfg.RootImage
+			}
+			// A root image the daemon could not pull as meant is refused
+			// before anything touches the daemon.
+			if rootImage != "" {
+				if err := images.CheckRootImage(rootImage); err != nil {
+					return err
+				}
 			}
 			if all {
 				if len(args) > 0 {
@@ -77,9 +93,13 @@ with --ca-certs; they are used in a build stage only, not kept in the image.`,
 				}
 				args = images.All(reg)
 			}
+			cli, err := imagesConnect(cmd, cfg)
+			if err != nil {
+				return err
+			}
 			defer cli.Close()
 			start := time.Now()
-			opts := images.Options{Log: cmd.ErrOrStderr(), Force: force, Mirror: mirror}
+			opts := images.Options{Log: cmd.ErrOrStderr(), Force: force, Mirror: mirror, RootImage: rootImage}
 			if caCerts != "" {
 				if opts.ExtraCACerts, err = os.ReadFile(caCerts); err != nil {
 					return fmt.Errorf("reading --ca-certs: %w", err)
@@ -95,6 +115,7 @@ with --ca-certs; they are used in a build stage only, not kept in the image.`,
 	cmd.Flags().BoolVar(&all, "all", false, "build every image but the optional python-ml: the default set and the on-demand images")
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild the named images without the build cache, even when up to date")
 	cmd.Flags().StringVar(&mirror, "mirror", mirror, "Debian mirror URL for bootstrapping the base (env MCR_DEBIAN_MIRROR; default: the host's apt configuration)")
+	cmd.Flags().StringVar(&rootImage, "root-image", "", "image the daemon pulls for the Debian trixie base, e.g. a registry mirror's mirror.example/library/debian:trixie-slim (config root_image, env MCR_ROOT_IMAGE; default: "+images.PullRef+")")
 	cmd.Flags().StringVar(&caCerts, "ca-certs", caCerts, "PEM file of extra CA certificates npm must trust during builds (env MCR_BUILD_CA_CERTS; default: /usr/local/share/ca-certificates/*.crt)")
 	return cmd
 }
@@ -163,15 +184,25 @@ func imagesSetup(cmd *cobra.Command, g *globalOptions) (*client.Client, *languag
 	if err != nil {
 		return nil, nil, err
 	}
-	cli, err := docker.NewClient(cfg.DockerHost)
+	cli, err := imagesConnect(cmd, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	return cli, reg, nil
+}
+
+// imagesConnect connects to the Docker daemon cfg names and checks that it
+// answers.
+func imagesConnect(cmd *cobra.Command, cfg config.Config) (*client.Client, error) {
+	cli, err := docker.NewClient(cfg.DockerHost)
+	if err != nil {
+		return nil, err
+	}
 	if err := docker.Ping(cmd.Context(), cli); err != nil {
 		cli.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return cli, reg, nil
+	return cli, nil
 }
 
 func imagesYesNo(b bool) string {

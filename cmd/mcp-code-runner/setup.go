@@ -96,6 +96,11 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 	if err != nil {
 		return err
 	}
+	if cfg.RootImage != "" && !o.skipImages {
+		if err := images.CheckRootImage(cfg.RootImage); err != nil {
+			return err
+		}
+	}
 
 	fmt.Fprintf(out, "[1/4] the container engine\n")
 	cli, err := docker.NewClient(cfg.DockerHost)
@@ -121,7 +126,7 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 	fmt.Fprintf(out, "\n[2/4] runtime images for %s\n", platform)
 	if o.skipImages {
 		fmt.Fprintf(out, "skipped (--skip-images)\n")
-	} else if err := setupImages(ctx, cmd, cli, reg, o); err != nil {
+	} else if err := setupImages(ctx, cmd, cli, reg, cfg.RootImage, o); err != nil {
 		return err
 	}
 
@@ -205,8 +210,8 @@ func checkEngine(ctx context.Context, out io.Writer, cli *client.Client) (string
 
 // setupImages builds the images of the asked languages (all by default) that
 // are missing or out of date, with a progress display, after asking when it
-// can.
-func setupImages(ctx context.Context, cmd *cobra.Command, cli *client.Client, reg *languages.Registry, o *setupOptions) error {
+// can. rootImage is the root_image setting.
+func setupImages(ctx context.Context, cmd *cobra.Command, cli *client.Client, reg *languages.Registry, rootImage string, o *setupOptions) error {
 	out := cmd.OutOrStdout()
 	targets, err := images.Resolve(reg, o.languages)
 	if err != nil {
@@ -244,7 +249,7 @@ func setupImages(ctx context.Context, cmd *cobra.Command, cli *client.Client, re
 		log = io.MultiWriter(out, logFile)
 	}
 	start := time.Now()
-	err = images.Build(ctx, cli, reg, o.languages, images.Options{Log: log, Mirror: os.Getenv("MCR_DEBIAN_MIRROR")})
+	err = images.Build(ctx, cli, reg, o.languages, images.Options{Log: log, Mirror: os.Getenv("MCR_DEBIAN_MIRROR"), RootImage: rootImage})
 	progress.Close()
 	_ = logFile.Close()
 	if err != nil {

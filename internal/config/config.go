@@ -71,6 +71,10 @@ type Config struct {
 	Kubernetes Kubernetes `json:"kubernetes"`
 	// DockerHost overrides DOCKER_HOST when set.
 	DockerHost string `json:"docker_host"`
+	// RootImage is the image "images build" and "setup" have the daemon
+	// pull for the Debian trixie base; empty means debian:trixie-slim. A
+	// registry mirror's copy serves a daemon that cannot reach Docker Hub.
+	RootImage string `json:"root_image"`
 	// Runtime is the OCI runtime for sandboxes: "" or "auto" (crun when the
 	// daemon has it, else the daemon's default), or one the daemon has
 	// registered ("runc", "crun", "runsc").

@@ -61,7 +61,7 @@ func TestLoadRejects(t *testing.T) {
 
 func TestEnvNamesCoverEveryLimit(t *testing.T) {
 	names := EnvNames()
-	for _, want := range []string{"MCR_LIMITS_MAX_TIMEOUT_SECONDS", "MCR_MAX_CONCURRENT_RUNS", "MCR_HTTP_MAX_BODY_BYTES", "MCR_DOCKER_HOST"} {
+	for _, want := range []string{"MCR_LIMITS_MAX_TIMEOUT_SECONDS", "MCR_MAX_CONCURRENT_RUNS", "MCR_HTTP_MAX_BODY_BYTES", "MCR_DOCKER_HOST", "MCR_ROOT_IMAGE"} {
 		if _, ok := names[want]; !ok {
 			t.Errorf("%s is not read", want)
 		}

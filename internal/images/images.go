@@ -72,6 +72,10 @@ type Options struct {
 	// Mirror is the Debian mirror for bootstrapping the root image; empty
 	// takes it from the host's apt configuration.
 	Mirror string
+	// RootImage is the image the daemon pulls for the root image; empty
+	// pulls PullRef. A registry mirror's copy of it, for daemons that
+	// cannot reach Docker Hub.
+	RootImage string
 	// ExtraCACerts are PEM certificates that package managers inside builds
 	// must trust besides the usual ones (a TLS-intercepting proxy). Nil takes
 	// the host's locally added ones (see HostExtraCACerts). They reach only
@@ -255,7 +259,7 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 		}
 		var parentID, parentTag string
 		if img.From == "root" {
-			if parentID, err = EnsureRoot(ctx, cli, opts.Mirror, log); err != nil {
+			if parentID, err = EnsureRoot(ctx, cli, opts.RootImage, opts.Mirror, log); err != nil {
 				return err
 			}
 			parentTag = RootTag

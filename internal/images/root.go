@@ -23,44 +23,61 @@ import (
 const RootTag = "mcp-code-runner/debian:trixie"
 
 // PullRef is the registry image that becomes RootTag where a registry is
-// reachable.
+// reachable, unless the root_image setting names another (a mirror's copy).
 const PullRef = "debian:trixie-slim"
 
 // Suite is the Debian release the root image is bootstrapped from.
 const Suite = "trixie"
 
 // pullIdleTimeout ends a pull that reports no progress for this long, so that
-// a machine without a registry falls back to debootstrap quickly.
+// a daemon without a registry falls back to debootstrap quickly.
 const pullIdleTimeout = 20 * time.Second
 
 // rootPath is PATH in the root image, as in Debian's official images.
 const rootPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // EnsureRoot makes sure RootTag exists and returns its image ID. It uses the
-// local image if there is one; otherwise it pulls PullRef and tags it;
-// otherwise it bootstraps Debian with debootstrap from mirror (empty: the
-// host's apt configuration) and imports the result. Progress goes to log.
-func EnsureRoot(ctx context.Context, cli *client.Client, mirror string, log io.Writer) (string, error) {
+// local image if there is one; otherwise it tags rootImage (empty: PullRef)
+// when the daemon has it, or pulls and tags it; otherwise it bootstraps
+// Debian with debootstrap from mirror (empty: the host's apt configuration)
+// and imports the result. A failed pull is a *PullError; when debootstrap
+// fails too, the error is a *RootError with both. Progress goes to log.
+func EnsureRoot(ctx context.Context, cli *client.Client, rootImage, mirror string, log io.Writer) (string, error) {
 	if log == nil {
 		log = io.Discard
+	}
+	if rootImage == "" {
+		rootImage = PullRef
+	}
+	if err := CheckRootImage(rootImage); err != nil {
+		return "", err
 	}
 	if id, err := imageID(ctx, cli, RootTag); err != nil || id != "" {
 		return id, err
 	}
-	fmt.Fprintf(log, "root image %s is missing; pulling %s\n", RootTag, PullRef)
-	pullErr := pull(ctx, cli, PullRef)
+	// An image pulled or loaded by hand (the fix for a registry that wants
+	// credentials, or a daemon without one) is used as it is.
+	local, err := imageID(ctx, cli, rootImage)
+	if err != nil {
+		return "", err
+	}
+	var pullErr error
+	if local == "" {
+		fmt.Fprintf(log, "root image %s is missing; pulling %s through the Docker daemon at %s\n", RootTag, rootImage, cli.DaemonHost())
+		pullErr = Pull(ctx, cli, rootImage)
+	}
 	if pullErr == nil {
-		if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: PullRef, Target: RootTag}); err != nil {
-			return "", fmt.Errorf("tagging %s as %s: %w", PullRef, RootTag, err)
+		if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: rootImage, Target: RootTag}); err != nil {
+			return "", fmt.Errorf("tagging %s as %s: %w", rootImage, RootTag, err)
 		}
 		return imageID(ctx, cli, RootTag)
 	}
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	fmt.Fprintf(log, "pulling %s failed (%v); bootstrapping Debian %s with debootstrap instead\n", PullRef, pullErr, Suite)
+	fmt.Fprintf(log, "%v\nbootstrapping Debian %s with debootstrap instead\n", pullErr, Suite)
 	if err := bootstrap(ctx, cli, mirror, log); err != nil {
-		return "", fmt.Errorf("pulling %s failed (%v) and bootstrapping failed: %w", PullRef, pullErr, err)
+		return "", &RootError{Pull: pullErr, Bootstrap: err}
 	}
 	return imageID(ctx, cli, RootTag)
 }
@@ -75,36 +92,6 @@ func imageID(ctx context.Context, cli *client.Client, ref string) (string, error
 		return "", fmt.Errorf("inspecting image %s: %w", ref, err)
 	}
 	return res.ID, nil
-}
-
-// pull pulls ref, giving up when the daemon reports nothing for
-// pullIdleTimeout.
-func pull(ctx context.Context, cli *client.Client, ref string) error {
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	idle := time.AfterFunc(pullIdleTimeout, cancel)
-	defer idle.Stop()
-	stalled := func(err error) error {
-		if pctx.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("no progress for %v", pullIdleTimeout)
-		}
-		return err
-	}
-	resp, err := cli.ImagePull(pctx, ref, client.ImagePullOptions{})
-	if err != nil {
-		return stalled(err)
-	}
-	defer resp.Close()
-	for msg, err := range resp.JSONMessages(pctx) {
-		if err != nil {
-			return stalled(err)
-		}
-		if msg.Error != nil {
-			return errors.New(msg.Error.Message)
-		}
-		idle.Reset(pullIdleTimeout)
-	}
-	return stalled(nil)
 }
 
 // bootstrap runs debootstrap into a temporary directory and imports the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,6 +171,50 @@ func TestPoolThatCannotStart(t *testing.T) {
 	}
 	if s := stat(p); s.Error == "" {
 		t.Errorf("stats do not show the failure: %+v", s)
+	}
+}
+
+// lockedBuffer is a log destination the pool's goroutines write while the
+// test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPoolWithoutItsImageSaysWhyOnceAndBacksOff: a pool whose image is
+// missing (never built, or a base the daemon could not pull) logs the
+// reason and the build command once, and probes again after 1 s, then 2 s,
+// rather than retrying in a loop.
+func TestPoolWithoutItsImageSaysWhyOnceAndBacksOff(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	b.MissingImages = map[string]bool{bashTemplate.Image: true}
+	var logs lockedBuffer
+	start := time.Now()
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	waitStat(t, p, "three failed creations", func(s pool.Stat) bool { return s.Failures >= 3 })
+	// The first creation fails at once; the probes wait 1 s and then 2 s.
+	if took := time.Since(start); took < 3*time.Second {
+		t.Errorf("three creations failed within %s: the pool retries without backing off (%+v)", took, stat(p))
+	}
+	if s := stat(p); !strings.Contains(s.Error, "fake/bash is not present") {
+		t.Errorf("stats do not say why: %+v", s)
+	}
+	text := logs.String()
+	if n := strings.Count(text, "warm pool cannot start sandboxes"); n != 1 || !strings.Contains(text, "fake/bash is not present") ||
+		!strings.Contains(text, `fix="mcp-code-runner images build bash"`) {
+		t.Errorf("want the reason and the build command logged once, got %d times:\n%s", n, text)
 	}
 }
 

@@ -497,7 +497,11 @@ func (p *Pool) createOne(k *keyed) {
 	k.creating--
 	if err != nil {
 		if p.ctx.Err() == nil {
-			if k.lastErr == nil {
+			// Said once per outage: the probes that follow back off
+			// (see fill) and count in Stat.Failures instead.
+			if k.lastErr == nil && errors.Is(err, sandbox.ErrImageMissing) {
+				p.log.Error("warm pool cannot start sandboxes", "language", k.key, "err", err, "fix", "mcp-code-runner images build "+k.key)
+			} else if k.lastErr == nil {
 				p.log.Error("warm pool cannot start sandboxes", "language", k.key, "err", err)
 			}
 			k.lastErr = err
