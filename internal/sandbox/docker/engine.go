@@ -2,8 +2,12 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 
 	"github.com/moby/moby/client"
@@ -78,6 +82,9 @@ type engineFacts struct {
 	version         string
 	components      []string
 	cgroupVersion   string
+	// libpodRootless is Podman's own answer (its libpod API) to whether it
+	// runs rootless: Podman 4's Docker-compatible Info does not say.
+	libpodRootless bool
 	// memoryLimit, pidsLimit and cpuQuota say which limits the engine can
 	// set on a container.
 	memoryLimit, pidsLimit, cpuQuota bool
@@ -101,6 +108,9 @@ func classifyEngine(f engineFacts) Engine {
 		if strings.Contains(o, "name=rootless") {
 			e.Rootless = true
 		}
+	}
+	if e.Kind == "Podman" && f.libpodRootless {
+		e.Rootless = true
 	}
 	e.CgroupVersion = f.cgroupVersion
 	// A rootless engine on cgroup v1 cannot be given a cgroup to manage,
@@ -215,6 +225,45 @@ func (b *Backend) askEngine(ctx context.Context) (Engine, error) {
 	}
 	for _, c := range v.Components {
 		f.components = append(f.components, c.Name)
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			if f.libpodRootless, err = b.libpodRootless(ctx); err != nil {
+				return Engine{}, fmt.Errorf("asking Podman whether it runs rootless: %w", err)
+			}
+		}
 	}
 	return classifyEngine(f), nil
+}
+
+// libpodRootless asks Podman's own API whether it runs rootless, which its
+// Docker-compatible Info leaves out (Podman 4.3 lists no "name=rootless"
+// and claims the host's cgroup controllers); the limits depend on it.
+func (b *Backend) libpodRootless(ctx context.Context) (bool, error) {
+	dial := b.cli.Dialer()
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+	}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+client.DummyHost+"/v4.0.0/libpod/info", nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("GET /libpod/info answered %s", resp.Status)
+	}
+	var info struct {
+		Host struct {
+			Security struct {
+				Rootless bool `json:"rootless"`
+			} `json:"security"`
+		} `json:"host"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&info); err != nil {
+		return false, fmt.Errorf("reading /libpod/info: %w", err)
+	}
+	return info.Host.Security.Rootless, nil
 }

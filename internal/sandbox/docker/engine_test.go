@@ -30,6 +30,10 @@ func TestEnginesAreToldApartByWhatTheyReport(t *testing.T) {
 			engineFacts{daemonHost: "unix:///run/user/1000/podman/podman.sock", osType: "linux", architecture: "amd64",
 				securityOptions: []string{"name=seccomp,profile=/usr/share/containers/seccomp.json", "name=rootless"}, version: "5.4.2", components: []string{"Podman Engine"}},
 			"Podman 5.4.2 (rootless, local, linux/amd64)"},
+		{"rootless Podman 4.3, which only its own libpod API calls rootless",
+			engineFacts{daemonHost: "unix:///run/user/1001/podman/podman.sock", osType: "linux", architecture: "amd64",
+				securityOptions: []string{"name=seccomp,profile=default"}, version: "4.3.1", components: []string{"Podman Engine", "Conmon"}, libpodRootless: true},
+			"Podman 4.3.1 (rootless, local, linux/amd64)"},
 		{"Docker Desktop on an Apple Silicon Mac",
 			engineFacts{daemonHost: "unix:///Users/me/.docker/run/docker.sock", operatingSystem: "Docker Desktop", osType: "linux", architecture: "aarch64",
 				version: "28.0.4", components: []string{"Engine"}},
@@ -64,6 +68,11 @@ func TestEnginesThatCannotSetLimitsAreNamedWithTheLimits(t *testing.T) {
 		{"rootless Docker on cgroup v1 runs without cgroups (as measured here: driver none, no limit)",
 			cgroups(rootless, "1", false), "memory, pids, CPU"},
 		{"rootless Podman on cgroup v1 cannot set them whatever its Info claims", cgroups(rootless, "1", true), "memory, pids, CPU"},
+		{"rootless Podman 4.3 on cgroup v1, known rootless from libpod only", func() engineFacts {
+			f := cgroups(rootful, "1", true)
+			f.components, f.libpodRootless = []string{"Podman Engine"}, true
+			return f
+		}(), "memory, pids, CPU"},
 		{"an engine that lacks only the pids controller", func() engineFacts {
 			f := cgroups(rootful, "2", true)
 			f.pidsLimit = false
