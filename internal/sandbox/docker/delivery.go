@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -302,7 +303,7 @@ func (b *Backend) ensureAgentImage(ctx context.Context, sum string) (string, err
 		return "", b.classify(err, ref, "inspecting the agent image")
 	}
 	var layer bytes.Buffer
-	if err := agentLayer(&layer, b.opts.AgentPath); err != nil {
+	if err := agentTar(&layer, b.opts.AgentPath, true); err != nil {
 		return "", err
 	}
 	rc, err := b.cli.ImageImport(ctx, client.ImageImportSource{Source: &layer, SourceName: "-"}, ref,
@@ -317,21 +318,26 @@ func (b *Backend) ensureAgentImage(ctx context.Context, sum string) (string, err
 	return ref, nil
 }
 
-// agentLayer writes a tar of the agent at AgentPath, owned by root and
-// read-only for everyone: the volume filled from it keeps these modes.
-func agentLayer(w io.Writer, agent string) error {
+// agentTar writes a tar of the agent, owned by root and read-only for
+// everyone: the volume filled from it keeps these modes. As a layer it
+// holds the agent at AgentPath, with its directories; otherwise only the
+// file, named as in AgentDir.
+func agentTar(w io.Writer, agent string, layer bool) error {
 	data, err := os.ReadFile(agent)
 	if err != nil {
 		return fmt.Errorf("reading the agent binary: %w", err)
 	}
 	tw := tar.NewWriter(w)
-	dirs := []string{"opt/", "opt/mcp-code-runner/"}
-	for _, d := range dirs {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755}); err != nil {
-			return err
+	name := path.Base(AgentPath)
+	if layer {
+		for _, d := range []string{"opt/", "opt/mcp-code-runner/"} {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755}); err != nil {
+				return err
+			}
 		}
+		name = strings.TrimPrefix(AgentPath, "/")
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(AgentPath, "/"), Mode: 0o555, Size: int64(len(data))}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o555, Size: int64(len(data))}); err != nil {
 		return err
 	}
 	if _, err := tw.Write(data); err != nil {
@@ -373,14 +379,26 @@ func (b *Backend) ensureAgentVolume(ctx context.Context, image, sum string) (str
 		if _, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: map[string]string{LabelManaged: "true", LabelAgent: sum}}); err != nil {
 			return "", b.classify(err, image, "creating the agent volume")
 		}
-		// Creating a container that mounts an empty named volume copies
-		// the image's content at the mount point into it; the container
-		// itself never starts.
+		// Docker copies the image's content at the mount point into an
+		// empty named volume when a container that mounts it is created;
+		// Podman only when one starts, and the container never starts, so
+		// the agent is also copied in, which both engines do for a created
+		// container.
 		id, err := b.probeContainer(ctx, image, mount.Mount{Type: mount.TypeVolume, Source: name, Target: AgentDir})
 		if err != nil {
 			return "", fmt.Errorf("filling the agent volume %s: %w", name, err)
 		}
+		var file bytes.Buffer
+		err = agentTar(&file, b.opts.AgentPath, false)
+		if err == nil {
+			// Into the mount point itself: Podman writes a copy to "/" into
+			// the container's own layer, past the volume.
+			_, err = b.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: AgentDir, Content: &file})
+		}
 		b.removeProbe(id)
+		if err != nil {
+			return "", fmt.Errorf("copying the agent into the agent volume %s: %w", name, err)
+		}
 	default:
 		return "", b.classify(err, image, "inspecting the agent volume")
 	}
@@ -400,8 +418,13 @@ func (b *Backend) ensureAgentVolume(ctx context.Context, image, sum string) (str
 
 // daemonSees returns "" if the daemon sees path with content of SHA-256
 // sum, else why not.
+//
+// The probe mounts path's directory, not path: Podman 4.3 cannot copy a
+// file out of a container where a file is bind-mounted ("chdir: not a
+// directory"), and the probe never starts, so nothing runs beside the
+// directory's other files.
 func (b *Backend) daemonSees(ctx context.Context, image, path, sum string) (string, error) {
-	id, err := b.probeContainer(ctx, image, mount.Mount{Type: mount.TypeBind, Source: path, Target: "/probe/file", ReadOnly: true})
+	id, err := b.probeContainer(ctx, image, mount.Mount{Type: mount.TypeBind, Source: filepath.Dir(path), Target: "/probe", ReadOnly: true})
 	if err != nil {
 		if cerrdefs.IsInvalidArgument(err) || strings.Contains(err.Error(), "does not exist") {
 			return "the daemon does not see " + path, nil
@@ -409,7 +432,7 @@ func (b *Backend) daemonSees(ctx context.Context, image, path, sum string) (stri
 		return "", fmt.Errorf("asking the daemon whether it sees %s: %w", path, err)
 	}
 	defer b.removeProbe(id)
-	got, err := b.readFromContainer(ctx, id, "/probe/file")
+	got, err := b.readFromContainer(ctx, id, "/probe/"+filepath.Base(path))
 	switch {
 	case err != nil:
 		return fmt.Sprintf("the daemon cannot read %s (%v)", path, err), nil
