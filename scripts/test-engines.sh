@@ -3,11 +3,13 @@
 # the system's rootful Docker, each started by scripts/ensure-engines.sh:
 #
 #   Podman (rootful)  the hostile battery (internal/containment) and the e2e
-#                     suites of runs, through Podman's Docker-compatible API
-#   rootless Docker   on this cgroup v1 host it runs containers without
-#                     cgroups: the server must refuse it at start and doctor
+#                     files of runs, through Podman's Docker-compatible API
+#   rootless Docker   on this cgroup v1 host they run containers without
+#   rootless Podman   cgroups: the server must refuse them at start and doctor
 #                     must fail, each naming the limits; with
-#                     allow_unenforced_limits, the e2e client suites pass
+#                     allow_unenforced_limits, e2e files pass with the server
+#                     run as the engine's own user, as a rootless deployment
+#                     runs it
 #
 # Usage: MCR_BINARY=bin/mcp-code-runner bash scripts/test-engines.sh
 # An engine that does not answer fails the run under CI=true, and is skipped
@@ -18,16 +20,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN=${MCR_BINARY:?set MCR_BINARY to the built server}
 PODMAN_HOST=unix:///run/podman/podman.sock
 ROOTLESS_USER=${MCR_ROOTLESS_USER:-mcr-rootless}
-ROOTLESS_HOST=
+ROOTLESS_HOST= ROOTLESS_PODMAN_HOST=
 if id "$ROOTLESS_USER" >/dev/null 2>&1; then
 	ROOTLESS_HOST=unix:///run/user/$(id -u "$ROOTLESS_USER")/docker.sock
+	ROOTLESS_PODMAN_HOST=unix:///run/user/$(id -u "$ROOTLESS_USER")/podman/podman.sock
 fi
 # The e2e files whose runs go through the engine, needing no more than the
-# bash, python and node images and no package registry: every tool, both
-# protocol eras, stdio and HTTP, both SDKs, tasks (cancellation included).
-# The teams and Inspector files test the server's HTTP side, which no engine
-# changes; long runs and packages need more time and images than CI has
-# room for twice more.
+# bash, python and node images: every tool, both protocol eras, stdio and
+# HTTP, both SDKs, tasks (cancellation included). Rootless Docker adds the
+# packages file (installs through the egress proxy, files of the engine's
+# subordinate uids); rootless Podman runs the client file, every tool. The
+# teams and Inspector files test the server's HTTP side, which no engine
+# changes, and long runs take 4 minutes an engine: all seven files pass on
+# each engine (docs/SECURITY.md), and CI keeps these for its time.
 E2E_TESTS=(tests/client.test.mjs tests/sdk-v1.test.mjs tests/tasks.test.mjs)
 
 rc=0
@@ -50,41 +55,61 @@ reachable() {
 	return 1
 }
 
-# e2e ENGINE HOST [ENV=VALUE...]: the e2e client suites against the engine.
+# e2e ENGINE HOST USER FILES [ENV=VALUE...]: e2e files against the engine,
+# with the server and client run as USER (root: as this script).
 e2e() {
-	local engine=$1 host=$2
-	shift 2
-	echo "=== e2e against $engine ($host) ==="
-	(cd e2e && env MCR_E2E_ENGINE="$engine" DOCKER_HOST="$host" MCR_BINARY="$(realpath "../$BIN")" "$@" \
-		node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec "${E2E_TESTS[@]}") ||
-		fail "the e2e suites against $engine"
+	local engine=$1 host=$2 user=$3 files=$4
+	shift 4
+	echo "=== e2e against $engine ($host) as $user: $files ==="
+	local as=()
+	if [[ $user != root ]]; then
+		as=(setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --init-groups
+			env HOME="$(getent passwd "$user" | cut -d: -f6)" XDG_RUNTIME_DIR="/run/user/$(id -u "$user")")
+	fi
+	# shellcheck disable=SC2086 # files is a list
+	(cd e2e && "${as[@]}" env MCR_E2E_ENGINE="$engine" DOCKER_HOST="$host" MCR_BINARY="$(realpath "../$BIN")" "$@" \
+		node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec $files) ||
+		fail "the e2e files against $engine"
 	local left
 	left=$(docker -H "$host" ps -aq --filter label=io.mcp-code-runner.managed=true)
 	[[ -z $left ]] || fail "sandbox containers left on $engine: $left"
+}
+
+# refused NAME HOST: a rootless engine on this cgroup v1 host cannot set the
+# limits, so doctor fails and serve stops at start, each naming them, unless
+# allow_unenforced_limits, with which doctor runs bash and warns.
+refused() {
+	local name=$1 host=$2 out
+	echo "=== $name without cgroups is refused ==="
+	out=$("$BIN" doctor --docker-host "$host" 2>&1)
+	if [[ $? -eq 0 ]] || ! grep -q "cannot set the memory, pids, CPU limits" <<<"$out"; then
+		fail "doctor on $name without cgroups did not fail naming the limits: $out"
+	fi
+	out=$(timeout 60 "$BIN" serve --docker-host "$host" </dev/null 2>&1)
+	if [[ $? -eq 0 ]] || ! grep -q "allow_unenforced_limits" <<<"$out"; then
+		fail "serve on $name without cgroups did not stop at start with the fix: $out"
+	fi
+	out=$("$BIN" doctor --docker-host "$host" --allow-unenforced-limits true 2>&1)
+	if ! grep -q "^ok    bash " <<<"$out" || ! grep -q "WITHOUT the memory, pids, CPU limits" <<<"$out"; then
+		fail "doctor on $name with allow_unenforced_limits did not run bash and warn: $out"
+	fi
 }
 
 if reachable "Podman" "$PODMAN_HOST"; then
 	echo "=== the hostile battery against Podman ==="
 	DOCKER_HOST=$PODMAN_HOST MCR_TEST_BINARY=$(realpath "$BIN") go test -count=1 -timeout 30m ./internal/containment/ ||
 		fail "the hostile battery against Podman"
-	e2e podman "$PODMAN_HOST"
+	e2e podman "$PODMAN_HOST" root "${E2E_TESTS[*]}"
 fi
 
 if reachable "rootless Docker" "$ROOTLESS_HOST"; then
-	echo "=== rootless Docker without cgroups is refused ==="
-	out=$("$BIN" doctor --docker-host "$ROOTLESS_HOST" 2>&1)
-	if [[ $? -eq 0 ]] || ! grep -q "cannot set the memory, pids, CPU limits" <<<"$out"; then
-		fail "doctor on rootless Docker without cgroups did not fail naming the limits: $out"
-	fi
-	out=$(timeout 60 "$BIN" serve --docker-host "$ROOTLESS_HOST" </dev/null 2>&1)
-	if [[ $? -eq 0 ]] || ! grep -q "allow_unenforced_limits" <<<"$out"; then
-		fail "serve on rootless Docker without cgroups did not stop at start with the fix: $out"
-	fi
-	out=$("$BIN" doctor --docker-host "$ROOTLESS_HOST" --allow-unenforced-limits true 2>&1)
-	if ! grep -q "^ok    bash " <<<"$out" || ! grep -q "WITHOUT the memory, pids, CPU limits" <<<"$out"; then
-		fail "doctor with allow_unenforced_limits did not run bash and warn: $out"
-	fi
-	e2e rootless "$ROOTLESS_HOST" MCR_ALLOW_UNENFORCED_LIMITS=true
+	refused "rootless Docker" "$ROOTLESS_HOST"
+	e2e rootless "$ROOTLESS_HOST" "$ROOTLESS_USER" "${E2E_TESTS[*]} tests/packages.test.mjs" MCR_ALLOW_UNENFORCED_LIMITS=true
+fi
+
+if reachable "rootless Podman" "$ROOTLESS_PODMAN_HOST"; then
+	refused "rootless Podman" "$ROOTLESS_PODMAN_HOST"
+	e2e podman "$ROOTLESS_PODMAN_HOST" "$ROOTLESS_USER" tests/client.test.mjs MCR_ALLOW_UNENFORCED_LIMITS=true
 fi
 
 exit $rc
