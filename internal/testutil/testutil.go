@@ -141,11 +141,18 @@ func RequireDocker(t testing.TB) *client.Client {
 // battery and the language matrix a second time with it set to runc.
 const RuntimeEnv = "MCR_TEST_RUNTIME"
 
+// AllowUnenforcedLimitsEnv, set to true, lets Backend run on an engine that
+// cannot set the resource limits (a rootless engine on cgroup v1), as the
+// server's allow_unenforced_limits does: the battery then shows which of its
+// controls still hold there.
+const AllowUnenforcedLimitsEnv = "MCR_ALLOW_UNENFORCED_LIMITS"
+
 // Backend returns the real Docker backend, under the runtime RuntimeEnv names.
 func Backend(t testing.TB) *docker.Backend {
 	t.Helper()
 	cli := RequireDocker(t)
-	b, err := docker.New(cli, docker.Options{AgentPath: AgentBinary(t), Runtime: os.Getenv(RuntimeEnv)})
+	b, err := docker.New(cli, docker.Options{AgentPath: AgentBinary(t), Runtime: os.Getenv(RuntimeEnv),
+		AllowUnenforcedLimits: os.Getenv(AllowUnenforcedLimitsEnv) == "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
