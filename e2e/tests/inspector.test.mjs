@@ -14,12 +14,20 @@ const NODE = 'node@22';
 // The first npx run may download Node 22 and the Inspector: allow for it.
 const NPX_TIMEOUT_MS = Number(process.env.MCR_NPX_TIMEOUT_MS ?? 600000);
 
+/**
+ * The engine settings of this run, as -e flags for the server the Inspector
+ * starts: it gives a stdio server only a default environment, which would
+ * send the server to the system's Docker whatever engine the run is for.
+ */
+const SERVER_ENV = ['DOCKER_HOST', 'MCR_ALLOW_UNENFORCED_LIMITS']
+    .filter((k) => process.env[k]).flatMap((k) => ['-e', `${k}=${process.env[k]}`]);
+
 /** Runs the Inspector CLI; resolves { code, stdout, stderr }. */
 function inspector(args, timeout = NPX_TIMEOUT_MS) {
     return new Promise((resolve) => {
         execFile(
             'npx',
-            ['-y', '-p', NODE, '-p', INSPECTOR, '--', 'mcp-inspector', '--cli', ...args],
+            ['-y', '-p', NODE, '-p', INSPECTOR, '--', 'mcp-inspector', '--cli', ...SERVER_ENV, ...args],
             {
                 timeout,
                 killSignal: 'SIGKILL',
