@@ -1,11 +1,20 @@
 package images
 
 import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -179,6 +188,70 @@ func TestABuildThatCannotRunTheTargetsProgramsNamesTheEmulator(t *testing.T) {
 			}
 			if hinted := strings.Contains(got.Error(), "qemu-user-static and binfmt-support"); hinted != tc.wantHint {
 				t.Errorf("hinted %v, want %v: %v", hinted, tc.wantHint, got)
+			}
+		})
+	}
+}
+
+func TestTheRootArchiveNamesThePlatformItWasBootstrappedFor(t *testing.T) {
+	created := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, platform := range []string{"linux/amd64", "linux/arm64"} {
+		t.Run(platform, func(t *testing.T) {
+			p, err := ParsePlatform(platform)
+			if err != nil {
+				t.Fatal(err)
+			}
+			layer := []byte("the root file system, archived")
+			sum := sha256.Sum256(layer)
+			diffID := "sha256:" + hex.EncodeToString(sum[:])
+			config, manifest, err := rootArchiveMetadata(p, diffID, "debootstrap --variant=minbase --arch "+p.Architecture, created)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var archive bytes.Buffer
+			if err := writeRootArchive(&archive, bytes.NewReader(layer), int64(len(layer)), config, manifest); err != nil {
+				t.Fatal(err)
+			}
+			files := map[string][]byte{}
+			tr := tar.NewReader(&archive)
+			for {
+				hdr, err := tr.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				files[hdr.Name], _ = io.ReadAll(tr)
+			}
+			if !bytes.Equal(files["layer.tar"], layer) {
+				t.Errorf("layer.tar = %q, want %q", files["layer.tar"], layer)
+			}
+			var cfg struct {
+				Architecture, OS string
+				Config           struct{ Env, Cmd []string }
+				RootFS           struct {
+					DiffIDs []string `json:"diff_ids"`
+				} `json:"rootfs"`
+			}
+			if err := json.Unmarshal(files["config.json"], &cfg); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.OS != "linux" || cfg.Architecture != p.Architecture {
+				t.Errorf("the configuration says %s/%s, want %s", cfg.OS, cfg.Architecture, platform)
+			}
+			if len(cfg.RootFS.DiffIDs) != 1 || cfg.RootFS.DiffIDs[0] != diffID {
+				t.Errorf("diff_ids = %v, want [%s]", cfg.RootFS.DiffIDs, diffID)
+			}
+			if !slices.Equal(cfg.Config.Env, []string{"PATH=" + rootPath}) || !slices.Equal(cfg.Config.Cmd, []string{"bash"}) {
+				t.Errorf("Env %v and Cmd %v, want PATH and bash as in Debian's images", cfg.Config.Env, cfg.Config.Cmd)
+			}
+			var man []struct{ Config, RepoTags, Layers any }
+			if err := json.Unmarshal(files["manifest.json"], &man); err != nil {
+				t.Fatal(err)
+			}
+			if len(man) != 1 || man[0].Config != "config.json" || fmt.Sprint(man[0].RepoTags) != "["+RootTag+"]" || fmt.Sprint(man[0].Layers) != "[layer.tar]" {
+				t.Errorf("manifest.json = %s", files["manifest.json"])
 			}
 		})
 	}

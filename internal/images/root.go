@@ -157,33 +157,8 @@ func bootstrap(ctx context.Context, cli *client.Client, platform ocispec.Platfor
 	if err := slim(dir); err != nil {
 		return err
 	}
-	tarCmd := exec.CommandContext(ctx, "tar", "-C", dir, "--numeric-owner", "-c", ".")
-	tarCmd.Stderr = log
-	out, err := tarCmd.StdoutPipe()
-	if err != nil {
-		return fmt.Errorf("starting tar: %w", err)
-	}
-	if err := tarCmd.Start(); err != nil {
-		return fmt.Errorf("starting tar: %w", err)
-	}
-	fmt.Fprintf(log, "importing the root file system as %s for %s\n", RootTag, platformString(platform))
-	// The platform is said, or the daemon would label the image with its own.
-	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: out, SourceName: "-"}, RootTag, client.ImageImportOptions{
-		Message:  fmt.Sprintf("debootstrap --variant=minbase --arch %s %s from %s", arch, Suite, mirror),
-		Changes:  []string{"ENV PATH=" + rootPath, `CMD ["bash"]`},
-		Platform: platform,
-	})
-	if err == nil {
-		_, err = readStream(res, io.Discard)
-		res.Close()
-	}
-	if err != nil {
-		_ = tarCmd.Process.Kill()
-		_ = tarCmd.Wait()
-		return fmt.Errorf("importing the root file system into Docker: %w", err)
-	}
-	if err := tarCmd.Wait(); err != nil {
-		return fmt.Errorf("archiving the root file system: %w", err)
+	if err := loadRoot(ctx, cli, dir, platform, fmt.Sprintf("debootstrap --variant=minbase --arch %s %s from %s", arch, Suite, mirror), log); err != nil {
+		return err
 	}
 	fmt.Fprintf(log, "bootstrapped %s in %s\n", RootTag, time.Since(start).Round(100*time.Millisecond))
 	return nil
