@@ -74,7 +74,7 @@ The images are built for the daemon's platform (linux/amd64 or linux/arm64).
 daemon whose machine runs its programs under emulation (qemu-user-static with
 binfmt_misc); bootstrapping the base for it needs the same on this machine.
 Such images replace the daemon's own of the same tags: cross-build on a
-daemon of its own (see docs/arm64.md).`,
+daemon of its own (see docs/ARM64.md).`,
 		Example: `  mcp-code-runner images build            # the default images, missing or changed
   mcp-code-runner images build --all      # and the on-demand ones
   mcp-code-runner images build racket     # one on-demand image (and base)

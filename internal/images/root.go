@@ -114,7 +114,7 @@ func imageIDFor(ctx context.Context, cli *client.Client, ref string, platform oc
 }
 
 // bootstrap runs debootstrap for platform's architecture into a temporary
-// directory and imports the result as RootTag. Another architecture than
+// directory and loads the result as RootTag. Another architecture than
 // this machine's needs an emulator (see checkEmulation).
 func bootstrap(ctx context.Context, cli *client.Client, platform ocispec.Platform, mirror string, log io.Writer) error {
 	debootstrap, err := exec.LookPath("debootstrap")
