@@ -84,7 +84,7 @@ daemon of its own (see docs/ARM64.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if platform != "" {
 				if _, err := images.ParsePlatform(platform); err != nil {
-					return fmt.Errorf("--platform: %w", err)
+					return fmt.Errorf("--platform (MCR_BUILD_PLATFORM): %w", err)
 				}
 			}
 			cfg, reg, err := g.load()
