@@ -204,7 +204,7 @@ func TestTheRootArchiveNamesThePlatformItWasBootstrappedFor(t *testing.T) {
 			layer := []byte("the root file system, archived")
 			sum := sha256.Sum256(layer)
 			diffID := "sha256:" + hex.EncodeToString(sum[:])
-			config, manifest, err := rootArchiveMetadata(p, diffID, "debootstrap --variant=minbase --arch "+p.Architecture, created)
+			config, manifest, err := rootArchiveMetadata(RootTag, p, diffID, "debootstrap --variant=minbase --arch "+p.Architecture, created)
 			if err != nil {
 				t.Fatal(err)
 			}

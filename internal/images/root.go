@@ -157,7 +157,7 @@ func bootstrap(ctx context.Context, cli *client.Client, platform ocispec.Platfor
 	if err := slim(dir); err != nil {
 		return err
 	}
-	if err := loadRoot(ctx, cli, dir, platform, fmt.Sprintf("debootstrap --variant=minbase --arch %s %s from %s", arch, Suite, mirror), log); err != nil {
+	if err := loadRoot(ctx, cli, dir, RootTag, platform, fmt.Sprintf("debootstrap --variant=minbase --arch %s %s from %s", arch, Suite, mirror), log); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "bootstrapped %s in %s\n", RootTag, time.Since(start).Round(100*time.Millisecond))

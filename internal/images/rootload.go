@@ -16,12 +16,11 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// loadRoot makes the root file system at dir the image RootTag for
-// platform. It loads a `docker save` archive whose configuration names the
+// loadRoot makes the root file system at dir the image tag for platform. It loads a `docker save` archive whose configuration names the
 // platform, rather than importing the file system: Docker 20.10 labels an
 // imported image with its own architecture whatever platform it is asked
 // for, and an arm64 image labelled amd64 cannot be run or used as arm64.
-func loadRoot(ctx context.Context, cli *client.Client, dir string, platform ocispec.Platform, comment string, log io.Writer) error {
+func loadRoot(ctx context.Context, cli *client.Client, dir, tag string, platform ocispec.Platform, comment string, log io.Writer) error {
 	// Beside dir, on disk: the archive is as large as the file system.
 	layer, err := os.Create(dir + ".tar")
 	if err != nil {
@@ -39,7 +38,7 @@ func loadRoot(ctx context.Context, cli *client.Client, dir string, platform ocis
 	if err != nil {
 		return fmt.Errorf("archiving the root file system: %w", err)
 	}
-	config, manifest, err := rootArchiveMetadata(platform, "sha256:"+hex.EncodeToString(sum.Sum(nil)), comment, time.Now().UTC())
+	config, manifest, err := rootArchiveMetadata(tag, platform, "sha256:"+hex.EncodeToString(sum.Sum(nil)), comment, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -47,7 +46,7 @@ func loadRoot(ctx context.Context, cli *client.Client, dir string, platform ocis
 		return fmt.Errorf("reading the root file system's archive: %w", err)
 	}
 
-	fmt.Fprintf(log, "loading the root file system as %s for %s\n", RootTag, platformString(platform))
+	fmt.Fprintf(log, "loading the root file system as %s for %s\n", tag, platformString(platform))
 	pr, pw := io.Pipe()
 	go func() {
 		pw.CloseWithError(writeRootArchive(pw, layer, size, config, manifest))
@@ -65,9 +64,9 @@ func loadRoot(ctx context.Context, cli *client.Client, dir string, platform ocis
 }
 
 // rootArchiveMetadata returns the image configuration and the manifest of
-// a `docker save` archive of RootTag: one layer (diffID) for platform, with
+// a `docker save` archive of tag: one layer (diffID) for platform, with
 // PATH and the command of Debian's official images.
-func rootArchiveMetadata(platform ocispec.Platform, diffID, comment string, created time.Time) (config, manifest []byte, err error) {
+func rootArchiveMetadata(tag string, platform ocispec.Platform, diffID, comment string, created time.Time) (config, manifest []byte, err error) {
 	config, err = json.Marshal(map[string]any{
 		"architecture": platform.Architecture,
 		"os":           platform.OS,
@@ -80,7 +79,7 @@ func rootArchiveMetadata(platform ocispec.Platform, diffID, comment string, crea
 	if err != nil {
 		return nil, nil, err
 	}
-	manifest, err = json.Marshal([]map[string]any{{"Config": "config.json", "RepoTags": []string{RootTag}, "Layers": []string{"layer.tar"}}})
+	manifest, err = json.Marshal([]map[string]any{{"Config": "config.json", "RepoTags": []string{tag}, "Layers": []string{"layer.tar"}}})
 	return config, manifest, err
 }
 
