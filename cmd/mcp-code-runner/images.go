@@ -80,7 +80,7 @@ daemon of its own (see docs/ARM64.md).`,
   mcp-code-runner images build racket     # one on-demand image (and base)
   mcp-code-runner images build python ts  # the python and node images (and base)
   mcp-code-runner images build --force node
-  DOCKER_HOST=unix:///run/mcr-arm64/docker.sock mcp-code-runner images build --platform linux/arm64 python`,
+  DOCKER_HOST=unix:///run/mcr-arm64/docker.sock mcp-code-runner images build --platform linux/arm64 scripting`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if platform != "" {
 				if _, err := images.ParsePlatform(platform); err != nil {
