@@ -42,6 +42,7 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 	var rootImage string
 	mirror := os.Getenv("MCR_DEBIAN_MIRROR")
 	caCerts := os.Getenv("MCR_BUILD_CA_CERTS")
+	platform := os.Getenv("MCR_BUILD_PLATFORM")
 	cmd := &cobra.Command{
 		Use:   "build [LANG or IMAGE...]",
 		Short: "Build the runtime images that are missing or out of date",
@@ -66,13 +67,26 @@ which needs root and the debootstrap package; the mirror is read from the
 host's apt configuration unless --mirror or MCR_DEBIAN_MIRROR is set.
 Behind a TLS-intercepting proxy, npm inside the build trusts the certificates
 added to the host (/usr/local/share/ca-certificates) or given with --ca-certs;
-they are used in a build stage only, not kept in the image.`,
+they are used in a build stage only, not kept in the image.
+
+The images are built for the daemon's platform (linux/amd64 or linux/arm64).
+--platform builds them for another one, for a daemon of that platform, on a
+daemon whose machine runs its programs under emulation (qemu-user-static with
+binfmt_misc); bootstrapping the base for it needs the same on this machine.
+Such images replace the daemon's own of the same tags: cross-build on a
+daemon of its own (see docs/ARM64.md).`,
 		Example: `  mcp-code-runner images build            # the default images, missing or changed
   mcp-code-runner images build --all      # and the on-demand ones
   mcp-code-runner images build racket     # one on-demand image (and base)
   mcp-code-runner images build python ts  # the python and node images (and base)
-  mcp-code-runner images build --force node`,
+  mcp-code-runner images build --force node
+  DOCKER_HOST=unix:///run/mcr-arm64/docker.sock mcp-code-runner images build --platform linux/arm64 scripting`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if platform != "" {
+				if _, err := images.ParsePlatform(platform); err != nil {
+					return fmt.Errorf("--platform (MCR_BUILD_PLATFORM): %w", err)
+				}
+			}
 			cfg, reg, err := g.load()
 			if err != nil {
 				return err
@@ -99,7 +113,7 @@ they are used in a build stage only, not kept in the image.`,
 			}
 			defer cli.Close()
 			start := time.Now()
-			opts := images.Options{Log: cmd.ErrOrStderr(), Force: force, Mirror: mirror, RootImage: rootImage}
+			opts := images.Options{Log: cmd.ErrOrStderr(), Force: force, Mirror: mirror, RootImage: rootImage, Platform: platform}
 			if caCerts != "" {
 				if opts.ExtraCACerts, err = os.ReadFile(caCerts); err != nil {
 					return fmt.Errorf("reading --ca-certs: %w", err)
@@ -116,6 +130,7 @@ they are used in a build stage only, not kept in the image.`,
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild the named images without the build cache, even when up to date")
 	cmd.Flags().StringVar(&mirror, "mirror", mirror, "Debian mirror URL for bootstrapping the base (env MCR_DEBIAN_MIRROR; default: the host's apt configuration)")
 	cmd.Flags().StringVar(&rootImage, "root-image", "", "image the daemon pulls for the Debian trixie base, e.g. a registry mirror's mirror.example/library/debian:trixie-slim (config root_image, env MCR_ROOT_IMAGE; default: "+images.PullRef+")")
+	cmd.Flags().StringVar(&platform, "platform", platform, "build for this platform, linux/amd64 or linux/arm64 (env MCR_BUILD_PLATFORM; default: the daemon's)")
 	cmd.Flags().StringVar(&caCerts, "ca-certs", caCerts, "PEM file of extra CA certificates npm must trust during builds (env MCR_BUILD_CA_CERTS; default: /usr/local/share/ca-certificates/*.crt)")
 	return cmd
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -76,6 +77,11 @@ type Options struct {
 	// pulls PullRef. A registry mirror's copy of it, for daemons that
 	// cannot reach Docker Hub.
 	RootImage string
+	// Platform is the platform to build the images for, "linux/amd64" or
+	// "linux/arm64" (see ParsePlatform); empty is the daemon's own. Images
+	// of another platform replace the daemon's own of the same tags, and its
+	// sandboxes cannot use them: they are for a daemon of that platform.
+	Platform string
 	// ExtraCACerts are PEM certificates that package managers inside builds
 	// must trust besides the usual ones (a TLS-intercepting proxy). Nil takes
 	// the host's locally added ones (see HostExtraCACerts). They reach only
@@ -243,6 +249,10 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 	if err != nil {
 		return err
 	}
+	platform, err := buildPlatform(ctx, cli, opts.Platform, log)
+	if err != nil {
+		return err
+	}
 	forced := map[string]bool{}
 	needed := map[string]bool{}
 	for _, n := range targets {
@@ -259,7 +269,7 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 		}
 		var parentID, parentTag string
 		if img.From == "root" {
-			if parentID, err = EnsureRoot(ctx, cli, opts.RootImage, opts.Mirror, log); err != nil {
+			if parentID, err = EnsureRoot(ctx, cli, opts.RootImage, platform, opts.Mirror, log); err != nil {
 				return err
 			}
 			parentTag = RootTag
@@ -285,7 +295,7 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 		if len(opts.ExtraCACerts) > 0 && bytes.Contains(bc.dockerfile, []byte("ARG EXTRA_CA_CERTS")) {
 			args["EXTRA_CA_CERTS"] = string(opts.ExtraCACerts)
 		}
-		id, err := buildImage(ctx, cli, reg, img, bc, args, hash, forced[img.Name], log)
+		id, err := buildImage(ctx, cli, reg, img, bc, platform, args, hash, forced[img.Name], log)
 		if err != nil {
 			return err
 		}
@@ -304,10 +314,11 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 	return nil
 }
 
-// buildImage builds one image, measures its languages' versions and labels it.
-func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, bc buildContext, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
+// buildImage builds one image for platform, measures its languages'
+// versions and labels it.
+func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, bc buildContext, platform ocispec.Platform, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
 	start := time.Now()
-	fmt.Fprintf(log, "building %s from %s on %s\n", img.Tag, img.Dockerfile, args["BASE"])
+	fmt.Fprintf(log, "building %s for %s from %s on %s\n", img.Tag, platformString(platform), img.Dockerfile, args["BASE"])
 	langs := reg.LanguagesOf(img.Name)
 	// The hash, the versions and the package lists are cleared (they may be
 	// inherited from the parent) until they have been measured.
@@ -316,15 +327,15 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 		labels[LabelRuntimeVersionPrefix+l.Name] = ""
 		labels[LabelPreinstalledPrefix+l.Name] = ""
 	}
-	if _, err := runBuild(ctx, cli, img.Tag, bc, args, labels, noCache, log); err != nil {
-		return "", fmt.Errorf("building image %s: %w", img.Tag, err)
+	if _, err := runBuild(ctx, cli, img.Tag, bc, platform, args, labels, noCache, log); err != nil {
+		return "", fmt.Errorf("building image %s: %w", img.Tag, execFormatHint(err, platform))
 	}
 	removeBuildStages(ctx, cli, log)
 	labels[LabelDockerfileHash] = hash
 	for _, l := range langs {
 		v, err := RunVersion(ctx, cli, img.Tag, l)
 		if err != nil {
-			return "", fmt.Errorf("image %s was built but language %s does not work in it: %w", img.Tag, l.Name, err)
+			return "", fmt.Errorf("image %s was built but language %s does not work in it: %w", img.Tag, l.Name, execFormatHint(err, platform))
 		}
 		fmt.Fprintf(log, "%s: %s\n", l.Name, v)
 		labels[LabelRuntimeVersionPrefix+l.Name] = v
@@ -338,7 +349,7 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 			labels[LabelPreinstalledPrefix+l.Name] = string(data)
 		}
 	}
-	id, err := runBuild(ctx, cli, img.Tag, buildContext{dockerfile: []byte("FROM " + img.Tag + "\n")}, nil, labels, false, io.Discard)
+	id, err := runBuild(ctx, cli, img.Tag, buildContext{dockerfile: []byte("FROM " + img.Tag + "\n")}, platform, nil, labels, false, io.Discard)
 	if err != nil {
 		return "", fmt.Errorf("labeling image %s: %w", img.Tag, err)
 	}
@@ -361,10 +372,10 @@ func removeBuildStages(ctx context.Context, cli *client.Client, log io.Writer) {
 	}
 }
 
-// runBuild builds bc with the legacy builder and host networking (without
-// the build cache if noCache), tags the result, streams the output to log and
-// returns the image ID.
-func runBuild(ctx context.Context, cli *client.Client, tag string, bc buildContext, args, labels map[string]string, noCache bool, log io.Writer) (string, error) {
+// runBuild builds bc for platform with the legacy builder and host
+// networking (without the build cache if noCache), tags the result, streams
+// the output to log and returns the image ID.
+func runBuild(ctx context.Context, cli *client.Client, tag string, bc buildContext, platform ocispec.Platform, args, labels map[string]string, noCache bool, log io.Writer) (string, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	files := map[string][]byte{"Dockerfile": bc.dockerfile}
@@ -399,6 +410,7 @@ func runBuild(ctx context.Context, cli *client.Client, tag string, bc buildConte
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
+		Platforms:   []ocispec.Platform{platform},
 	})
 	if err != nil {
 		return "", err

@@ -10,6 +10,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // RootImageSetting names the setting that replaces PullRef, in the config
@@ -215,11 +216,12 @@ func classifyPull(err error) PullCause {
 	return PullFailed
 }
 
-// Pull pulls ref through the daemon, giving up when the daemon reports
-// nothing for pullIdleTimeout. A failure is a *PullError, which names the
-// daemon and the registry, says why and what to do.
-func Pull(ctx context.Context, cli *client.Client, ref string) error {
-	err := pullStream(ctx, cli, ref)
+// Pull pulls ref for platform (zero: the daemon's own) through the daemon,
+// giving up when the daemon reports nothing for pullIdleTimeout. A failure
+// is a *PullError, which names the daemon and the registry, says why and
+// what to do.
+func Pull(ctx context.Context, cli *client.Client, ref string, platform ocispec.Platform) error {
+	err := pullStream(ctx, cli, ref, platform)
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -232,7 +234,7 @@ func Pull(ctx context.Context, cli *client.Client, ref string) error {
 
 // pullStream pulls ref, reading the daemon's progress until it ends;
 // errNoProgress when the daemon reports nothing for pullIdleTimeout.
-func pullStream(ctx context.Context, cli *client.Client, ref string) error {
+func pullStream(ctx context.Context, cli *client.Client, ref string, platform ocispec.Platform) error {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	idle := time.AfterFunc(pullIdleTimeout, cancel)
@@ -243,7 +245,11 @@ func pullStream(ctx context.Context, cli *client.Client, ref string) error {
 		}
 		return err
 	}
-	resp, err := cli.ImagePull(pctx, ref, client.ImagePullOptions{})
+	var opts client.ImagePullOptions
+	if platform.OS != "" {
+		opts.Platforms = []ocispec.Platform{platform}
+	}
+	resp, err := cli.ImagePull(pctx, ref, opts)
 	if err != nil {
 		return stalled(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
@@ -32,7 +34,7 @@ func TestDaemonThatCannotReachTheRegistrySaysWhichAndWhatToDo(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err = images.Pull(ctx, cli, ref)
+	err = images.Pull(ctx, cli, ref, ocispec.Platform{})
 	var pe *images.PullError
 	if !errors.As(err, &pe) {
 		t.Fatalf("got %v, want a PullError", err)

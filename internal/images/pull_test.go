@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // The daemon's texts below are as Docker Engine reports them (HTTP 500 for
@@ -171,7 +172,7 @@ func TestPullFromADaemonThatDoesNotAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	err = Pull(context.Background(), cli, PullRef)
+	err = Pull(context.Background(), cli, PullRef, ocispec.Platform{})
 	var pe *PullError
 	if !errors.As(err, &pe) || pe.Cause != PullDaemonUnreachable || !strings.Contains(err.Error(), sock) {
 		t.Fatalf("got %v, want a PullError naming %s that says the daemon did not answer", err, sock)

@@ -16,6 +16,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // RootTag is the local tag of the bare Debian trixie image that the "root"
@@ -36,13 +37,15 @@ const pullIdleTimeout = 20 * time.Second
 // rootPath is PATH in the root image, as in Debian's official images.
 const rootPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// EnsureRoot makes sure RootTag exists and returns its image ID. It uses the
-// local image if there is one; otherwise it tags rootImage (empty: PullRef)
-// when the daemon has it, or pulls and tags it; otherwise it bootstraps
-// Debian with debootstrap from mirror (empty: the host's apt configuration)
-// and imports the result. A failed pull is a *PullError; when debootstrap
-// fails too, the error is a *RootError with both. Progress goes to log.
-func EnsureRoot(ctx context.Context, cli *client.Client, rootImage, mirror string, log io.Writer) (string, error) {
+// EnsureRoot makes sure RootTag exists for platform and returns its image
+// ID. It uses the local image if there is one of that platform; otherwise it
+// tags rootImage (empty: PullRef) when the daemon has it for that platform,
+// or pulls it for platform and tags it; otherwise it bootstraps Debian for
+// platform with debootstrap from mirror (empty: the host's apt
+// configuration) and loads the result. A failed pull is a *PullError; when
+// debootstrap fails too, the error is a *RootError with both. Progress goes
+// to log.
+func EnsureRoot(ctx context.Context, cli *client.Client, rootImage string, platform ocispec.Platform, mirror string, log io.Writer) (string, error) {
 	if log == nil {
 		log = io.Discard
 	}
@@ -52,19 +55,19 @@ func EnsureRoot(ctx context.Context, cli *client.Client, rootImage, mirror strin
 	if err := CheckRootImage(rootImage); err != nil {
 		return "", err
 	}
-	if id, err := imageID(ctx, cli, RootTag); err != nil || id != "" {
+	if id, err := imageIDFor(ctx, cli, RootTag, platform); err != nil || id != "" {
 		return id, err
 	}
 	// An image pulled or loaded by hand (the fix for a registry that wants
 	// credentials, or a daemon without one) is used as it is.
-	local, err := imageID(ctx, cli, rootImage)
+	local, err := imageIDFor(ctx, cli, rootImage, platform)
 	if err != nil {
 		return "", err
 	}
 	var pullErr error
 	if local == "" {
 		fmt.Fprintf(log, "root image %s is missing; pulling %s through the Docker daemon at %s\n", RootTag, rootImage, cli.DaemonHost())
-		pullErr = Pull(ctx, cli, rootImage)
+		pullErr = Pull(ctx, cli, rootImage, platform)
 	}
 	if pullErr == nil {
 		if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: rootImage, Target: RootTag}); err != nil {
@@ -76,7 +79,7 @@ func EnsureRoot(ctx context.Context, cli *client.Client, rootImage, mirror strin
 		return "", ctx.Err()
 	}
 	fmt.Fprintf(log, "%v\nbootstrapping Debian %s with debootstrap instead\n", pullErr, Suite)
-	if err := bootstrap(ctx, cli, mirror, log); err != nil {
+	if err := bootstrap(ctx, cli, platform, mirror, log); err != nil {
 		return "", &RootError{Pull: pullErr, Bootstrap: err}
 	}
 	return imageID(ctx, cli, RootTag)
@@ -94,9 +97,26 @@ func imageID(ctx context.Context, cli *client.Client, ref string) (string, error
 	return res.ID, nil
 }
 
-// bootstrap runs debootstrap into a temporary directory and imports the
-// result as RootTag.
-func bootstrap(ctx context.Context, cli *client.Client, mirror string, log io.Writer) error {
+// imageIDFor returns the ID of ref, or "" when it does not exist or is of
+// another architecture than platform's (it is then replaced).
+func imageIDFor(ctx context.Context, cli *client.Client, ref string, platform ocispec.Platform) (string, error) {
+	res, err := cli.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("inspecting image %s: %w", ref, err)
+	}
+	if res.Architecture != "" && platform.Architecture != "" && goArch(res.Architecture) != platform.Architecture {
+		return "", nil
+	}
+	return res.ID, nil
+}
+
+// bootstrap runs debootstrap for platform's architecture into a temporary
+// directory and loads the result as RootTag. Another architecture than
+// this machine's needs an emulator (see checkEmulation).
+func bootstrap(ctx context.Context, cli *client.Client, platform ocispec.Platform, mirror string, log io.Writer) error {
 	debootstrap, err := exec.LookPath("debootstrap")
 	if err != nil {
 		debootstrap = "/usr/sbin/debootstrap" // root's PATH has it; others' may not
@@ -106,6 +126,10 @@ func bootstrap(ctx context.Context, cli *client.Client, mirror string, log io.Wr
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("debootstrap must run as root: run `mcp-code-runner images build` as root once (e.g. with sudo), or make `docker pull " + PullRef + "` work, then retry")
+	}
+	arch := archNames[platform.Architecture].debian
+	if err := checkEmulation(binfmtDir, hostArch, platform.Architecture); err != nil {
+		return err
 	}
 	if mirror == "" {
 		if mirror, err = HostMirror(); err != nil {
@@ -123,41 +147,18 @@ func bootstrap(ctx context.Context, cli *client.Client, mirror string, log io.Wr
 	defer os.RemoveAll(dir)
 
 	start := time.Now()
-	fmt.Fprintf(log, "debootstrap --variant=minbase %s %s %s\n", Suite, dir, mirror)
-	cmd := exec.CommandContext(ctx, debootstrap, "--variant=minbase", Suite, dir, mirror)
+	fmt.Fprintf(log, "debootstrap --variant=minbase --arch %s %s %s %s\n", arch, Suite, dir, mirror)
+	cmd := exec.CommandContext(ctx, debootstrap, "--variant=minbase", "--arch", arch, Suite, dir, mirror)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("debootstrap --variant=minbase %s %s %s: %w (see the output above; the mirror comes from the host's apt configuration, or set MCR_DEBIAN_MIRROR)", Suite, dir, mirror, err)
+		return fmt.Errorf("debootstrap --variant=minbase --arch %s %s %s %s: %w (see the output above; the mirror comes from the host's apt configuration, or set MCR_DEBIAN_MIRROR)", arch, Suite, dir, mirror, err)
 	}
 
 	if err := slim(dir); err != nil {
 		return err
 	}
-	tarCmd := exec.CommandContext(ctx, "tar", "-C", dir, "--numeric-owner", "-c", ".")
-	tarCmd.Stderr = log
-	out, err := tarCmd.StdoutPipe()
-	if err != nil {
-		return fmt.Errorf("starting tar: %w", err)
-	}
-	if err := tarCmd.Start(); err != nil {
-		return fmt.Errorf("starting tar: %w", err)
-	}
-	fmt.Fprintf(log, "importing the root file system as %s\n", RootTag)
-	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: out, SourceName: "-"}, RootTag, client.ImageImportOptions{
-		Message: fmt.Sprintf("debootstrap --variant=minbase %s from %s", Suite, mirror),
-		Changes: []string{"ENV PATH=" + rootPath, `CMD ["bash"]`},
-	})
-	if err == nil {
-		_, err = readStream(res, io.Discard)
-		res.Close()
-	}
-	if err != nil {
-		_ = tarCmd.Process.Kill()
-		_ = tarCmd.Wait()
-		return fmt.Errorf("importing the root file system into Docker: %w", err)
-	}
-	if err := tarCmd.Wait(); err != nil {
-		return fmt.Errorf("archiving the root file system: %w", err)
+	if err := loadRoot(ctx, cli, dir, RootTag, platform, fmt.Sprintf("debootstrap --variant=minbase --arch %s %s from %s", arch, Suite, mirror), log); err != nil {
+		return err
 	}
 	fmt.Fprintf(log, "bootstrapped %s in %s\n", RootTag, time.Since(start).Round(100*time.Millisecond))
 	return nil

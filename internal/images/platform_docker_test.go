@@ -1,0 +1,74 @@
+//go:build !fast
+
+package images
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+// TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor
+// loads a tiny root file system into the real daemon as an amd64 and as an
+// arm64 image (loading runs nothing, so no emulator is needed) and checks
+// the architecture the daemon reports: Docker 20.10 labels an imported one
+// with its own, whatever platform it is asked for.
+func TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli, err := docker.NewClient("")
+	if err == nil {
+		err = docker.Ping(ctx, cli)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defer cli.Close()
+	for _, platform := range []string{"linux/amd64", "linux/arm64"} {
+		t.Run(platform, func(t *testing.T) {
+			p, err := ParsePlatform(platform)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "rootfs")
+			if err := os.MkdirAll(filepath.Join(dir, "etc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "etc", "debian_version"), []byte("13.0\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tag := fmt.Sprintf("mcp-code-runner-test/root-%s:%d", p.Architecture, os.Getpid())
+			t.Cleanup(func() {
+				_, _ = cli.ImageRemove(context.WithoutCancel(ctx), tag, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+			})
+			var log strings.Builder
+			if err := loadRoot(ctx, cli, dir, tag, p, "a test's root file system", &log); err != nil {
+				t.Fatalf("loadRoot: %v\n%s", err, log.String())
+			}
+			img, err := cli.ImageInspect(ctx, tag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if img.Os != "linux" || goArch(img.Architecture) != p.Architecture {
+				t.Errorf("the daemon holds %s as %s/%s, want %s", tag, img.Os, img.Architecture, platform)
+			}
+			if img.Config == nil || len(img.Config.Env) != 1 || img.Config.Env[0] != "PATH="+rootPath {
+				t.Errorf("the image's environment is %v, want PATH=%s", img.Config, rootPath)
+			}
+			if _, err := os.Stat(dir + ".tar"); !os.IsNotExist(err) {
+				t.Errorf("the archive beside the file system is left behind: %v", err)
+			}
+		})
+	}
+}
