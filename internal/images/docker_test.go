@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
@@ -19,17 +21,7 @@ import (
 func TestBuildAll(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cli, err := docker.NewClient("")
-	if err == nil {
-		err = docker.Ping(ctx, cli)
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer cli.Close()
+	cli := requireDocker(ctx, t)
 	reg := languages.Builtin()
 	var log strings.Builder
 	if err := Build(ctx, cli, reg, All(reg), Options{Log: &log}); err != nil {
@@ -59,4 +51,22 @@ func TestBuildAll(t *testing.T) {
 		}
 	}
 	t.Logf("runtime versions: %v", versions)
+}
+
+// requireDocker returns a client of the real daemon; without one the test
+// fails under CI=true and is skipped otherwise.
+func requireDocker(ctx context.Context, t *testing.T) *client.Client {
+	t.Helper()
+	cli, err := docker.NewClient("")
+	if err == nil {
+		err = docker.Ping(ctx, cli)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
 }

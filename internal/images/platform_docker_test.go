@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
-
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 // TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor
@@ -24,17 +22,7 @@ import (
 func TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cli, err := docker.NewClient("")
-	if err == nil {
-		err = docker.Ping(ctx, cli)
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer cli.Close()
+	cli := requireDocker(ctx, t)
 	for _, platform := range []string{"linux/amd64", "linux/arm64"} {
 		t.Run(platform, func(t *testing.T) {
 			p, err := ParsePlatform(platform)
