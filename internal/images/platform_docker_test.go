@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 // TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor
@@ -48,7 +50,7 @@ func TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor(t *t
 			if err != nil {
 				t.Fatal(err)
 			}
-			if img.Os != "linux" || goArch(img.Architecture) != p.Architecture {
+			if img.Os != "linux" || docker.GoArch(img.Architecture) != p.Architecture {
 				t.Errorf("the daemon holds %s as %s/%s, want %s", tag, img.Os, img.Architecture, platform)
 			}
 			if img.Config == nil || len(img.Config.Env) != 1 || img.Config.Env[0] != "PATH="+rootPath {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 func TestDaemonArchitecturesAreNamedAsGoNamesThem(t *testing.T) {
@@ -35,8 +37,8 @@ func TestDaemonArchitecturesAreNamedAsGoNamesThem(t *testing.T) {
 		{"i686", "i686"},         // nor 32-bit x86
 		{"arm64/v8", "arm64/v8"}, // a platform string is no machine name
 	} {
-		if got := goArch(tc.machine); got != tc.want {
-			t.Errorf("goArch(%q) = %q, want %q", tc.machine, got, tc.want)
+		if got := docker.GoArch(tc.machine); got != tc.want {
+			t.Errorf("docker.GoArch(%q) = %q, want %q", tc.machine, got, tc.want)
 		}
 	}
 }

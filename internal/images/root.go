@@ -17,6 +17,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 // RootTag is the local tag of the bare Debian trixie image that the "root"
@@ -107,7 +109,7 @@ func imageIDFor(ctx context.Context, cli *client.Client, ref string, platform oc
 	if err != nil {
 		return "", fmt.Errorf("inspecting image %s: %w", ref, err)
 	}
-	if res.Architecture != "" && platform.Architecture != "" && goArch(res.Architecture) != platform.Architecture {
+	if res.Architecture != "" && platform.Architecture != "" && docker.GoArch(res.Architecture) != platform.Architecture {
 		return "", nil
 	}
 	return res.ID, nil

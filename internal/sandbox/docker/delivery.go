@@ -130,13 +130,13 @@ func (b *Backend) decideDelivery(ctx context.Context) (Delivery, error) {
 		}
 		return Delivery{}, fmt.Errorf("asking the Docker daemon for its platform: %w", err)
 	}
-	d := Delivery{Platform: info.Info.OSType + "/" + goArch(info.Info.Architecture)}
+	d := Delivery{Platform: info.Info.OSType + "/" + GoArch(info.Info.Architecture)}
 	if err := checkPlatform(b.opts.AgentPath, info.Info.OSType, info.Info.Architecture); err != nil {
 		if info.Info.OSType != "linux" {
 			return d, err
 		}
 		// The go command and this module's source can build one.
-		built, berr := crossBuildAgent(ctx, goArch(info.Info.Architecture))
+		built, berr := crossBuildAgent(ctx, GoArch(info.Info.Architecture))
 		if berr != nil {
 			return d, fmt.Errorf("%w (building one here: %v)", err, berr)
 		}
@@ -244,10 +244,12 @@ func (b *Backend) agentMount() mount.Mount {
 	return mount.Mount{Type: mount.TypeBind, Source: b.AgentPath(), Target: AgentPath, ReadOnly: true}
 }
 
-// goArch names a daemon's architecture (uname -m) as Go does.
-func goArch(machine string) string {
-	switch machine {
-	case "x86_64", "amd64":
+// GoArch names an architecture as Go and OCI platforms do, whether a
+// daemon reports it as uname -m does (Docker: "x86_64", "aarch64") or as Go
+// does (Podman: "amd64", "arm64").
+func GoArch(machine string) string {
+	switch strings.ToLower(machine) {
+	case "x86_64", "x86-64", "amd64":
 		return "amd64"
 	case "aarch64", "arm64":
 		return "arm64"
@@ -272,7 +274,7 @@ func checkPlatform(path, daemonOS, daemonArch string) error {
 	default:
 		agentArch = strings.ToLower(strings.TrimPrefix(f.Machine.String(), "EM_"))
 	}
-	want := goArch(daemonArch)
+	want := GoArch(daemonArch)
 	if daemonOS == "linux" && agentArch == want {
 		return nil
 	}

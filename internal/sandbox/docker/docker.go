@@ -213,11 +213,11 @@ func imagePlatformMismatch(image, imageOS, imageArch, daemonOS, daemonArch strin
 	if imageArch == "" || daemonArch == "" {
 		return nil
 	}
-	if goArch(imageArch) == goArch(daemonArch) && (imageOS == "" || daemonOS == "" || imageOS == daemonOS) {
+	if GoArch(imageArch) == GoArch(daemonArch) && (imageOS == "" || daemonOS == "" || imageOS == daemonOS) {
 		return nil
 	}
 	return fmt.Errorf("%w (%w): image %s is built for %s/%s, but the daemon runs %s/%s, so its programs cannot start; rebuild it on this daemon",
-		sandbox.ErrImageMissing, ErrImagePlatform, image, imageOS, goArch(imageArch), daemonOS, goArch(daemonArch))
+		sandbox.ErrImageMissing, ErrImagePlatform, image, imageOS, GoArch(imageArch), daemonOS, GoArch(daemonArch))
 }
 
 // unavailable is the ErrUnavailable of a daemon that could not be reached

@@ -95,7 +95,7 @@ type engineFacts struct {
 // whose operating system it names "Docker Desktop"; a rootless engine
 // lists "name=rootless" among its security options.
 func classifyEngine(f engineFacts) Engine {
-	e := Engine{Kind: "Docker Engine", Version: f.version, Platform: f.osType + "/" + goArch(f.architecture)}
+	e := Engine{Kind: "Docker Engine", Version: f.version, Platform: f.osType + "/" + GoArch(f.architecture)}
 	for _, c := range f.components {
 		if strings.Contains(strings.ToLower(c), "podman") {
 			e.Kind = "Podman"
