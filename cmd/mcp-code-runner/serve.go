@@ -196,7 +196,7 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr string, 
 		mux.Handle(mcpserver.MetadataPath+"/", handler)
 	}
 	probeRoutes(mux, st)
-	metricsRoute(mux, st, func(next http.Handler) http.Handler { return mcpserver.Protect(next, httpOpts) })
+	metricsRoute(mux, st, func(next http.Handler) http.Handler { return mcpserver.ProtectForOperators(next, httpOpts) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)

@@ -87,7 +87,20 @@ func startLogged(t *testing.T, name string, cmd *exec.Cmd) {
 
 func httpGet(t *testing.T, u string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(u)
+	return httpGetWithToken(t, u, "")
+}
+
+// httpGetWithToken is httpGet with a bearer token ("" for none).
+func httpGetWithToken(t *testing.T, u, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -126,8 +139,9 @@ func promQuery(t *testing.T, promURL, query string) (float64, bool) {
 }
 
 // TestPrometheusScrapesServer: a real Prometheus scrapes the server, both
-// on its separate metrics listener and, with the bearer token, on /mcp's
-// listener; after Python runs over MCP, PromQL queries see the runs, their
+// on its separate metrics listener and, with an operator's bearer token, on
+// /mcp's listener (a client's token gets 403 there: the series name every
+// principal); after Python runs over MCP, PromQL queries see the runs, their
 // latencies and output, the pool, the sandboxes, a live session and a
 // refused request. The audit log has a line per run.
 func TestPrometheusScrapesServer(t *testing.T) {
@@ -136,11 +150,12 @@ func TestPrometheusScrapesServer(t *testing.T) {
 	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "python")
 	dir := t.TempDir()
 	const token, tokenName = "e2e-metrics-token", "alice"
+	const operatorToken = "e2e-metrics-operator-token"
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	auditPath := filepath.Join(dir, "audit.log")
-	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--http", addr, "--auth-token", tokenName+"="+token,
-		"--metrics-addr", metricsAddr, "--metrics-on-http-listener=true", "--audit-log", auditPath, "--log-format", "json",
+	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--http", addr,
+		"--http-auth-tokens", tokenName+"="+token+",ops="+operatorToken, "--http-operators", "ops", "--metrics-addr", metricsAddr, "--metrics-on-http-listener=true", "--audit-log", auditPath, "--log-format", "json",
 		"--pool-size", "0", "--pool-sizes", "python=1", "--sweep-interval-seconds", "2"))
 	waitFor(t, "server ready", 60*time.Second, func() bool {
 		code, _ := httpGet(t, "http://"+addr+"/readyz")
@@ -161,7 +176,7 @@ scrape_configs:
       credentials: %q
     static_configs:
       - targets: [%q]
-`, metricsAddr, token, addr)), 0o600); err != nil {
+`, metricsAddr, operatorToken, addr)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	startLogged(t, "prometheus", exec.Command(promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
@@ -208,7 +223,7 @@ scrape_configs:
 		what  string
 	}{
 		{`up{job="mcr"}`, eq(1), "the metrics listener is scraped"},
-		{`up{job="mcr-main"}`, eq(1), "/metrics on the MCP listener is scraped with the bearer token"},
+		{`up{job="mcr-main"}`, eq(1), "/metrics on the MCP listener is scraped with the operator's bearer token"},
 		{`mcr_runs_total{job="mcr",language="python",status="ok",principal="alice"}`, eq(3), "two one-shot ok runs and one session run"},
 		{`mcr_runs_total{job="mcr",language="python",status="error",principal="alice"}`, eq(1), "the run that exited 3"},
 		{`sum(mcr_run_duration_seconds_count{job="mcr",language="python"})`, eq(4), "every run's total latency observed"},
@@ -242,9 +257,13 @@ scrape_configs:
 	}
 
 	// The disabled-by-default case is covered in cmd; here /metrics on the
-	// MCP listener needs the token like /mcp.
+	// MCP listener needs a token like /mcp, and an operator's: alice's
+	// token would show her every other principal's runs.
 	if code, _ := httpGet(t, "http://"+addr+"/metrics"); code != http.StatusUnauthorized {
 		t.Errorf("GET /metrics on the MCP listener without a token: %d, want 401", code)
+	}
+	if code, body := httpGetWithToken(t, "http://"+addr+"/metrics", token); code != http.StatusForbidden || !strings.Contains(body, "operator role") {
+		t.Errorf("GET /metrics on the MCP listener with a client's token: %d %q, want 403 naming the operator role", code, body)
 	}
 
 	call("close_session", map[string]any{"session_id": sessionID})
