@@ -91,12 +91,16 @@ type Manager struct {
 
 	mu    sync.Mutex
 	execs map[string]*Execution
-	wg    sync.WaitGroup
+	// claimed counts, per owner, the places makeRoom has granted that are
+	// not registered yet (a start waiting for its run slot): the quota
+	// counts them, so two starts at once cannot both take the last place.
+	claimed map[string]int
+	wg      sync.WaitGroup
 }
 
 // NewManager returns a manager running executions on eng.
 func NewManager(eng *engine.Engine) *Manager {
-	return &Manager{eng: eng, cfg: eng.Config(), execs: map[string]*Execution{}}
+	return &Manager{eng: eng, cfg: eng.Config(), execs: map[string]*Execution{}, claimed: map[string]int{}}
 }
 
 func invalid(format string, args ...any) error {
@@ -116,6 +120,7 @@ func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, erro
 	queued := time.Now()
 	release, err := m.eng.Reserve(ctx)
 	if err != nil {
+		m.unclaim(owner.Name)
 		return Snapshot{}, err
 	}
 	queueWait := time.Since(queued)
@@ -143,7 +148,8 @@ func (m *Manager) Track(ctx context.Context, language string, work Work) (Snapsh
 	return m.launch(ctx, owner.Name, language, work), nil
 }
 
-// launch registers an execution of owner and runs work in the background.
+// launch registers an execution of owner, in the place makeRoom claimed,
+// and runs work in the background.
 func (m *Manager) launch(ctx context.Context, owner, language string, work Work) Snapshot {
 	stages := []string{"run"}
 	if lang, ok := m.eng.Registry().Lookup(language); ok {
@@ -162,6 +168,7 @@ func (m *Manager) launch(ctx context.Context, owner, language string, work Work)
 	}
 	m.mu.Lock()
 	m.execs[x.id] = x
+	m.unclaimLocked(owner)
 	m.pruneLocked()
 	m.mu.Unlock()
 	m.wg.Add(1)
@@ -316,8 +323,9 @@ func (m *Manager) lookup(id string, allowed func(owner string) bool) (*Execution
 }
 
 // makeRoom forgets owner's oldest ended executions while owner is at its
-// quota (quotas.executions_kept); with all of them still running, it
-// answers over quota.
+// quota (quotas.executions_kept) and claims the place it made, which launch
+// fills or unclaim gives back; with all of them still running (or claimed),
+// it answers over quota.
 func (m *Manager) makeRoom(owner string) error {
 	q := m.cfg.Quotas.ExecutionsKept
 	if q <= 0 {
@@ -338,19 +346,35 @@ func (m *Manager) makeRoom(owner string) error {
 		}
 		x.mu.Unlock()
 	}
-	over := len(own) - q + 1
-	if over <= 0 {
-		return nil
-	}
+	over := len(own) + m.claimed[owner] - q + 1
 	if over > len(ended) {
 		return &engine.Error{Code: engine.CodeQuota, Message: fmt.Sprintf(
-			"over quota: %q already has %d executions running, its quota of executions kept; wait for one to end or cancel_execution one (list_executions shows them), or ask the operator to raise quotas.executions_kept", owner, len(own))}
+			"over quota: %q already has %d executions running or starting, its quota of executions kept; wait for one to end or cancel_execution one (list_executions shows them), or ask the operator to raise quotas.executions_kept", owner, len(own)-len(ended)+m.claimed[owner])}
 	}
-	sort.Slice(ended, func(i, j int) bool { return ended[i].started.Before(ended[j].started) })
-	for _, x := range ended[:over] {
-		delete(m.execs, x.id)
+	if over > 0 {
+		sort.Slice(ended, func(i, j int) bool { return ended[i].started.Before(ended[j].started) })
+		for _, x := range ended[:over] {
+			delete(m.execs, x.id)
+		}
 	}
+	m.claimed[owner]++
 	return nil
+}
+
+// unclaim gives back a place makeRoom claimed for owner when its execution
+// will not start (no run slot).
+func (m *Manager) unclaim(owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unclaimLocked(owner)
+}
+
+func (m *Manager) unclaimLocked(owner string) {
+	if m.claimed[owner] <= 1 {
+		delete(m.claimed, owner) // also when the quota is off and nothing was claimed
+		return
+	}
+	m.claimed[owner]--
 }
 
 // pruneLocked forgets finished executions past retention, and the oldest
