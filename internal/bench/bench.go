@@ -247,7 +247,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		if err != nil {
 			fmt.Fprintf(w, "churn: %v\n", err)
 		} else {
-			fmt.Fprintf(w, "- hardened create, start, wait, remove of `true` in %d parallel loops for %s: **%.2f containers/s**\n", o.ChurnLoops, o.ChurnFor, rate)
+			fmt.Fprintf(w, "- hardened create, start, wait, remove of `true` under %s (the sandboxes' runtime) in %d parallel loops for %s: **%.2f containers/s**\n", runtimeName(ctx, b), o.ChurnLoops, o.ChurnFor, rate)
 		}
 		// The same with the Docker CLI, as the ceiling is usually measured
 		// (`docker run --rm` loops): each container also pays a CLI process
@@ -463,7 +463,8 @@ func loadSample(ctx context.Context, session func() (*mcp.ClientSession, error),
 }
 
 // churnCeiling measures how many hardened containers per second this
-// machine's daemon can create, start, wait for and remove.
+// machine's daemon can create, start, wait for and remove, under the OCI
+// runtime b gives its sandboxes.
 func churnCeiling(ctx context.Context, b *docker.Backend, reg *languages.Registry, d time.Duration, loops int) (float64, error) {
 	l, ok := reg.Lookup("bash")
 	if !ok {
@@ -543,7 +544,12 @@ func parallelRate(d time.Duration, loops int, f func() error) (float64, error) {
 }
 
 func oneContainer(ctx context.Context, cli *client.Client, b *docker.Backend, t sandbox.Template) error {
+	rt, err := b.Runtime(ctx)
+	if err != nil {
+		return err
+	}
 	cfg, host := b.ContainerConfig(t)
+	host.Runtime = rt.Name
 	cfg.Cmd = []string{"true"}
 	cfg.OpenStdin, cfg.StdinOnce, cfg.AttachStdin = false, false, false
 	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
@@ -708,4 +714,13 @@ func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *d
 		}
 	}
 	return nil
+}
+
+// runtimeName names the OCI runtime b's sandboxes run under, for the report.
+func runtimeName(ctx context.Context, b *docker.Backend) string {
+	rt, err := b.Runtime(ctx)
+	if err != nil || rt.Effective == "" {
+		return "the daemon's default runtime"
+	}
+	return rt.Effective
 }
