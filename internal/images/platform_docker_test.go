@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
@@ -58,6 +59,13 @@ func TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor(t *t
 			}
 			if _, err := os.Stat(dir + ".tar"); !os.IsNotExist(err) {
 				t.Errorf("the archive beside the file system is left behind: %v", err)
+			}
+			// A build for the other architecture says why this root does not
+			// serve it, rather than calling it missing.
+			other := ocispec.Platform{OS: "linux", Architecture: map[string]string{"amd64": "arm64", "arm64": "amd64"}[p.Architecture]}
+			want := fmt.Sprintf("is for %s, not linux/%s", platform, other.Architecture)
+			if got := rootState(ctx, cli, tag, other); !strings.Contains(got, want) {
+				t.Errorf("the root for %s, asked for linux/%s: %q, want %q", platform, other.Architecture, got, want)
 			}
 		})
 	}

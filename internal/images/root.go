@@ -68,7 +68,7 @@ func EnsureRoot(ctx context.Context, cli *client.Client, rootImage string, platf
 	}
 	var pullErr error
 	if local == "" {
-		fmt.Fprintf(log, "root image %s is missing; pulling %s through the Docker daemon at %s\n", RootTag, rootImage, cli.DaemonHost())
+		fmt.Fprintf(log, "root image %s %s; pulling %s through the Docker daemon at %s\n", RootTag, rootState(ctx, cli, RootTag, platform), rootImage, cli.DaemonHost())
 		pullErr = Pull(ctx, cli, rootImage, platform)
 	}
 	if pullErr == nil {
@@ -113,6 +113,17 @@ func imageIDFor(ctx context.Context, cli *client.Client, ref string, platform oc
 		return "", nil
 	}
 	return res.ID, nil
+}
+
+// rootState says why the root image ref cannot serve a build for
+// platform: it is missing, or it was made for another architecture (it is
+// then replaced).
+func rootState(ctx context.Context, cli *client.Client, ref string, platform ocispec.Platform) string {
+	res, err := cli.ImageInspect(ctx, ref)
+	if err != nil || res.Architecture == "" || docker.GoArch(res.Architecture) == platform.Architecture {
+		return "is missing"
+	}
+	return fmt.Sprintf("is for linux/%s, not linux/%s as this build asks (it is replaced)", docker.GoArch(res.Architecture), platform.Architecture)
 }
 
 // bootstrap runs debootstrap for platform's architecture into a temporary
