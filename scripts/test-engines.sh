@@ -93,6 +93,11 @@ refused() {
 	if ! grep -q "^ok    bash " <<<"$out" || ! grep -q "WITHOUT the memory, pids, CPU limits" <<<"$out"; then
 		fail "doctor on $name with allow_unenforced_limits did not run bash and warn: $out"
 	fi
+	# This doctor runs as root; the engine, as its user, cannot enter root's
+	# private socket directory, and doctor says whom to run the server as.
+	if ! grep -q "^ok    agent for .*streams: .*run the server as that user for agent sockets" <<<"$out"; then
+		fail "doctor as root on $name did not say to run the server as the engine's user for sockets: $out"
+	fi
 }
 
 if reachable "Podman" "$PODMAN_HOST"; then

@@ -226,7 +226,7 @@ func (b *Backend) decideDelivery(ctx context.Context) (Delivery, error) {
 			d.Sockets = true
 			why = append(why, "sockets: the daemon sees "+os.TempDir())
 		} else {
-			why = append(why, "streams: "+a.why)
+			why = append(why, "streams: "+a.why+b.rootlessSocketsHint())
 		}
 	} else {
 		why = append(why, "streams: the daemon is not on a local Unix socket, or the runtime is gVisor")
@@ -594,4 +594,19 @@ func moduleRoot(dir string) string {
 		}
 		dir = parent
 	}
+}
+
+// rootlessSocketsHint names the usual cause when a rootless engine cannot
+// reach the agents' sockets: it runs as another user, who may not enter
+// this process's private socket directory. Sockets, and with them the
+// network tiers, then need the server run as the engine's user.
+func (b *Backend) rootlessSocketsHint() string {
+	if !b.cachedEngine().Rootless {
+		return ""
+	}
+	uid, other := daemonUser(b.cli.DaemonHost())
+	if !other {
+		return ""
+	}
+	return fmt.Sprintf(" (the rootless engine runs as uid %d and cannot enter this process's private directory; run the server as that user for agent sockets and network tiers)", uid)
 }

@@ -26,16 +26,9 @@ func daemonSharesFiles(daemonHost string) (shares bool, why string) {
 		return false, "dialling " + path + ": " + err.Error()
 	}
 	defer conn.Close()
-	raw, err := conn.(*net.UnixConn).SyscallConn()
+	cred, err := peerCred(conn.(*net.UnixConn))
 	if err != nil {
 		return false, err.Error()
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil || credErr != nil {
-		return false, fmt.Sprintf("the socket's peer is unknown (%v%v)", err, credErr)
 	}
 	if cred.Pid <= 0 {
 		return false, "the daemon is in another PID namespace"
@@ -66,4 +59,39 @@ func daemonSharesFiles(daemonHost string) (shares bool, why string) {
 		}
 	}
 	return true, fmt.Sprintf("the daemon (%s, pid %d) shares this process's mount namespace and root", filepath.Base(exe), cred.Pid)
+}
+
+// peerCred is the kernel's record of the process at the other end of conn.
+func peerCred(conn *net.UnixConn) (*syscall.Ucred, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return nil, fmt.Errorf("the socket's peer is unknown (%v%v)", err, credErr)
+	}
+	return cred, nil
+}
+
+// daemonUser returns the uid of the daemon behind a unix:// host, when it
+// is another user than this process's (a rootless engine's user, say).
+func daemonUser(daemonHost string) (uid int, other bool) {
+	path, ok := strings.CutPrefix(daemonHost, "unix://")
+	if !ok {
+		return 0, false
+	}
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		return 0, false
+	}
+	defer conn.Close()
+	cred, err := peerCred(conn.(*net.UnixConn))
+	if err != nil || int(cred.Uid) == os.Geteuid() {
+		return 0, false
+	}
+	return int(cred.Uid), true
 }

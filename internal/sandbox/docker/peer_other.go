@@ -7,3 +7,6 @@ package docker
 func daemonSharesFiles(string) (bool, string) {
 	return false, "the daemon's view of this machine's files is asked, not inferred, on this OS"
 }
+
+// daemonUser is known only on Linux.
+func daemonUser(string) (int, bool) { return 0, false }
