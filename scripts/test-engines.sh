@@ -105,6 +105,16 @@ if reachable "Podman" "$PODMAN_HOST"; then
 	DOCKER_HOST=$PODMAN_HOST MCR_TEST_BINARY=$(realpath "$BIN") go test -count=1 -timeout 30m ./internal/containment/ ||
 		fail "the hostile battery against Podman"
 	e2e podman "$PODMAN_HOST" root "${E2E_TESTS[*]}"
+	echo "=== an image built through Podman ==="
+	# A machine with Podman and no Docker builds its images through Podman's
+	# Docker-compatible API: the build, the version check in a throwaway
+	# container, the labels, and the skip of an image that is up to date.
+	out=$("$BIN" images build base --force --docker-host "$PODMAN_HOST" 2>&1) && grep -q "^bash: GNU bash" <<<"$out" ||
+		fail "building the base image through Podman: $out"
+	out=$("$BIN" images build base --docker-host "$PODMAN_HOST" 2>&1) && grep -q "base:1 is up to date" <<<"$out" ||
+		fail "the base image built through Podman is not seen as up to date: $out"
+	# Podman's copy goes back to the system daemon's, as ensure-engines loads it.
+	docker save mcp-code-runner/base:1 | docker -H "$PODMAN_HOST" load -q >/dev/null || fail "reloading the base image into Podman"
 fi
 
 if reachable "rootless Docker" "$ROOTLESS_HOST"; then

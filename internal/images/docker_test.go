@@ -70,3 +70,28 @@ func requireDocker(ctx context.Context, t *testing.T) *client.Client {
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
 }
+
+// TestTheVersionCheckRunsInAThrowawayContainer runs bash's version command
+// the way a build checks a new image, in the base image on the daemon that
+// DOCKER_HOST names: Docker attaches before the start, Podman reads the
+// engine's log after the exit (test-engines builds through Podman too).
+func TestTheVersionCheckRunsInAThrowawayContainer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli := requireDocker(ctx, t)
+	reg := languages.Builtin()
+	bash, _ := reg.Lookup("bash")
+	img := reg.ImageOf(bash).Tag
+	if _, err := cli.ImageInspect(ctx, img); err != nil {
+		t.Fatalf("%s: %v (make images builds it)", img, err)
+	}
+	got, err := RunVersion(ctx, cli, img, bash)
+	if err != nil || !strings.HasPrefix(got, "GNU bash") {
+		t.Fatalf("RunVersion: %q, %v; want GNU bash's version", got, err)
+	}
+	fail := bash
+	fail.Version = []string{"bash", "-c", "echo broken >&2; exit 3"}
+	if _, err := RunVersion(ctx, cli, img, fail); err == nil || !strings.Contains(err.Error(), "exited with status 3: broken") {
+		t.Fatalf("a failing version command: %v, want its status and output", err)
+	}
+}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 //go:embed dockerfiles
@@ -508,6 +509,18 @@ func runCommand(ctx context.Context, cli *client.Client, image string, l languag
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	pids := int64(128)
+	podman, err := docker.IsPodman(ctx, cli)
+	if err != nil {
+		return "", "", fmt.Errorf("asking the daemon which engine it is: %w", err)
+	}
+	logConfig := container.LogConfig{Type: "none"}
+	var ulimits []*container.Ulimit
+	if podman {
+		logConfig = container.LogConfig{} // the engine's default keeps the output for ContainerLogs
+		// Podman raises nofile and nproc to their maxima unless told,
+		// which a root engine without CAP_SYS_RESOURCE may not do.
+		ulimits = []*container.Ulimit{{Name: "nofile", Soft: 1024, Hard: 1024}, {Name: "nproc", Soft: docker.PodmanNproc, Hard: docker.PodmanNproc}}
+	}
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Image: image,
 		Config: &container.Config{
@@ -524,12 +537,12 @@ func runCommand(ctx context.Context, cli *client.Client, image string, l languag
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges"},
-			LogConfig:      container.LogConfig{Type: "none"},
+			LogConfig:      logConfig,
 			Tmpfs: map[string]string{
 				"/tmp":             "rw,nosuid,nodev,size=64m",
-				wire.WorkspacePath: fmt.Sprintf("rw,nosuid,nodev,size=16m,uid=%d,gid=%d,mode=0755", wire.SandboxUID, wire.SandboxGID),
+				wire.WorkspacePath: "rw,nosuid,nodev,size=16m,mode=0755," + docker.TmpfsOwner(podman),
 			},
-			Resources: container.Resources{Memory: 512 << 20, MemorySwap: 512 << 20, PidsLimit: &pids},
+			Resources: container.Resources{Memory: 512 << 20, MemorySwap: 512 << 20, PidsLimit: &pids, Ulimits: ulimits},
 		},
 	})
 	if err != nil {
@@ -539,18 +552,45 @@ func runCommand(ctx context.Context, cli *client.Client, image string, l languag
 		_, _ = cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
 	}()
 
-	att, err := cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
-	if err != nil {
-		return "", "", fmt.Errorf("attaching to the container: %w", err)
+	// Docker: attach before the start, so nothing printed is missed. Podman
+	// refuses to attach to a container that has not started (409), so
+	// there the engine keeps the output and it is read after the exit.
+	var output io.Reader
+	if !podman {
+		att, err := cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+		if err != nil {
+			return "", "", fmt.Errorf("attaching to the container: %w", err)
+		}
+		defer att.Conn.Close()
+		output = att.Reader
 	}
-	defer att.Conn.Close()
 	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		return "", "", fmt.Errorf("starting %q: %w", strings.Join(cmd, " "), err)
 	}
+	var exit container.WaitResponse
+	if podman {
+		select {
+		case exit = <-wait.Result:
+		case err := <-wait.Error:
+			return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
+		}
+		logs, err := cli.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+		if err != nil {
+			return "", "", fmt.Errorf("reading the output of %q: %w", strings.Join(cmd, " "), err)
+		}
+		defer logs.Close()
+		output = logs
+	}
 	var stdout, stderr bytes.Buffer
-	if _, err := stdcopy.StdCopy(&stdout, &stderr, io.LimitReader(att.Reader, 1<<20)); err != nil {
+	if _, err := stdcopy.StdCopy(&stdout, &stderr, io.LimitReader(output, 1<<20)); err != nil {
 		return "", "", fmt.Errorf("reading the output of %q: %w", strings.Join(cmd, " "), err)
+	}
+	if podman {
+		if exit.StatusCode != 0 {
+			return "", "", fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), exit.StatusCode, strings.TrimSpace(stdout.String()+stderr.String()))
+		}
+		return stdout.String(), stderr.String(), nil
 	}
 	select {
 	case res := <-wait.Result:

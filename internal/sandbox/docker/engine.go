@@ -131,6 +131,22 @@ func classifyEngine(f engineFacts) Engine {
 	return e
 }
 
+// IsPodman asks the daemon behind cli whether it is Podman (its
+// Docker-compatible API names a Podman component), for code that makes
+// containers without a Backend.
+func IsPodman(ctx context.Context, cli *client.Client) (bool, error) {
+	v, err := cli.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return false, err
+	}
+	for _, c := range v.Components {
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Podman says the engine is Podman, whose Docker-compatible API refuses
 // some of Docker's options.
 func (e Engine) Podman() bool { return e.Kind == "Podman" }

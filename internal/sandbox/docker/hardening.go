@@ -15,12 +15,12 @@ import (
 // tmpfsInodes is the most files and directories each tmpfs may hold.
 const tmpfsInodes = 65536
 
-// podmanNproc is the process limit sandboxes get on Podman, which otherwise
+// PodmanNproc is the process limit sandboxes get on Podman, which otherwise
 // raises RLIMIT_NPROC to its maximum and fails to start a container where
 // it may not (a host without CAP_SYS_RESOURCE). The limit counts the
 // processes of the sandbox user in all sandboxes together, so it is far
 // above any one sandbox's pids limit; the pids limit bounds each.
-const podmanNproc = 8192
+const PodmanNproc = 8192
 
 // expiryMargin is added to a run's deadline for its expiry label: a container
 // past it is removed by any server's sweep.
@@ -62,11 +62,12 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 	noInit := false
 	// Podman refuses nr_inodes (Engine.Limits says what bounds files there)
 	// and uid=/gid=; its own U gives the tmpfs to the container's user.
+	podman := b.cachedEngine().Podman()
 	inodes := fmt.Sprintf(",nr_inodes=%d", tmpfsInodes)
-	owner := fmt.Sprintf("uid=%d,gid=%d", wire.SandboxUID, wire.SandboxGID)
-	if b.cachedEngine().Podman() {
-		inodes, owner = "", "U"
+	if podman {
+		inodes = ""
 	}
+	owner := TmpfsOwner(podman)
 	host := &container.HostConfig{
 		NetworkMode:    "none",
 		CapDrop:        []string{"ALL"},
@@ -98,7 +99,7 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		},
 	}
 	if e := b.cachedEngine(); e.Podman() {
-		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: podmanNproc, Hard: podmanNproc})
+		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: PodmanNproc, Hard: PodmanNproc})
 		if e.SeccompProfile != "" {
 			host.SecurityOpt = append(host.SecurityOpt, "seccomp="+e.SeccompProfile)
 		}
@@ -108,4 +109,14 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			BindOptions: &mount.BindOptions{NonRecursive: true}})
 	}
 	return cfg, host
+}
+
+// TmpfsOwner is the tmpfs option that gives a mount to the sandbox user:
+// uid= and gid= on Docker; Podman refuses those, and its own U gives the
+// mount to the container's user.
+func TmpfsOwner(podman bool) string {
+	if podman {
+		return "U"
+	}
+	return fmt.Sprintf("uid=%d,gid=%d", wire.SandboxUID, wire.SandboxGID)
 }
