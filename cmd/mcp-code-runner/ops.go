@@ -78,7 +78,7 @@ func probeRoutes(mux *http.ServeMux, st *stack) {
 
 // metricsDisabledText answers a scrape of a listener that does not serve
 // metrics.
-const metricsDisabledText = "metrics are not served on this listener: set metrics.addr (--metrics-addr 127.0.0.1:9464) for a separate listener, or metrics.on_http_listener (--metrics-on-http-listener=true) to serve /metrics here behind the same authentication as /mcp\n"
+const metricsDisabledText = "metrics are not served on this listener: set metrics.addr (--metrics-addr 127.0.0.1:9464) for a separate listener, or metrics.on_http_listener (--metrics-on-http-listener=true) to serve /metrics here behind the same authentication as /mcp, for operator tokens\n"
 
 // metricsRoute adds /metrics to the MCP listener: behind protect when
 // configured there, else a 404 that says how to turn it on.
@@ -89,7 +89,7 @@ func metricsRoute(mux *http.ServeMux, st *stack, protect func(http.Handler) http
 	}
 	text := metricsDisabledText
 	if addr := st.cfg.Metrics.Addr; addr != "" {
-		text = "metrics are served on their own listener, at http://" + addr + "/metrics, not on this one; set metrics.on_http_listener (--metrics-on-http-listener=true) to serve them here too, behind the same authentication as /mcp\n"
+		text = "metrics are served on their own listener, at http://" + addr + "/metrics, not on this one; set metrics.on_http_listener (--metrics-on-http-listener=true) to serve them here too, behind the same authentication as /mcp, for operator tokens\n"
 	}
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, text, http.StatusNotFound)

@@ -45,7 +45,7 @@ every request must then carry "Authorization: Bearer <token>".
 Operations: /healthz (liveness) and /readyz (readiness) are served without
 authentication; --metrics-addr serves Prometheus metrics on a listener of
 their own (--metrics-on-http-listener=true also on the MCP listener, behind
-its authentication); --audit-log appends one JSON line per tool call that
+its authentication, for operator tokens only); --audit-log appends one JSON line per tool call that
 runs code or touches a session's files; --log-format json for JSON logs.
 
 Several clients each get their own token, as NAME=TOKEN entries of

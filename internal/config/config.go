@@ -208,7 +208,8 @@ type Metrics struct {
 	// 127.0.0.1:9464.
 	Addr string `json:"addr"`
 	// OnHTTPListener also serves /metrics on the MCP HTTP listener, behind
-	// the same authentication as /mcp.
+	// the same authentication as /mcp and to operator tokens only (the
+	// series name every principal).
 	OnHTTPListener bool `json:"on_http_listener"`
 	// MaxPrincipals caps the distinct principal label values; later
 	// principals are counted as "other".
