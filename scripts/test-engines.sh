@@ -109,6 +109,10 @@ if reachable "Podman" "$PODMAN_HOST"; then
 	# A machine with Podman and no Docker builds its images through Podman's
 	# Docker-compatible API: the build, the version check in a throwaway
 	# container, the labels, and the skip of an image that is up to date.
+	# The Debian root comes from the system daemon, as a registry would give
+	# it (these machines have none; images build pulls or bootstraps it).
+	docker save mcp-code-runner/debian:trixie | docker -H "$PODMAN_HOST" load -q >/dev/null ||
+		fail "loading the Debian root image into Podman"
 	out=$("$BIN" images build base --force --docker-host "$PODMAN_HOST" 2>&1) && grep -q "^bash: GNU bash" <<<"$out" ||
 		fail "building the base image through Podman: $out"
 	out=$("$BIN" images build base --docker-host "$PODMAN_HOST" 2>&1) && grep -q "base:1 is up to date" <<<"$out" ||
