@@ -156,7 +156,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.warn("%s: image has no runtime version label; rebuild with `mcp-code-runner images build --force %s`", l.Name, l.Name)
 		}
 	}
-	list, err := cli.ContainerList(vctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", docker.LabelManaged+"=true")})
+	list, err := docker.ListContainers(vctx, cli, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", docker.LabelManaged+"=true")})
 	if err == nil {
 		if n := len(list.Items); n > 0 {
 			d.warn("%d sandbox container(s) exist now (runs in flight, or left by a dead server; `serve` removes orphans at start and every %ds)", n, cfg.SweepIntervalSeconds)

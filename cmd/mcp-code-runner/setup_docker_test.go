@@ -73,7 +73,7 @@ func TestRunLeavesNoSandboxBehind(t *testing.T) {
 // (the command what) is still there.
 func noContainersOf(t *testing.T, b *docker.Backend, what string, pid int) {
 	t.Helper()
-	left, err := b.Client().ContainerList(context.Background(), client.ContainerListOptions{
+	left, err := docker.ListContainers(context.Background(), b.Client(), client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(pid)),
 	})

@@ -563,18 +563,14 @@ func oneContainer(ctx context.Context, cli *client.Client, b *docker.Backend, t 
 	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
 		return err
 	}
-	select {
-	case <-wait.Result:
-		return nil
-	case err := <-wait.Error:
-		return err
-	}
+	_, err = docker.WaitExit(ctx, cli, c.ID, wait)
+	return err
 }
 
 // poolMemory sums the memory of our idle pooled containers, per language
 // (the purpose label). A container removed meanwhile is left out.
 func poolMemory(ctx context.Context, cli *client.Client) (map[string]memUse, error) {
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
+	list, err := docker.ListContainers(ctx, cli, client.ContainerListOptions{
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+fmt.Sprint(os.Getpid())),
 	})
 	if err != nil {

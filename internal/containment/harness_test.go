@@ -127,7 +127,7 @@ func checkNoLeftovers(t *testing.T, cli *client.Client) {
 // with their state, to tell a leak from a slow removal.
 func describeLeftovers(t *testing.T, cli *client.Client) []string {
 	t.Helper()
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+	list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 	})
@@ -494,7 +494,7 @@ var errNoHostView = errors.New("the sandbox's processes are not visible from her
 func sandboxOnHost(cli *client.Client) (string, int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
+	list, err := docker.ListContainers(ctx, cli, client.ContainerListOptions{
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 	})
 	if err != nil {

@@ -733,7 +733,7 @@ func watchPids(t *testing.T, h *harness) *pidsWatch {
 			case <-tick.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			list, err := cli.ContainerList(ctx, client.ContainerListOptions{
+			list, err := docker.ListContainers(ctx, cli, client.ContainerListOptions{
 				Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 			})
 			cancel()

@@ -154,7 +154,7 @@ func TestContainerImageRunsPython(t *testing.T) {
 // whose label contains part, or "".
 func sandboxOwnerHost(t *testing.T, cli *client.Client, part string) string {
 	t.Helper()
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+	list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
 		All: true, Filters: make(client.Filters).Add("label", docker.LabelManaged+"=true"),
 	})
 	if err != nil {

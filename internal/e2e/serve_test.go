@@ -70,7 +70,7 @@ func startServer(t *testing.T, poolSize int) *server {
 
 func containersOf(t *testing.T, cli *client.Client, pid int) []string {
 	t.Helper()
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+	list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
 		All: true, Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(pid)),
 	})
 	if err != nil {

@@ -805,7 +805,7 @@ func TestColdSandboxRemovedAfterTheAnswer(t *testing.T) {
 	testutil.RequireImage(t, b, languages.Builtin(), "bash")
 	cli := b.Client()
 	count := func() int {
-		list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+		list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{All: true,
 			Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid()))})
 		if err != nil {
 			t.Error(err)

@@ -568,11 +568,9 @@ func runCommand(ctx context.Context, cli *client.Client, image string, l languag
 	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		return "", "", fmt.Errorf("starting %q: %w", strings.Join(cmd, " "), err)
 	}
-	var exit container.WaitResponse
+	var status int64
 	if podman {
-		select {
-		case exit = <-wait.Result:
-		case err := <-wait.Error:
+		if status, err = docker.WaitExit(ctx, cli, created.ID, wait); err != nil {
 			return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
 		}
 		logs, err := cli.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
@@ -586,19 +584,13 @@ func runCommand(ctx context.Context, cli *client.Client, image string, l languag
 	if _, err := stdcopy.StdCopy(&stdout, &stderr, io.LimitReader(output, 1<<20)); err != nil {
 		return "", "", fmt.Errorf("reading the output of %q: %w", strings.Join(cmd, " "), err)
 	}
-	if podman {
-		if exit.StatusCode != 0 {
-			return "", "", fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), exit.StatusCode, strings.TrimSpace(stdout.String()+stderr.String()))
+	if !podman {
+		if status, err = docker.WaitExit(ctx, cli, created.ID, wait); err != nil {
+			return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
 		}
-		return stdout.String(), stderr.String(), nil
 	}
-	select {
-	case res := <-wait.Result:
-		if res.StatusCode != 0 {
-			return "", "", fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), res.StatusCode, strings.TrimSpace(stdout.String()+stderr.String()))
-		}
-	case err := <-wait.Error:
-		return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
+	if status != 0 {
+		return "", "", fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), status, strings.TrimSpace(stdout.String()+stderr.String()))
 	}
 	return stdout.String(), stderr.String(), nil
 }

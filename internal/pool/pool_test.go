@@ -104,7 +104,7 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	cli := testutil.RequireDocker(t)
 	// Only this test process's own: test binaries of other packages run at
 	// the same time, with bash sandboxes of their own.
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+	list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
 		Filters: make(client.Filters).Add("label", "io.mcp-code-runner.purpose=bash").
 			Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 	})

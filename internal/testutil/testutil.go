@@ -201,7 +201,7 @@ func NoLeftovers(t testing.TB, cli *client.Client) {
 	var n int
 	var listErr error
 	if !WaitFor(leftoverGrace, func() bool {
-		list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+		list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
 			All:     true,
 			Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 		})

@@ -101,7 +101,7 @@ func TestAgentArrivesWhenTheDaemonCannotSeeTheServersFiles(t *testing.T) {
 	}
 
 	// Nothing of the child's is left: no container labelled with its PID.
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+	list, err := docker.ListContainers(ctx, cli, client.ContainerListOptions{All: true,
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(cmd.Process.Pid))})
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ func (b *Backend) ownerAlive(labels map[string]string) bool {
 // Sweep removes our containers whose server is gone, and any of ours past
 // its expiry whoever made it.
 func (b *Backend) Sweep(ctx context.Context) (int, error) {
-	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
+	list, err := ListContainers(ctx, b.cli, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", LabelManaged+"=true"),
 	})
@@ -117,7 +117,7 @@ func checkStatic(path string) error {
 // RemoveOwn removes every container this server made; it is for shutdown,
 // after the runs in flight have ended.
 func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
-	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
+	list, err := ListContainers(ctx, b.cli, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", LabelOwner+"="+b.owner.id),
 	})
