@@ -52,7 +52,7 @@ func racingEngine(t *testing.T, path string, fails int32, answer string) (*clien
 		_, _ = w.Write([]byte(answer))
 	}))
 	t.Cleanup(srv.Close)
-	cli, err := client.New(client.WithHost("tcp://"+strings.TrimPrefix(srv.URL, "http://")), client.WithVersion("1.41"))
+	cli, err := client.New(client.WithHost("tcp://"+strings.TrimPrefix(srv.URL, "http://")), client.WithAPIVersion("1.41"))
 	if err != nil {
 		t.Fatal(err)
 	}
