@@ -31,6 +31,10 @@ type stageProc struct {
 	cmd        *exec.Cmd
 	outR, errR *os.File
 	stdinW     *os.File
+	// exitReport, for a warm interpreter that can, carries the program's
+	// exit code ahead of the interpreter's own teardown ("N\n", sent after
+	// it closed its stdout and stderr); nil otherwise.
+	exitReport *os.File
 }
 
 // startStage starts st's command in workdir with pipes for its output; its
@@ -127,8 +131,7 @@ func runStage(fw *frameWriter, idx uint8, st wire.Stage, later []wire.Stage, wor
 		case <-exited:
 		}
 	}()
-	waitErr := cmd.Wait()
-	untrack(cmd)
+	reported, usage, waitErr := waitOrReport(proc)
 	close(exited)
 	timer.Stop()
 	res.DurationMs = time.Since(start).Milliseconds()
@@ -159,7 +162,9 @@ func runStage(fw *frameWriter, idx uint8, st wire.Stage, later []wire.Stage, wor
 	outR.Close()
 	errR.Close()
 
-	if ps := cmd.ProcessState; ps != nil {
+	if reported {
+		res.ExitCode, res.MaxRSSKB, res.CPUTimeMs = usage.exitCode, usage.maxRSSKB, usage.cpuTimeMs
+	} else if ps := cmd.ProcessState; ps != nil {
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			res.MaxRSSKB = ru.Maxrss
 			res.CPUTimeMs = (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds()

@@ -23,11 +23,14 @@ var warmPrograms = map[string]string{"python": "kernels/python_warm.py", "node":
 
 // warmProc is the started warm interpreter, waiting for its job.
 type warmProc struct {
-	spec    wire.Warm
-	dir     string
-	cmd     *exec.Cmd
-	stdin   *os.File // write end of its standard input
-	control *os.File // write end of fd 3
+	spec  wire.Warm
+	dir   string
+	cmd   *exec.Cmd
+	stdin *os.File // write end of its standard input
+	// The agent's end of fd 3, a socket: the job goes to the interpreter
+	// through it, and an interpreter that can report its program's exit
+	// before its own teardown (node) reports it back.
+	control *os.File
 	outR    *os.File
 	errR    *os.File
 	// For a script-reading interpreter: the FIFO's path, and its write end
@@ -38,6 +41,8 @@ type warmProc struct {
 	// For a program given as a file ("{program_file}"): the private
 	// directory that holds it until the interpreter has loaded it.
 	programDir string
+	// handed is set once a stage is handed to the interpreter.
+	handed bool
 }
 
 // warm is the interpreter started at boot, until a stage takes it; nil if
@@ -115,7 +120,7 @@ func StartWarm(spec string) error {
 			argv[i] = strings.ReplaceAll(a, "{program}", string(program))
 		}
 	}
-	var pipes [4][2]*os.File // stdin, stdout, stderr, control: [read, write]
+	var pipes [4][2]*os.File // stdin, stdout, stderr: [read, write]; control: [theirs, ours]
 	closeAll := func() {     // on failure: the pipes, and the FIFO if made
 		for _, p := range pipes {
 			for _, f := range p {
@@ -135,7 +140,13 @@ func StartWarm(spec string) error {
 		if i == 3 && fifo != "" {
 			continue // a script interpreter has no control pipe
 		}
-		r, w, err := os.Pipe()
+		var r, w *os.File
+		var err error
+		if i == 3 {
+			r, w, err = socketPair()
+		} else {
+			r, w, err = os.Pipe()
+		}
 		if err != nil {
 			closeAll()
 			return fmt.Errorf("warm interpreter: creating pipe: %w", err)
@@ -241,12 +252,16 @@ func takeWarm(st wire.Stage, later []wire.Stage, workdir string, files []wire.Fi
 		msg.WriteByte(0)
 	}
 	_, err := w.control.Write(msg.Bytes())
-	w.control.Close()
+	if err == nil {
+		// The end of the job, as the interpreter reads it.
+		err = closeWrite(w.control)
+	}
 	if err != nil {
 		w.stop()
 		return nil
 	}
-	return &stageProc{cmd: w.cmd, outR: w.outR, errR: w.errR, stdinW: w.stdin}
+	w.handed = true
+	return &stageProc{cmd: w.cmd, outR: w.outR, errR: w.errR, stdinW: w.stdin, exitReport: w.control}
 }
 
 // fits reports whether st is what the interpreter stands for: the same
@@ -354,4 +369,36 @@ func (w *warmProc) stop() {
 		_ = w.cmd.Wait()
 		untrack(w.cmd)
 	}()
+}
+
+// socketPair returns the two ends of a connected Unix stream socket; the
+// first is for the child (inherited without close-on-exec through
+// ExtraFiles), the second stays with the agent.
+func socketPair() (theirs, ours *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Ours is non-blocking, so that Go's poller runs it and closing it ends
+	// a read in progress.
+	if err := unix.SetNonblock(fds[1], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "warm-control"), os.NewFile(uintptr(fds[1]), "warm-control"), nil
+}
+
+// closeWrite ends what the agent sends on a socket, keeping it open to
+// read.
+func closeWrite(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Shutdown(int(fd), unix.SHUT_WR) }); err != nil {
+		return err
+	}
+	return serr
 }

@@ -42,6 +42,21 @@ f();`
 		{"a program that writes nothing ends", []wire.File{{Path: "main.js", Data: []byte("setTimeout(() => {}, 10);")}}, nil, nil},
 		{"stdout written through its descriptor", []wire.File{{Path: "main.js", Data: []byte("require('fs').writeSync(1, 'raw\\n');\nconsole.log(process.stdout.isTTY, process.stdout.constructor.name, process.stderr.constructor.name);")}}, nil, nil},
 		{"other environment", []wire.File{{Path: "main.js", Data: []byte(probe)}}, nil, []string{"MINE=1"}},
+		{"exit listeners run in order, once and all, and set the exit code", js(`process.on('exit', (c) => console.log('first', c));
+process.once('exit', (c) => { console.log('once', c, process.listenerCount('exit')); process.exitCode = 4; });
+process.on('exit', (c) => console.log('last', c, process.exitCode));
+process.exitCode = 2;`), nil, nil},
+		{"an exit listener that throws", js("process.on('exit', () => { throw new Error('in exit'); });\nprocess.on('exit', () => console.log('never'));\nconsole.log('x');"), nil, nil},
+		{"process.exit with a code from a timer", js("process.on('exit', (c) => console.log('exit', c));\nsetTimeout(() => process.exit(5), 1);"), nil, nil},
+		{"process.exit inside an exit listener", js("process.on('exit', (c) => { console.log('a', c); process.exit(6); });\nprocess.on('exit', () => console.log('b'));"), nil, nil},
+		{"beforeExit that schedules more work", js("let n = 0;\nprocess.on('beforeExit', () => { if (n++ < 2) setTimeout(() => console.log('again', n), 1); });\nprocess.on('exit', (c) => console.log('exit', c, n));"), nil, nil},
+		{"an uncaught exception after an exit listener prints its stack trace", js("process.on('exit', (c) => console.log('exit', c));\nsetTimeout(() => { throw new Error('late'); }, 1);"), nil, nil},
+		{"a handled exception, then the loop runs dry", js("process.on('uncaughtException', (e) => console.log('caught', e.message));\nprocess.on('exit', (c) => console.log('exit', c));\nsetTimeout(() => { throw new Error('x'); }, 1);"), nil, nil},
+		{"a rejection with an exit listener", js("process.on('exit', (c) => console.log('exit', c));\nPromise.reject(new Error('rejected'));"), nil, nil},
+		{"top-level await that never settles", []wire.File{{Path: "main.js", Data: []byte("process.on('exit', (c) => console.log('exit', c));\nawait new Promise(() => {});")},
+			{Path: "package.json", Data: []byte(`{"type": "module"}`)}}, nil, nil},
+		{"a megabyte written just before the end is all there", js("process.stdout.write('x'.repeat(1 << 20) + '\\n');\nprocess.stderr.write('y'.repeat(1 << 16));"), nil, nil},
+		{"a manual emit of 'exit' is not an exit", js("process.emit('exit', 0);\nconsole.log('still here');\nprocess.exitCode = 3;"), nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,15 +87,68 @@ f();`
 				if warm != nil {
 					t.Error("the warm interpreter is still waiting after the stage")
 				}
-				// A warm node that ran the stage was waited for and exited;
-				// one that did not fit was killed.
-				if fits := c.env == nil; w != nil && fits && (w.cmd.ProcessState == nil || !w.cmd.ProcessState.Exited()) {
-					t.Error("the stage did not run in the warm node")
+				if fits := c.env == nil; w != nil && fits != w.handed {
+					t.Errorf("the stage was handed to the warm node: %v, want %v", w.handed, fits)
 				}
 				_ = os.RemoveAll(dir)
 			}
 			if got[0] != got[1] {
 				t.Errorf("warm node:\n%s\n\nnode main.js:\n%s", got[0], got[1])
+			}
+		})
+	}
+}
+
+// js is a workspace of one main.js holding source.
+func js(source string) []wire.File {
+	return []wire.File{{Path: "main.js", Data: []byte(source)}}
+}
+
+// TestAWarmNodeReportsANaturalEndBeforeItsTeardown runs programs in a warm
+// node and checks which ended on the node's exit report (the stage's answer
+// not waiting for Node's teardown) and which were waited for, and that the
+// exit code, output and usage are right either way.
+func TestAWarmNodeReportsANaturalEndBeforeItsTeardown(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	for _, c := range []struct {
+		name     string
+		source   string
+		reported bool
+		exitCode int
+		stdout   string
+	}{
+		{"the event loop runs dry", "console.log('hi')", true, 0, "hi\n"},
+		{"process.exitCode set, then the loop runs dry", "process.exitCode = 3; console.log('hi')", true, 3, "hi\n"},
+		{"an exit code past 255 wraps as exit(3) does", "process.exitCode = 258", true, 2, ""},
+		{"process.exit is waited for", "console.log('hi'); process.exit(4)", false, 4, "hi\n"},
+		{"an uncaught exception is waited for", "console.log('hi'); throw new Error('x')", false, 1, "hi\n"},
+		{"a program that closed fd 3 is waited for", "require('fs').closeSync(3); console.log('hi')", false, 0, "hi\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			spec, _ := json.Marshal(nodeWarm)
+			if err := StartWarm(string(spec)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { warm = nil })
+			before := reportedExits.Load()
+			stages, stdout, _, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 1 << 16, Files: js(c.source),
+				Stages: []wire.Stage{{Name: "run", Argv: []string{"node", "main.js"}, TimeoutMs: 20000}}})
+			if done.Error != "" || len(stages) != 1 {
+				t.Fatalf("done %+v, stages %+v", done, stages)
+			}
+			st := stages[0]
+			if reported := reportedExits.Load() > before; reported != c.reported {
+				t.Errorf("ended on a report: %v, want %v", reported, c.reported)
+			}
+			if st.ExitCode != c.exitCode || st.Signal != "" || stdout[0] != c.stdout {
+				t.Errorf("exit %d signal %q stdout %q; want exit %d, stdout %q", st.ExitCode, st.Signal, stdout[0], c.exitCode, c.stdout)
+			}
+			if st.MaxRSSKB < 1024 || st.CPUTimeMs <= 0 {
+				t.Errorf("usage: %d KiB, %d ms of CPU; node uses more", st.MaxRSSKB, st.CPUTimeMs)
 			}
 		})
 	}

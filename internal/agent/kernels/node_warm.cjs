@@ -2,9 +2,9 @@
 // /workspace/main.js` before its job, so the job's run stage does not pay for
 // Node's start (about 60 ms of an 80 ms hello world). Node loads this file
 // after its own start and before it resolves main.js, and it blocks here on
-// fd 3 until the run command comes (NUL-terminated fields: the working
-// directory, the index of the script in the command, then the command's
-// words). By then the job's files are written. Node started in this file's
+// fd 3, a socket to the agent, until the run command comes (NUL-terminated
+// fields: the working directory, the index of the script in the command,
+// then the command's words). By then the job's files are written. Node started in this file's
 // own directory, so that it read nothing of the workspace before the job's
 // files were there; this moves it to the working directory, appends the
 // command's arguments to process.argv, takes itself out of process.execArgv
@@ -30,6 +30,44 @@
   // the program would have made itself on its first write.
   process.stdout;
   process.stderr;
+  // When the program's event loop runs dry, Node emits 'exit', then frees
+  // the whole environment and the V8 heap, and the kernel then takes the
+  // process's memory apart: most of a warm hello world's time, and none of
+  // it visible to the program (its 'exit' listeners have run; its writes
+  // to stdout and stderr, pipes here, are synchronous). This listener, the
+  // first, acts only on that emit, the one Node makes with nothing of
+  // JavaScript below it (not process.exit()'s, not an uncaught exception's,
+  // after which Node prints the error, nor the program's own): it takes
+  // itself out, runs the program's listeners after it in order with the
+  // same code, as the emit would have, closes stdout and stderr and
+  // reports the exit code they leave to the agent on fd 3, which answers
+  // at once; then it ends the process as process.exit() does. What remains
+  // visible to the program: one more 'exit' listener, and fd 3 open.
+  const ourFrame = /^\s+at process\.mcrExitWithoutTeardown \(.*\)\n/m;
+  process.on('exit', function mcrExitWithoutTeardown(code) {
+    if (!emittedByNode(mcrExitWithoutTeardown)) return;
+    const listeners = process.rawListeners('exit');
+    process.removeListener('exit', mcrExitWithoutTeardown);
+    let ran = false;
+    try {
+      for (const listener of listeners.slice(listeners.indexOf(mcrExitWithoutTeardown) + 1)) {
+        Reflect.apply(listener, process, [code]);
+      }
+      ran = true;
+    } finally {
+      // A listener threw: the error goes on (from here, so that Node
+      // still points at the line that threw it) and is printed as it would
+      // have been, without this frame.
+      if (!ran) {
+        process.once('uncaughtExceptionMonitor', (err) => {
+          if (err instanceof Error && typeof err.stack === 'string') err.stack = err.stack.replace(ourFrame, '');
+        });
+      }
+    }
+    const exitCode = Number(process.exitCode ?? 0);
+    if (Number.isInteger(exitCode)) reportExit(control, exitCode & 0xff);
+    process.exit();
+  });
   const chunks = [];
   const buf = Buffer.allocUnsafe(65536);
   for (;;) {
@@ -37,7 +75,9 @@
     if (n === 0) break;
     chunks.push(Buffer.from(buf.subarray(0, n)));
   }
-  fs.closeSync(3);
+  // fd 3, a socket to the agent, stays open for the exit report; its
+  // identity is kept to find it again.
+  const control = fs.fstatSync(3);
   // The working directory, then the index of the script in the command,
   // then the command's words.
   const fields = Buffer.concat(chunks).toString('utf8').split('\0');
@@ -49,4 +89,39 @@
   const self = process.execArgv.indexOf(__filename);
   if (self > 0) process.execArgv.splice(self - 1, 2);
   delete require.cache[__filename];
+}
+
+// emittedByNode reports whether the emit that called listener was made by
+// Node itself, with no JavaScript frame below it; when the stack cannot be
+// read that way it answers false, which keeps Node's own exit.
+function emittedByNode(listener) {
+  const { prepareStackTrace, stackTraceLimit } = Error;
+  const own = Object.hasOwn(Error, 'prepareStackTrace');
+  try {
+    Error.stackTraceLimit = 3;
+    Error.prepareStackTrace = (_, frames) => frames.length;
+    const holder = {};
+    Error.captureStackTrace(holder, listener);
+    return holder.stack === 1; // process.emit alone
+  } catch {
+    return false;
+  } finally {
+    if (own) Error.prepareStackTrace = prepareStackTrace;
+    else delete Error.prepareStackTrace;
+    Error.stackTraceLimit = stackTraceLimit;
+  }
+}
+
+// reportExit closes stdout and stderr, so that the agent has read to their
+// end, and sends it the exit code on fd 3, if fd 3 is still the agent's
+// socket.
+function reportExit(control, code) {
+  const fs = require('fs');
+  try {
+    const now = fs.fstatSync(3);
+    if (!now.isSocket() || now.ino !== control.ino || now.dev !== control.dev) return;
+    fs.closeSync(1);
+    fs.closeSync(2);
+    fs.writeSync(3, `${code}\n`);
+  } catch {}
 }
