@@ -47,6 +47,7 @@ process.once('exit', (c) => { console.log('once', c, process.listenerCount('exit
 process.on('exit', (c) => console.log('last', c, process.exitCode));
 process.exitCode = 2;`), nil, nil},
 		{"an exit listener that throws", js("process.on('exit', () => { throw new Error('in exit'); });\nprocess.on('exit', () => console.log('never'));\nconsole.log('x');"), nil, nil},
+		{"a lone exit listener that throws", js("process.on('exit', () => { throw new Error('alone'); });"), nil, nil},
 		{"process.exit with a code from a timer", js("process.on('exit', (c) => console.log('exit', c));\nsetTimeout(() => process.exit(5), 1);"), nil, nil},
 		{"process.exit inside an exit listener", js("process.on('exit', (c) => { console.log('a', c); process.exit(6); });\nprocess.on('exit', () => console.log('b'));"), nil, nil},
 		{"beforeExit that schedules more work", js("let n = 0;\nprocess.on('beforeExit', () => { if (n++ < 2) setTimeout(() => console.log('again', n), 1); });\nprocess.on('exit', (c) => console.log('exit', c, n));"), nil, nil},

@@ -69,6 +69,11 @@ console.log('after await');
 		{"stdin", engine.Request{Code: "let s = '';\nprocess.stdin.on('data', (d) => s += d).on('end', () => console.log(JSON.stringify(s)));", Stdin: "line 1\nline 2\n"}},
 		{"empty stdin", engine.Request{Code: "console.log(JSON.stringify(require('fs').readFileSync(0, 'utf8')));"}},
 		{"a program that writes nothing", engine.Request{Code: "setTimeout(() => {}, 10);"}},
+		{"exit listeners in order, and the exit code they leave", engine.Request{Code: "process.on('exit', (c) => console.log('first', c, process.listenerCount('exit')));\nprocess.once('exit', (c) => { process.exitCode = 5; });\nprocess.on('exit', (c) => console.log('last', c, process.exitCode));\nprocess.exitCode = 2;"}},
+		{"an exit listener that throws", engine.Request{Code: "process.on('exit', () => { throw new Error('in exit'); });\nconsole.log('x');"}},
+		{"a top-level await that never settles", engine.Request{Code: "process.on('exit', (c) => console.log('exit', c));\nawait new Promise(() => {});",
+			Files: []engine.InputFile{{Path: "package.json", Content: `{"type": "module"}`}}}},
+		{"output written just before the end", engine.Request{Code: "process.stdout.write('x'.repeat(200000) + '\\n');\nconsole.error('e'.repeat(50000));"}},
 		{"stdout and stderr streams", engine.Request{Code: "require('fs').writeSync(1, 'raw\n');\nconsole.log(process.stdout.isTTY, process.stdout.constructor.name, process.stderr.constructor.name, process.stdout.writableLength);\nconsole.error('to stderr');"}},
 	}
 	for _, c := range cases {

@@ -59,8 +59,9 @@
       // still points at the line that threw it) and is printed as it would
       // have been, without this frame.
       if (!ran) {
+        const lone = listeners.length === 2;
         process.once('uncaughtExceptionMonitor', (err) => {
-          if (err instanceof Error && typeof err.stack === 'string') err.stack = err.stack.replace(ourFrame, '');
+          if (err instanceof Error && typeof err.stack === 'string') err.stack = asIfEmittedByNode(err.stack.replace(ourFrame, ''), lone);
         });
       }
     }
@@ -124,4 +125,30 @@ function reportExit(control, code) {
     fs.closeSync(2);
     fs.writeSync(3, `${code}\n`);
   } catch {}
+}
+
+// asIfEmittedByNode makes the process.emit frame of a stack read as Node's
+// own emit would have: a lone listener is called from another line of the
+// events module than one of several, and the emit that ran the program's
+// listener had this preload's as well.
+function asIfEmittedByNode(stack, lone) {
+  if (!lone) return stack;
+  const [one, several] = [1, 2].map(emitCallSite);
+  if (!one || !several) return stack;
+  return stack.replace(`at process.emit (${several})`, `at process.emit (${one})`);
+}
+
+// emitCallSite is where an EventEmitter's emit calls a listener when it has
+// n of them, as a stack frame shows it ("node:events:LINE:COLUMN").
+function emitCallSite(n) {
+  const { EventEmitter } = require('events');
+  const e = new EventEmitter();
+  let site;
+  for (let i = 0; i < n; i++) {
+    e.on('x', () => {
+      site ??= /\((node:events:\d+:\d+)\)/.exec(new Error().stack.split('\n')[2] ?? '')?.[1];
+    });
+  }
+  e.emit('x');
+  return site;
 }
