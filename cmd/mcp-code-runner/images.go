@@ -40,6 +40,7 @@ Run "images build" once after installing, and again after upgrading.`,
 func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 	var all, force bool
 	var rootImage string
+	var parallel int
 	mirror := os.Getenv("MCR_DEBIAN_MIRROR")
 	caCerts := os.Getenv("MCR_BUILD_CA_CERTS")
 	platform := os.Getenv("MCR_BUILD_PLATFORM")
@@ -57,6 +58,8 @@ on its current parent image; --force rebuilds the named images anyway, without
 the build cache, so that they get the current Debian and npm packages. After
 each build, every language of the image prints its version in a throwaway
 sandbox; the versions are stored as image labels ("images list" shows them).
+Images that do not build on each other build side by side, --parallel at a
+time (3 by default), their log lines marked "[image] ".
 
 Builds use the daemon's legacy builder with host networking, so that apt and
 npm reach their archives. The Debian base is pulled by the daemon (which may
@@ -101,6 +104,9 @@ daemon of its own (see docs/ARM64.md).`,
 					return err
 				}
 			}
+			if parallel < 1 {
+				return fmt.Errorf("--parallel %d: give how many images may build at a time, 1 or more", parallel)
+			}
 			if all {
 				if len(args) > 0 {
 					return fmt.Errorf("--all builds every image; give either --all or names (%s), not both", strings.Join(args, " "))
@@ -113,7 +119,7 @@ daemon of its own (see docs/ARM64.md).`,
 			}
 			defer cli.Close()
 			start := time.Now()
-			opts := images.Options{Log: cmd.ErrOrStderr(), Force: force, Mirror: mirror, RootImage: rootImage, Platform: platform}
+			opts := images.Options{Log: cmd.ErrOrStderr(), Force: force, Mirror: mirror, RootImage: rootImage, Platform: platform, Parallel: parallel}
 			if caCerts != "" {
 				if opts.ExtraCACerts, err = os.ReadFile(caCerts); err != nil {
 					return fmt.Errorf("reading --ca-certs: %w", err)
@@ -127,6 +133,7 @@ daemon of its own (see docs/ARM64.md).`,
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "build every image but the optional python-ml: the default set and the on-demand images")
+	cmd.Flags().IntVar(&parallel, "parallel", images.DefaultParallel, "how many images build at a time (1: one after the other)")
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild the named images without the build cache, even when up to date")
 	cmd.Flags().StringVar(&mirror, "mirror", mirror, "Debian mirror URL for bootstrapping the base (env MCR_DEBIAN_MIRROR; default: the host's apt configuration)")
 	cmd.Flags().StringVar(&rootImage, "root-image", "", "image the daemon pulls for the Debian trixie base, e.g. a registry mirror's mirror.example/library/debian:trixie-slim (config root_image, env MCR_ROOT_IMAGE; default: "+images.PullRef+")")

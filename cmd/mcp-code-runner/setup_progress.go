@@ -54,8 +54,16 @@ func (p *buildProgress) Close() {
 const maxStepWidth = 100
 
 func (p *buildProgress) line(l string) {
+	// Images that build side by side mark their lines "[image] ".
+	var image string
+	if strings.HasPrefix(l, "[") {
+		if i := strings.Index(l, "] "); i > 0 {
+			image, l = l[:i+2], l[i+2:]
+		}
+	}
 	switch {
 	case strings.HasPrefix(l, "Step "):
+		l = image + l
 		if len(l) > maxStepWidth {
 			l = l[:maxStepWidth-3] + "..."
 		}
@@ -67,7 +75,7 @@ func (p *buildProgress) line(l string) {
 		}
 	case p.milestone(l):
 		p.Close()
-		fmt.Fprintf(p.w, "      %s\n", l)
+		fmt.Fprintf(p.w, "      %s%s\n", image, l)
 	}
 }
 

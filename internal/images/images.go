@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -89,6 +90,8 @@ type Options struct {
 	// Dockerfiles that declare ARG EXTRA_CA_CERTS, in a build stage whose
 	// files are not copied into the image.
 	ExtraCACerts []byte
+	// Parallel is how many images build at a time (0: DefaultParallel).
+	Parallel int
 }
 
 // HostExtraCACerts returns the certificates the administrator added to this
@@ -233,11 +236,16 @@ func All(reg *languages.Registry) []string {
 }
 
 // Build builds the named images (image names or language names; none means
-// the default set, see Resolve) and the images they build on, parents first. An image is skipped when
-// it exists and its LabelDockerfileHash matches its Dockerfile and current
-// parent, unless opts.Force names it. After each build, every language of the
-// image runs its version command in a throwaway sandbox, and the image is
-// relabeled with the versions and the hash.
+// the default set, see Resolve) and the images they build on. An image is
+// skipped when it exists and its LabelDockerfileHash matches its Dockerfile
+// and current parent, unless opts.Force names it. After each build, every
+// language of the image runs its version command in a throwaway sandbox, and
+// the image is relabeled with the versions and the hash.
+//
+// Images build side by side, up to opts.Parallel at a time, each once its
+// parent is built: most of a build is waiting on package downloads, and the
+// images above the base one are independent of each other. The first
+// failure stops the builds in progress and is the error returned.
 func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, names []string, opts Options) error {
 	log := opts.Log
 	if log == nil {
@@ -262,48 +270,49 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 			needed[img.Name] = true
 		}
 	}
-	ids := map[string]string{} // image name -> ID after this run
-	var replaced []string      // IDs of the previous versions of rebuilt images
+	var order []languages.Image // parents before children, as the registry lists them
+	rootNeeded := false
 	for _, img := range reg.Images() {
-		if !needed[img.Name] {
-			continue
+		if needed[img.Name] {
+			order = append(order, img)
+			rootNeeded = rootNeeded || img.From == "root"
 		}
-		var parentID, parentTag string
+	}
+	var rootID string
+	if rootNeeded {
+		if rootID, err = EnsureRoot(ctx, cli, opts.RootImage, platform, opts.Mirror, log); err != nil {
+			return err
+		}
+	}
+
+	var (
+		logs     = newBuildLogs(log, opts.Parallel != 1 && len(order) > 1)
+		mu       sync.Mutex
+		replaced []string // IDs of the previous versions of rebuilt images, parents before children
+	)
+	err = schedule(ctx, order, opts.Parallel, func(ctx context.Context, img languages.Image, parentID string) (string, error) {
+		parentTag := RootTag
 		if img.From == "root" {
-			if parentID, err = EnsureRoot(ctx, cli, opts.RootImage, platform, opts.Mirror, log); err != nil {
-				return err
-			}
-			parentTag = RootTag
+			parentID = rootID
 		} else {
 			parent, _ := reg.Image(img.From)
-			parentID, parentTag = ids[img.From], parent.Tag
+			parentTag = parent.Tag
 		}
-		bc, err := loadContext(img)
-		if err != nil {
-			return err
+		w := logs.of(img.Name)
+		defer w.Close()
+		id, prev, err := buildIfStale(ctx, cli, reg, img, parentID, parentTag, platform, forced[img.Name], opts.ExtraCACerts, w)
+		if prev != "" {
+			mu.Lock()
+			replaced = append(replaced, prev)
+			mu.Unlock()
 		}
-		hash := bc.hash(parentID)
-		cur, err := cli.ImageInspect(ctx, img.Tag)
-		switch {
-		case err == nil && !forced[img.Name] && cur.Config != nil && cur.Config.Labels[LabelDockerfileHash] == hash:
-			fmt.Fprintf(log, "%s is up to date\n", img.Tag)
-			ids[img.Name] = cur.ID
-			continue
-		case err != nil && !cerrdefs.IsNotFound(err):
-			return fmt.Errorf("inspecting image %s: %w", img.Tag, err)
-		}
-		args := map[string]string{"BASE": parentTag}
-		if len(opts.ExtraCACerts) > 0 && bytes.Contains(bc.dockerfile, []byte("ARG EXTRA_CA_CERTS")) {
-			args["EXTRA_CA_CERTS"] = string(opts.ExtraCACerts)
-		}
-		id, err := buildImage(ctx, cli, reg, img, bc, platform, args, hash, forced[img.Name], log)
-		if err != nil {
-			return err
-		}
-		ids[img.Name] = id
-		if cur.ID != "" && cur.ID != id {
-			replaced = append(replaced, cur.ID)
-		}
+		return id, err
+	})
+	// After every build: a build-stage image deleted while another build
+	// runs could be one that build is about to copy from.
+	removeBuildStages(context.WithoutCancel(ctx), cli, log)
+	if err != nil {
+		return err
 	}
 	// Children first, so that a replaced parent has no children left. An
 	// image still used by a container stays; it only costs disk space.
@@ -313,6 +322,115 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 		}
 	}
 	return nil
+}
+
+// schedule calls build for every image of order (parents listed before
+// their children), each once its parent's build has returned, with the
+// parent's ID (none for an image built on the root image), and at most
+// parallel at a time (0: DefaultParallel). The first failure cancels the
+// context of the builds in progress, no build starts after it, and it is the
+// error returned; an image whose parent failed is not built.
+func schedule(ctx context.Context, order []languages.Image, parallel int, build func(ctx context.Context, img languages.Image, parentID string) (string, error)) error {
+	if parallel <= 0 {
+		parallel = DefaultParallel
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	type result struct {
+		done chan struct{}
+		id   string // empty: failed or not built
+	}
+	results := map[string]*result{}
+	for _, img := range order {
+		results[img.Name] = &result{done: make(chan struct{})}
+	}
+	var (
+		slots    = make(chan struct{}, parallel)
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for _, img := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := results[img.Name]
+			defer close(r.done)
+			var parentID string
+			if p, ok := results[img.From]; ok {
+				<-p.done
+				if p.id == "" {
+					return
+				}
+				parentID = p.id
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-slots }()
+			if ctx.Err() != nil {
+				return
+			}
+			id, err := build(ctx, img, parentID)
+			if err == nil && id == "" {
+				err = fmt.Errorf("building image %s gave no image ID", img.Tag)
+			}
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				stop()
+				return
+			}
+			r.id = id
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// DefaultParallel is how many images Build builds at a time when
+// Options.Parallel is unset. Most of a build waits on package downloads and
+// dpkg, so a few side by side finish sooner even on two cores; more would
+// mostly compete for the disk and the daemon.
+const DefaultParallel = 3
+
+// buildIfStale builds img on its parent unless an image of the same hash is
+// there already. It returns the image's ID and, when it replaced an older
+// image, that image's ID.
+func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, parentID, parentTag string, platform ocispec.Platform, force bool, extraCACerts []byte, log io.Writer) (id, prev string, err error) {
+	bc, err := loadContext(img)
+	if err != nil {
+		return "", "", err
+	}
+	hash := bc.hash(parentID)
+	cur, err := cli.ImageInspect(ctx, img.Tag)
+	switch {
+	case err == nil && !force && cur.Config != nil && cur.Config.Labels[LabelDockerfileHash] == hash:
+		fmt.Fprintf(log, "%s is up to date\n", img.Tag)
+		return cur.ID, "", nil
+	case err != nil && !cerrdefs.IsNotFound(err):
+		return "", "", fmt.Errorf("inspecting image %s: %w", img.Tag, err)
+	}
+	args := map[string]string{"BASE": parentTag}
+	if len(extraCACerts) > 0 && bytes.Contains(bc.dockerfile, []byte("ARG EXTRA_CA_CERTS")) {
+		args["EXTRA_CA_CERTS"] = string(extraCACerts)
+	}
+	id, err = buildImage(ctx, cli, reg, img, bc, platform, args, hash, force, log)
+	if err != nil {
+		return "", "", err
+	}
+	if cur.ID != "" && cur.ID != id {
+		prev = cur.ID
+	}
+	return id, prev, nil
 }
 
 // buildImage builds one image for platform, measures its languages'
@@ -331,7 +449,6 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 	if _, err := runBuild(ctx, cli, img.Tag, bc, platform, args, labels, noCache, log); err != nil {
 		return "", fmt.Errorf("building image %s: %w", img.Tag, execFormatHint(err, platform))
 	}
-	removeBuildStages(ctx, cli, log)
 	labels[LabelDockerfileHash] = hash
 	for _, l := range langs {
 		v, err := RunVersion(ctx, cli, img.Tag, l)
