@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -58,11 +59,11 @@ func waitOrReport(proc *stageProc) (reported bool, usage stageUsage, err error) 
 
 // readExitReport reads an exit report: the code in decimal, 0 to 255, and
 // a newline. Anything else is no report.
-func readExitReport(f *os.File) (int, bool) {
+func readExitReport(r io.Reader) (int, bool) {
 	var buf [8]byte
 	n := 0
 	for n < len(buf) {
-		m, err := f.Read(buf[n:])
+		m, err := r.Read(buf[n:])
 		n += m
 		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
 			code, err := strconv.Atoi(string(buf[:i]))

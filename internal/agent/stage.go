@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -34,7 +35,7 @@ type stageProc struct {
 	// exitReport, for a warm interpreter that can, carries the program's
 	// exit code ahead of the interpreter's own teardown ("N\n", sent after
 	// it closed its stdout and stderr); nil otherwise.
-	exitReport *os.File
+	exitReport *net.UnixConn
 }
 
 // startStage starts st's command in workdir with pipes for its output; its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ type warmProc struct {
 	// The agent's end of fd 3, a socket: the job goes to the interpreter
 	// through it, and an interpreter that can report its program's exit
 	// before its own teardown (node) reports it back.
-	control *os.File
+	control *net.UnixConn
 	outR    *os.File
 	errR    *os.File
 	// For a script-reading interpreter: the FIFO's path, and its write end
@@ -120,14 +121,20 @@ func StartWarm(spec string) error {
 			argv[i] = strings.ReplaceAll(a, "{program}", string(program))
 		}
 	}
-	var pipes [4][2]*os.File // stdin, stdout, stderr: [read, write]; control: [theirs, ours]
-	closeAll := func() {     // on failure: the pipes, and the FIFO if made
+	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
+	var controlTheirs *os.File
+	var control *net.UnixConn
+	closeAll := func() { // on failure: the pipes, the socket, and the FIFO if made
 		for _, p := range pipes {
 			for _, f := range p {
 				if f != nil {
 					f.Close()
 				}
 			}
+		}
+		if controlTheirs != nil {
+			controlTheirs.Close()
+			control.Close()
 		}
 		if fifo != "" {
 			_ = os.Remove(fifo)
@@ -137,21 +144,19 @@ func StartWarm(spec string) error {
 		}
 	}
 	for i := range pipes {
-		if i == 3 && fifo != "" {
-			continue // a script interpreter has no control pipe
-		}
-		var r, w *os.File
-		var err error
-		if i == 3 {
-			r, w, err = socketPair()
-		} else {
-			r, w, err = os.Pipe()
-		}
+		r, w, err := os.Pipe()
 		if err != nil {
 			closeAll()
-			return fmt.Errorf("warm interpreter: creating pipe: %w", err)
+			return fmt.Errorf("warm interpreter: creating a pipe: %w", err)
 		}
 		pipes[i] = [2]*os.File{r, w}
+	}
+	if fifo == "" { // a script interpreter has no control socket
+		var err error
+		if controlTheirs, control, err = socketPair(); err != nil {
+			closeAll()
+			return fmt.Errorf("warm interpreter: creating its control socket: %w", err)
+		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -160,8 +165,8 @@ func StartWarm(spec string) error {
 	}
 	cmd.Env = append(baseEnv(), w.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
-	if fifo == "" {
-		cmd.ExtraFiles = []*os.File{pipes[3][0]}
+	if controlTheirs != nil {
+		cmd.ExtraFiles = []*os.File{controlTheirs}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := startTracked(cmd); err != nil {
@@ -172,10 +177,10 @@ func StartWarm(spec string) error {
 	pipes[0][0].Close()
 	pipes[1][1].Close()
 	pipes[2][1].Close()
-	if fifo == "" {
-		pipes[3][0].Close()
+	if controlTheirs != nil {
+		controlTheirs.Close()
 	}
-	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: pipes[3][1], outR: pipes[1][0], errR: pipes[2][0], programDir: programDir}
+	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: control, outR: pipes[1][0], errR: pipes[2][0], programDir: programDir}
 	if fifo != "" {
 		warm.fifo = fifo
 		warm.writer = make(chan *os.File, 1)
@@ -254,7 +259,7 @@ func takeWarm(st wire.Stage, later []wire.Stage, workdir string, files []wire.Fi
 	_, err := w.control.Write(msg.Bytes())
 	if err == nil {
 		// The end of the job, as the interpreter reads it.
-		err = closeWrite(w.control)
+		err = w.control.CloseWrite()
 	}
 	if err != nil {
 		w.stop()
@@ -343,10 +348,13 @@ func readInRoot(workdir, name string) ([]byte, error) {
 // stop kills the interpreter and reaps it in the background.
 func (w *warmProc) stop() {
 	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-	for _, f := range []*os.File{w.stdin, w.control, w.outR, w.errR, w.opened} {
+	for _, f := range []*os.File{w.stdin, w.outR, w.errR, w.opened} {
 		if f != nil {
 			f.Close()
 		}
+	}
+	if w.control != nil {
+		w.control.Close()
 	}
 	if w.fifo != "" {
 		// A writer still waiting for the interpreter to open the FIFO is
@@ -371,34 +379,21 @@ func (w *warmProc) stop() {
 	}()
 }
 
-// socketPair returns the two ends of a connected Unix stream socket; the
-// first is for the child (inherited without close-on-exec through
-// ExtraFiles), the second stays with the agent.
-func socketPair() (theirs, ours *os.File, err error) {
+// socketPair returns the two ends of a connected Unix stream socket: the
+// child's, inherited without close-on-exec through ExtraFiles, and the
+// agent's, run by Go's poller (so that closing it ends a read in progress).
+func socketPair() (theirs *os.File, ours *net.UnixConn, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Ours is non-blocking, so that Go's poller runs it and closing it ends
-	// a read in progress.
-	if err := unix.SetNonblock(fds[1], true); err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
+	theirs = os.NewFile(uintptr(fds[0]), "warm-control")
+	f := os.NewFile(uintptr(fds[1]), "warm-control")
+	conn, err := net.FileConn(f) // a duplicate of f's descriptor
+	f.Close()
+	if err != nil {
+		theirs.Close()
 		return nil, nil, err
 	}
-	return os.NewFile(uintptr(fds[0]), "warm-control"), os.NewFile(uintptr(fds[1]), "warm-control"), nil
-}
-
-// closeWrite ends what the agent sends on a socket, keeping it open to
-// read.
-func closeWrite(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.Shutdown(int(fd), unix.SHUT_WR) }); err != nil {
-		return err
-	}
-	return serr
+	return theirs, conn.(*net.UnixConn), nil
 }
