@@ -123,8 +123,9 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	}
 	// The pool learns of a death when the container's attached stream ends,
 	// a few milliseconds after the agent's. A run in between takes the dead
-	// sandbox: its job cannot reach the agent (the socket is closed), and
-	// the engine gives it to another sandbox. So the run goes right after
+	// sandbox: its job cannot reach the agent (its socket is closed, or,
+	// under load, it had not connected yet), and the engine gives it to
+	// another sandbox. So the run goes right after
 	// the agents are gone, inside that window, and must work all the same.
 	// (Without a view of the host's processes, it waits for the daemon.)
 	for _, pid := range pids {

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync/atomic"
 	"time"
@@ -33,15 +34,25 @@ func (l *link) Ended() <-chan struct{} { return l.ended }
 
 func (l *link) Diagnostics() string { return l.diag.String() }
 
-// Stream waits until the channel is settled: by the time a pool sandbox is
-// handed out it is, but a cold one's agent may still be booting. A sandbox
-// that ended, or a caller that went away, meanwhile gets the attached
-// streams, which then end at once.
+// Stream waits until the channel is settled: the agent of a new sandbox,
+// pooled or not, may still be booting (under load, for a while). A sandbox
+// that ended before its agent settled it never got a job: that is an error,
+// which agentconn reads as sandbox.ErrDead, so that a pool sandbox that died
+// while idle, before the pool learnt it, gives its job to another. A caller
+// that went away meanwhile gets the attached streams, which then end at
+// once.
 func (l *link) Stream(ctx context.Context) (agentconn.Stream, error) {
 	select {
 	case <-l.stdout.chosen:
 	case <-l.ended:
 	case <-ctx.Done():
+	}
+	if !l.stdout.settled() {
+		select {
+		case <-l.ended:
+			return agentconn.Stream{}, errors.New("the sandbox ended before its agent was reached")
+		default:
+		}
 	}
 	l.streamed.Store(true)
 	if conn := l.stdout.socket(); conn != nil {

@@ -193,6 +193,17 @@ func (s *stdoutSink) connected(c *net.UnixConn) {
 	close(s.chosen)
 }
 
+// settled reports whether the channel is settled: the agent connected, or
+// it serves (or was only offered) the standard streams.
+func (s *stdoutSink) settled() bool {
+	select {
+	case <-s.chosen:
+		return true
+	default:
+		return false
+	}
+}
+
 // socket returns the agent's connection if it is the channel, else nil.
 func (s *stdoutSink) socket() *net.UnixConn {
 	s.mu.Lock()

@@ -83,36 +83,50 @@ func TestAgentChannel(t *testing.T) {
 // while it was idle, right after the death, before the daemon reports it:
 // Exec must say the sandbox ended before its job (sandbox.ErrDead, which
 // lets the engine give the job to another sandbox), not return a run that
-// ended unexpectedly.
+// ended unexpectedly. The agent dies after it connected to its socket, or
+// right after the sandbox's start, before or after it connected (which one
+// depends on the machine's load): either way its job never ran.
 func TestJobForAnAgentThatDied(t *testing.T) {
 	eng, b := testutil.Engine(t, nil)
 	reg := languages.Builtin()
 	testutil.RequireImage(t, b, reg, "bash")
-	ctx := context.Background()
-	sb, err := b.Create(ctx, eng.Template(mustLang(t, reg, "bash")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	ins, err := b.Client().ContainerInspect(ctx, sb.ID(), client.ContainerInspectOptions{})
-	if err != nil || ins.Container.State == nil || ins.Container.State.Pid <= 0 {
-		t.Fatalf("inspecting the sandbox: %v", err)
-	}
-	pid := ins.Container.State.Pid
-	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
-		t.Skipf("needs the host's view of the sandbox's processes (root, the daemon's PID namespace): %v", err)
-	}
-	testutil.WaitFor(10*time.Second, func() bool { return docker.Channel(sb) != "unknown" })
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitProcessGone(pid, 10*time.Second)
-	job := sandbox.Job{Deadline: 30 * time.Second, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
-		Files:  []wire.File{{Path: "main.sh", Data: []byte("echo hi\n")}},
-		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 120_000}}}}
-	res, err := sb.Exec(ctx, job, nil)
-	if !errors.Is(err, sandbox.ErrDead) {
-		t.Fatalf("want sandbox.ErrDead, got %v (result %+v)", err, res)
+	for _, c := range []struct {
+		name            string
+		waitForTheAgent bool
+	}{
+		{"after its agent connected", true},
+		{"right after the start", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			sb, err := b.Create(ctx, eng.Template(mustLang(t, reg, "bash")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sb.Close()
+			ins, err := b.Client().ContainerInspect(ctx, sb.ID(), client.ContainerInspectOptions{})
+			if err != nil || ins.Container.State == nil || ins.Container.State.Pid <= 0 {
+				t.Fatalf("inspecting the sandbox: %v", err)
+			}
+			pid := ins.Container.State.Pid
+			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+				t.Skipf("needs the host's view of the sandbox's processes (root, the daemon's PID namespace): %v", err)
+			}
+			if c.waitForTheAgent {
+				testutil.WaitFor(10*time.Second, func() bool { return docker.Channel(sb) != "unknown" })
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			testutil.WaitProcessGone(pid, 10*time.Second)
+			job := sandbox.Job{Deadline: 30 * time.Second, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
+				Files:  []wire.File{{Path: "main.sh", Data: []byte("echo hi\n")}},
+				Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 120_000}}}}
+			res, err := sb.Exec(ctx, job, nil)
+			if !errors.Is(err, sandbox.ErrDead) {
+				t.Fatalf("want sandbox.ErrDead, got %v (result %+v)", err, res)
+			}
+		})
 	}
 }
 
