@@ -61,10 +61,13 @@ process.exitCode = 2;`), nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
 			var got [2]string
 			for i, warmed := range []bool{true, false} {
-				// The same path both times, so that the output may name it.
-				dir := filepath.Join(os.TempDir(), "mcr-warm-node-test")
+				// The same path both times, so that the output may name it;
+				// a path of this test's own, so that two runs of the suite
+				// on one machine do not write each other's programs.
+				dir := filepath.Join(base, "main")
 				_ = os.RemoveAll(dir)
 				if err := os.Mkdir(dir, 0o700); err != nil {
 					t.Fatal(err)
@@ -148,7 +151,9 @@ func TestAWarmNodeReportsANaturalEndBeforeItsTeardown(t *testing.T) {
 			if st.ExitCode != c.exitCode || st.Signal != "" || stdout[0] != c.stdout {
 				t.Errorf("exit %d signal %q stdout %q; want exit %d, stdout %q", st.ExitCode, st.Signal, stdout[0], c.exitCode, c.stdout)
 			}
-			if st.MaxRSSKB < 1024 || st.CPUTimeMs <= 0 {
+			// A node already tearing down when /proc is read has released
+			// its memory, and its peak reads as unknown (0), as documented.
+			if (st.MaxRSSKB != 0 && st.MaxRSSKB < 1024) || st.CPUTimeMs <= 0 {
 				t.Errorf("usage: %d KiB, %d ms of CPU; node uses more", st.MaxRSSKB, st.CPUTimeMs)
 			}
 		})
