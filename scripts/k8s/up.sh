@@ -38,8 +38,16 @@ if [ -f "$PIDS/kubelet.pid" ] && kill -0 "$(cat "$PIDS/kubelet.pid")" 2>/dev/nul
 	log "already up; source $STATE/env (make k8s-down stops it)"
 	exit 0
 fi
+# A cluster whose kubelet is gone (a run that was killed, a machine that was
+# restored from a snapshot) leaves its state, mounts, bridge and perhaps some
+# of its processes behind. One cluster lives on a machine, so that state is
+# this cluster's own: down.sh clears it, then this starts afresh.
 if [ -d "$STATE" ] || [ -d "$RUN_DIR" ]; then
-	die "state of an earlier cluster is left in $STATE or $RUN_DIR: run make k8s-down first"
+	log "state of an earlier cluster is left in $STATE or $RUN_DIR (its kubelet is not running): clearing it with down.sh"
+	bash "$HERE/down.sh" || die "could not clear the earlier cluster's state; see the lines above, then run make k8s-down"
+	if [ -d "$STATE" ] || [ -d "$RUN_DIR" ]; then
+		die "the earlier cluster's state is still in $STATE or $RUN_DIR after down.sh; see the lines above"
+	fi
 fi
 
 # 1. Host packages from Debian.
