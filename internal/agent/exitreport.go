@@ -40,40 +40,70 @@ func waitOrReport(proc *stageProc) (reported bool, usage stageUsage, err error) 
 		waited <- cmd.Wait()
 		untrack(cmd)
 	}()
-	codes := make(chan int, 1)
+	reports := make(chan exitReport, 1)
 	go func() {
-		if code, ok := readExitReport(proc.exitReport); ok {
-			codes <- code
+		if r, ok := readExitReport(proc.exitReport); ok {
+			reports <- r
 		}
 	}()
 	select {
 	case err = <-waited:
 		return false, stageUsage{}, err
-	case code := <-codes:
+	case r := <-reports:
 		usage = processUsage(cmd.Process.Pid)
-		usage.exitCode = code
+		usage.exitCode = r.code
+		// The interpreter's own reading of its peak comes before it began
+		// to exit; /proc's can come after, when the memory is released
+		// and the kernel shows none.
+		usage.maxRSSKB = max(usage.maxRSSKB, r.maxRSSKB)
 		reportedExits.Add(1)
 		return true, usage, nil
 	}
 }
 
-// readExitReport reads an exit report: the code in decimal, 0 to 255, and
-// a newline. Anything else is no report.
-func readExitReport(r io.Reader) (int, bool) {
-	var buf [8]byte
+// exitReport is what a warm interpreter reports of its program's end.
+type exitReport struct {
+	code     int
+	maxRSSKB int64
+}
+
+// readExitReport reads an exit report: the code in decimal, 0 to 255, then
+// optionally a space and the process's peak resident size in KiB, and a
+// newline. Anything else is no report.
+func readExitReport(r io.Reader) (exitReport, bool) {
+	var buf [32]byte
 	n := 0
 	for n < len(buf) {
 		m, err := r.Read(buf[n:])
 		n += m
 		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
-			code, err := strconv.Atoi(string(buf[:i]))
-			return code, err == nil && code >= 0 && code <= 255 && i == n-1
+			if i != n-1 {
+				return exitReport{}, false
+			}
+			return parseExitReport(string(buf[:i]))
 		}
 		if err != nil {
-			return 0, false
+			return exitReport{}, false
 		}
 	}
-	return 0, false
+	return exitReport{}, false
+}
+
+func parseExitReport(line string) (exitReport, bool) {
+	codeText, peakText, hasPeak := strings.Cut(line, " ")
+	code, err := strconv.Atoi(codeText)
+	if err != nil || code < 0 || code > 255 {
+		return exitReport{}, false
+	}
+	r := exitReport{code: code}
+	if hasPeak {
+		peak, err := strconv.ParseInt(peakText, 10, 64)
+		if err != nil || peak < 0 {
+			return exitReport{}, false
+		}
+		r.maxRSSKB = peak
+	}
+	return r, true
 }
 
 // clockTicksPerSecond is the unit of the times in /proc/PID/stat (USER_HZ,

@@ -114,8 +114,10 @@ function emittedByNode(listener) {
 }
 
 // reportExit closes stdout and stderr, so that the agent has read to their
-// end, and sends it the exit code on fd 3, if fd 3 is still the agent's
-// socket.
+// end, and sends it the exit code and the process's peak resident size in
+// KiB on fd 3, if fd 3 is still the agent's socket. The peak is read here
+// because the agent's own read of /proc can come after process.exit() has
+// begun releasing the memory, when the kernel no longer shows it.
 function reportExit(control, code) {
   const fs = require('fs');
   try {
@@ -123,7 +125,11 @@ function reportExit(control, code) {
     if (!now.isSocket() || now.ino !== control.ino || now.dev !== control.dev) return;
     fs.closeSync(1);
     fs.closeSync(2);
-    fs.writeSync(3, `${code}\n`);
+    let peak = 0;
+    try {
+      peak = Math.max(0, Math.trunc(process.resourceUsage().maxRSS));
+    } catch {}
+    fs.writeSync(3, `${code} ${peak}\n`);
   } catch {}
 }
 
