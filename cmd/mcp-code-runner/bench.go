@@ -19,7 +19,7 @@ func init() { subcommands = append(subcommands, newBenchCmd) }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
 	o := bench.Options{Out: os.Stdout}
-	var langs, cpuProfile, backends, runtimes, deliveries string
+	var langs, cpuProfile, backends, runtimes, deliveries, vary string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
@@ -44,6 +44,9 @@ on a shared machine, compare ratios across runs.`,
     --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if vary != "" {
+				return compareSettings(cmd.Context(), g, vary, strings.Split(langs, ","), o)
+			}
 			if backends != "" {
 				return compareBackends(cmd.Context(), g, strings.Split(backends, ","), strings.Split(langs, ","), o)
 			}
@@ -97,6 +100,7 @@ on a shared machine, compare ratios across runs.`,
 	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (docker,kubernetes: cold and warm, --runs and --cold-runs each)")
 	f.StringVar(&runtimes, "runtimes", "", "compare OCI runtimes side by side instead (runc,crun: churn ceiling, --cold-runs cold runs and the sustained load of --load-language under each)")
 	f.StringVar(&deliveries, "agent-deliveries", "", "compare agent deliveries side by side instead (bind,volume: like --runtimes, under the configured runtime)")
+	f.StringVar(&vary, "vary", "", "compare values of one setting side by side instead (SETTING=V1,V2: run_code through MCP, cold and warm, like --backends, on the Docker backend; for example pool.release_grace_ms=0,30)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	return cmd
 }
@@ -128,6 +132,42 @@ func compareRuntimes(ctx context.Context, g *globalOptions, names []string, o be
 		}
 	}
 	return bench.CompareRuntimes(ctx, cfg, reg, runtimes, o)
+}
+
+// compareSettings measures one Docker backend under each value of one
+// setting (SETTING=V1,V2), side by side.
+func compareSettings(ctx context.Context, g *globalOptions, spec string, langs []string, o bench.Options) error {
+	name, list, ok := strings.Cut(spec, "=")
+	values := strings.Split(list, ",")
+	if !ok || name == "" || len(values) < 2 {
+		return fmt.Errorf("--vary %q: want SETTING=V1,V2 (at least two values), for example pool.release_grace_ms=0,30", spec)
+	}
+	cfg, reg, err := g.load()
+	if err != nil {
+		return err
+	}
+	b, err := newDockerBackend(cfg, g.logger())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Check(ctx); err != nil {
+		return err
+	}
+	var sides []bench.Backend
+	for _, v := range values {
+		c := cfg
+		if err := config.Set(&c, name, v); err != nil {
+			return fmt.Errorf("--vary: %w", err)
+		}
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("--vary %s=%s: %w", name, v, err)
+		}
+		sides = append(sides, bench.Backend{Name: name + "=" + v, Sandbox: b, Config: &c})
+	}
+	return bench.CompareBackends(ctx, cfg, reg, sides, bench.CompareOptions{
+		Languages: langs, Runs: o.Runs, ColdRuns: o.ColdRuns, PoolSize: o.PoolSize, Out: o.Out,
+	})
 }
 
 // compareBackends builds each named backend from the same configuration and

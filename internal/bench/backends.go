@@ -16,10 +16,14 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
-// Backend is one sandbox backend in a side-by-side comparison.
+// Backend is one side of a side-by-side comparison: a sandbox backend, and
+// the configuration its engines run with.
 type Backend struct {
-	Name    string // as printed: "docker", "kubernetes"
+	Name    string // as printed: "docker", "kubernetes", "pool.release_grace_ms=30"
 	Sandbox sandbox.Backend
+	// Config, if set, is this side's configuration instead of the
+	// comparison's (sides that share a backend and differ in a setting).
+	Config *config.Config
 }
 
 // CompareOptions choose what CompareBackends measures.
@@ -67,12 +71,16 @@ func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Regi
 	for _, b := range backends {
 		s := &side{Backend: b}
 		sides = append(sides, s)
+		sideCfg := cfg
+		if b.Config != nil {
+			sideCfg = *b.Config
+		}
 
-		coldCfg := cfg
+		coldCfg := sideCfg
 		coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
 		cold := engine.New(coldCfg, reg, b.Sandbox, nil)
 
-		warmCfg := cfg
+		warmCfg := sideCfg
 		warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
 		for _, name := range names {
 			warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", name, o.PoolSize))
@@ -110,17 +118,23 @@ func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Regi
 				return fmt.Errorf("%s: %w", s.Name, err)
 			}
 		}
+		// Every side's pool is full and quiet before a warm run, not only
+		// its own: what one side does after its run (removing, refilling)
+		// would otherwise land in the next side's.
+		allQuiet := func() {
+			for _, s := range sides {
+				if waitPoolFull(ctx, s.warm, lang, o.PoolSize, time.Minute) != nil {
+					return
+				}
+			}
+			time.Sleep(quietSettle)
+		}
 		var warmTurns, coldTurns []*series
 		for _, s := range sides {
-			warm := s.warm
 			warmTurns = append(warmTurns, &series{
-				name: "warm sandbox from a full pool",
-				before: func() {
-					if waitPoolFull(ctx, warm, lang, o.PoolSize, time.Minute) == nil {
-						time.Sleep(quietSettle)
-					}
-				},
-				call: mcpCall(ctx, s.hot, lang),
+				name:   "warm sandbox from a full pool",
+				before: allQuiet,
+				call:   mcpCall(ctx, s.hot, lang),
 			})
 			coldTurns = append(coldTurns, &series{
 				name: "cold sandbox (made for the run, removed after)",

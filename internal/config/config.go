@@ -377,6 +377,12 @@ type Pool struct {
 	// (creating a container competes with the run for CPU); 0 replaces at
 	// once.
 	RefillDelayMs int `json:"refill_delay_ms"`
+	// ReleaseGraceMs is how long, after a warm run ends, its sandbox's
+	// removal and (while others of its language are idle) its
+	// replacement's creation wait, so that they do not compete for CPU
+	// with the run's answer on its way to the client; 0 starts both at
+	// once.
+	ReleaseGraceMs int `json:"release_grace_ms"`
 }
 
 // SizeFor returns the pool size of a language.
@@ -692,8 +698,8 @@ func (c Config) Validate() error {
 	if p := c.Pool; p.MaxSize < 0 || p.ShrinkAfterSeconds <= 0 || p.ReserveMemoryMB < 0 || p.ReservePids < 0 {
 		errs = append(errs, errors.New("pool.max_size, pool.reserve_memory_mb and pool.reserve_pids must be 0 or more; pool.shrink_after_seconds positive"))
 	}
-	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 || c.Pool.RefillDelayMs < 0 {
-		errs = append(errs, errors.New("pool.size and pool.refill_delay_ms must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))
+	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 || c.Pool.RefillDelayMs < 0 || c.Pool.ReleaseGraceMs < 0 {
+		errs = append(errs, errors.New("pool.size, pool.refill_delay_ms and pool.release_grace_ms must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))
 	}
 	if x := c.Executions; x.MaxDurationSeconds <= 0 || x.RetentionSeconds <= 0 || x.MaxWaitSeconds <= 0 || x.MaxKept <= 0 || x.TaskMaxTTLSeconds <= 0 {
 		errs = append(errs, errors.New("executions.max_duration_seconds, retention_seconds, max_wait_seconds, max_kept and task_max_ttl_seconds must be positive"))

@@ -53,3 +53,23 @@ func Flags(fs *pflag.FlagSet) func(*Config) error {
 		return c.Validate()
 	}
 }
+
+// Set sets the setting of dotted JSON name ("pool.release_grace_ms") to
+// raw, parsed as the environment and the flags parse it; it does not
+// validate the result.
+func Set(c *Config, name, raw string) error {
+	found := false
+	var err error
+	walkFields(reflect.ValueOf(c).Elem(), "", func(n string, f reflect.Value) {
+		if n == name {
+			found, err = true, setField(f, raw)
+		}
+	})
+	if !found {
+		return fmt.Errorf("no setting %q: settings are named as in the JSON file, with dots (pool.release_grace_ms, limits.memory_mb)", name)
+	}
+	if err != nil {
+		return fmt.Errorf("%s=%q: %w", name, raw, err)
+	}
+	return nil
+}

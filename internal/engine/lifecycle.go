@@ -102,6 +102,7 @@ func (e *Engine) StartPool() {
 		MaxIdle:           time.Duration(e.cfg.Pool.MaxIdleSeconds) * time.Second,
 		CreateConcurrency: e.cfg.Pool.CreateConcurrency,
 		RefillDelay:       time.Duration(e.cfg.Pool.RefillDelayMs) * time.Millisecond,
+		ReleaseGrace:      time.Duration(e.cfg.Pool.ReleaseGraceMs) * time.Millisecond,
 		Logger:            e.log,
 	})
 }

@@ -292,7 +292,15 @@ func TestPoolReplacesOldIdleSandboxes(t *testing.T) {
 // sandbox taken from it.
 func lendOne(t *testing.T, size int, delay time.Duration) (*pool.Pool, sandbox.Sandbox) {
 	t.Helper()
-	p := fakePool(t, testutil.FakeBackend(t), pool.Options{Sizes: map[string]int{"bash": size}, RefillDelay: delay})
+	return lendOneWith(t, pool.Options{Sizes: map[string]int{"bash": size}, RefillDelay: delay})
+}
+
+// lendOneWith returns a full pool made with opts (one key, bash), and a
+// sandbox taken from it.
+func lendOneWith(t *testing.T, opts pool.Options) (*pool.Pool, sandbox.Sandbox) {
+	t.Helper()
+	size := opts.Sizes["bash"]
+	p := fakePool(t, testutil.FakeBackend(t), opts)
 	waitStat(t, p, "full", func(s pool.Stat) bool { return s.Idle == size })
 	sb, err := p.Get(context.Background(), "bash")
 	if err != nil {
@@ -329,6 +337,65 @@ func TestRefillWaitsForTheRun(t *testing.T) {
 		}
 		waitStat(t, p, "replacement made while the sandbox is out", func(s pool.Stat) bool { return s.Idle == 1 })
 	})
+}
+
+// TestAReleasedSandboxLeavesTheAnswerItsGrace checks what waits for
+// ReleaseGrace once a run ends: its sandbox's removal always; its
+// replacement's creation only while others of its key are idle.
+func TestAReleasedSandboxLeavesTheAnswerItsGrace(t *testing.T) {
+	tests := []struct {
+		name  string
+		size  int
+		grace time.Duration
+		// during: the pool's state right after Release; after: what it
+		// comes to.
+		during, after func(pool.Stat) bool
+		want          string
+	}{
+		{
+			name: "others idle: removal and replacement both wait", size: 2, grace: time.Hour,
+			during: func(s pool.Stat) bool { return s.Removing == 1 && s.Deferred == 1 && s.Creating == 0 && s.Idle == 1 },
+			after:  func(s pool.Stat) bool { return s.Removing == 1 && s.Deferred == 1 && s.Idle == 1 },
+			want:   "1 idle, 1 deferred, 1 being removed, none creating",
+		},
+		{
+			name: "others idle: both go once the grace is over", size: 2, grace: time.Millisecond,
+			after: func(s pool.Stat) bool { return s.Removing == 0 && s.Deferred == 0 && s.Idle == 2 },
+			want:  "2 idle, none deferred or being removed",
+		},
+		{
+			name: "the last one: replaced at once, removed after the grace", size: 1, grace: time.Hour,
+			after: func(s pool.Stat) bool { return s.Removing == 1 && s.Deferred == 0 && s.Idle == 1 },
+			want:  "1 idle, none deferred, 1 being removed",
+		},
+		{
+			name: "no grace: removed and replaced at once", size: 2,
+			after: func(s pool.Stat) bool { return s.Removing == 0 && s.Deferred == 0 && s.Idle == 2 },
+			want:  "2 idle, none deferred or being removed",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, sb := lendOneWith(t, pool.Options{Sizes: map[string]int{"bash": tt.size}, RefillDelay: time.Hour, ReleaseGrace: tt.grace})
+			p.Release(sb)
+			// Release settles the deferral and counts the removal before it
+			// returns: what it leaves waiting is visible at once.
+			if s := stat(p); tt.during != nil && !tt.during(s) {
+				t.Errorf("right after Release: want %s; got %+v", tt.want, s)
+			}
+			waitStat(t, p, tt.want, tt.after)
+			// A removal still in its grace goes at once when the pool
+			// closes: Close waits for it, well within the hour.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := p.Close(ctx); err != nil {
+				t.Errorf("Close with a removal in its grace: %v", err)
+			}
+			if s := stat(p); s.Removing != 0 {
+				t.Errorf("after Close: %d still being removed", s.Removing)
+			}
+		})
+	}
 }
 
 // TestCloseRemovesEverything closes a pool with idle sandboxes, one out

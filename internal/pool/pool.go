@@ -58,6 +58,14 @@ type Options struct {
 	// that takes the last idle sandbox starts its refill at once. 0 means
 	// no wait.
 	RefillDelay time.Duration
+	// ReleaseGrace is how long, after a run ends, its sandbox's removal
+	// and, while others of its key are idle, its replacement's creation
+	// wait. The run's answer is still on its way to the client then (the
+	// result's encoding, the transport, the client's decoding), and a
+	// container's removal and its replacement's start (for JavaScript, a
+	// node starting up) take both cores for tens of milliseconds. A run
+	// that leaves its pool empty is replaced at once. 0 means no wait.
+	ReleaseGrace time.Duration
 	// Logger receives the pool's logs.
 	Logger *slog.Logger
 }
@@ -358,19 +366,39 @@ func (p *Pool) add(k *keyed, e *entry) {
 	k.idle = append(k.idle, e)
 }
 
-// Release removes a sandbox that ran its job, in the background.
+// Release removes a sandbox that ran its job, in the background, after
+// the release grace (see Options.ReleaseGrace).
 func (p *Pool) Release(sb sandbox.Sandbox) {
-	p.discard(sb)
+	p.discardAfter(sb, p.opts.ReleaseGrace)
 	for _, k := range p.keys {
-		p.refill(k, sb)
+		p.released(k, sb)
 	}
 }
 
-// refill forgets sb as lent by k and ends the deferral of its
-// replacement, if k has one, and wakes k's fill loop.
+// released forgets sb as lent by k. The deferral of its replacement, if k
+// has one, ends after the release grace while others of k are idle, else
+// at once.
+func (p *Pool) released(k *keyed, sb sandbox.Sandbox) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.lent, sb)
+	t, ok := k.deferrals[sb]
+	if !ok {
+		return
+	}
+	t.Stop()
+	if grace := p.opts.ReleaseGrace; grace > 0 && len(k.idle) > 0 {
+		k.deferrals[sb] = time.AfterFunc(grace, func() { p.refill(k, sb) })
+		return
+	}
+	delete(k.deferrals, sb)
+	k.poke()
+}
+
+// refill ends the deferral of sb's replacement, if k still has one, and
+// wakes k's fill loop.
 func (p *Pool) refill(k *keyed, sb sandbox.Sandbox) {
 	k.mu.Lock()
-	delete(k.lent, sb)
 	t, ok := k.deferrals[sb]
 	if ok {
 		t.Stop()
@@ -382,12 +410,24 @@ func (p *Pool) refill(k *keyed, sb sandbox.Sandbox) {
 	}
 }
 
-func (p *Pool) discard(sb sandbox.Sandbox) {
+func (p *Pool) discard(sb sandbox.Sandbox) { p.discardAfter(sb, 0) }
+
+// discardAfter removes sb in the background after grace, or at once when
+// the pool closes; it counts as being removed from now.
+func (p *Pool) discardAfter(sb sandbox.Sandbox, grace time.Duration) {
 	p.removes.Add(1)
 	p.removing.Add(1)
 	go func() {
 		defer p.removes.Done()
 		defer p.removing.Add(-1)
+		if grace > 0 {
+			t := time.NewTimer(grace)
+			select {
+			case <-t.C:
+			case <-p.ctx.Done():
+				t.Stop()
+			}
+		}
 		sb.Close()
 	}()
 }
@@ -539,8 +579,9 @@ type Stat struct {
 	Served   int `json:"served"`
 	Failures int `json:"failures"`
 	Replaced int `json:"replaced"`
-	// Deferred counts sandboxes in use whose replacement waits for their
-	// run to end (see Options.RefillDelay).
+	// Deferred counts sandboxes whose replacement waits: for their run to
+	// end (see Options.RefillDelay), then for the release grace (see
+	// Options.ReleaseGrace).
 	Deferred int `json:"deferred"`
 	// Removing counts used sandboxes being removed, across all languages.
 	Removing int `json:"removing"`
