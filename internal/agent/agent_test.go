@@ -191,9 +191,7 @@ const unhurried = 120_000
 // `python3 -u main.py ARGS` would; a stage that does not fit (other
 // environment) gets a python3 of its own.
 func TestWarmInterpreterRunsTheScriptAsPython(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	requireHostCommand(t, "python3")
 	const script = `import os, sys
 warm = open("/proc/self/cmdline").read().split("\0")[2] == "-c"
 print("warm" if warm else "cold", __name__, os.path.basename(__file__), sys.argv, sys.path[0] == os.getcwd(), os.environ.get("LANG_ENV"), sys.stdin.read())
@@ -241,9 +239,7 @@ f()
 // TestWarmInterpreterReportsSyntaxErrors checks a script that does not
 // compile: Python's own message, exit code 1.
 func TestWarmInterpreterReportsSyntaxErrors(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	requireHostCommand(t, "python3")
 	dir := startWarmIn(t, wire.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Replaces: []string{"python3", "-u", "main.py"}})
 	stages, _, stderr, _ := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
 		Files:  []wire.File{{Path: "main.py", Data: []byte("print('ok'\n")}},
@@ -261,9 +257,7 @@ func TestWarmInterpreterReportsSyntaxErrors(t *testing.T) {
 // regular file the job wrote. A stage with arguments or another
 // environment gets a bash of its own.
 func TestWarmScriptInterpreterRunsTheScriptAsBash(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash is not installed")
-	}
+	requireHostCommand(t, "bash")
 	const script = `#!/bin/bash
 echo "0=$0 args=$# [$*] src=${BASH_SOURCE[*]} line=$LINENO seconds=$SECONDS env=$LANG_ENV"
 (return 0 2>/dev/null) && echo sourced || echo "not sourced"
@@ -322,9 +316,7 @@ exit 3
 // TestWarmScriptInterpreterThatDied checks that a run whose warm bash died
 // while it waited gets a bash of its own.
 func TestWarmScriptInterpreterThatDied(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash is not installed")
-	}
+	requireHostCommand(t, "bash")
 	dir := startWarmIn(t, wire.Warm{Name: wire.ScriptWarm, Argv: []string{"bash", "main.sh"}, Replaces: []string{"bash", "main.sh"}, Script: "main.sh"})
 	pid := warm.cmd.Process.Pid
 	fifo := filepath.Join(dir, "main.sh")
@@ -342,6 +334,19 @@ func TestWarmScriptInterpreterThatDied(t *testing.T) {
 		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: unhurried}}})
 	if done.Error != "" || len(stages) != 1 || stages[0].ExitCode != 0 || stdout[0] != "fine\n" {
 		t.Errorf("done %+v, stages %+v, stdout %q", done, stages, stdout[0])
+	}
+}
+
+// requireHostCommand skips a test that runs name on this host when the host
+// lacks it, except under CI=true, where it fails: CI's machines have
+// python3, node and bash, and a skip there would hide a lost test.
+func requireHostCommand(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required on the host under CI=true: %v", name, err)
+		}
+		t.Skipf("%s is not installed (set CI=true to make this fail)", name)
 	}
 }
 

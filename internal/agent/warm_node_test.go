@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,9 +20,7 @@ var nodeWarm = wire.Warm{Name: "node", Argv: []string{"node", "--require", "{pro
 // name; what the two print and their exit codes must be the same. (The
 // pool's test compares them in the sandbox image.)
 func TestWarmNodeRunsTheScriptAsNode(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
+	requireHostCommand(t, "node")
 	const probe = `console.log(JSON.stringify({argv: process.argv.slice(1), execArgv: process.execArgv, file: __filename,
   main: require.main === module, cache: Object.keys(require.cache), cwd: process.cwd(), children: module.children.length}));
 console.log(require('fs').readdirSync(require('os').tmpdir()).filter((n) => n.startsWith('.mcr-warm-')));
@@ -113,9 +110,7 @@ func js(source string) []wire.File {
 // not waiting for Node's teardown) and which were waited for, and that the
 // exit code, output and usage are right either way.
 func TestAWarmNodeReportsANaturalEndBeforeItsTeardown(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
+	requireHostCommand(t, "node")
 	for _, c := range []struct {
 		name     string
 		source   string
