@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,7 +42,11 @@ type CompareOptions struct {
 // machine's drift affects them alike and their ratios hold within the run.
 func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Registry, backends []Backend, o CompareOptions) error {
 	w := o.Out
-	fmt.Fprintf(w, "mcp-code-runner bench, backends side by side: %s, %d CPUs seen by Go, pool %d per language\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), o.PoolSize)
+	sideNames := make([]string, 0, len(backends))
+	for _, b := range backends {
+		sideNames = append(sideNames, b.Name)
+	}
+	fmt.Fprintf(w, "mcp-code-runner bench, side by side (%s): %s, %d CPUs seen by Go, pool %d per language\n\n", strings.Join(sideNames, ", "), time.Now().UTC().Format(time.RFC3339), numCPU(), o.PoolSize)
 
 	type side struct {
 		Backend
@@ -110,7 +115,7 @@ func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Regi
 	}
 
 	fmt.Fprintf(w, "## run_code through MCP HTTP per backend (ms), %d warm and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
-	fmt.Fprintln(w, "| language | backend | path | p50 | p95 | p99 | errors |")
+	fmt.Fprintln(w, "| language | side | path | p50 | p95 | p99 | errors |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, lang := range names {
 		for _, s := range sides {
