@@ -193,11 +193,17 @@ func (r rpcReply) fails(t *testing.T, what string, code int64, want string) {
 // release lets a program waiting for the file "release" in its workspace end.
 func release(t *testing.T, b *fake.Backend) {
 	t.Helper()
-	var live []string
-	testutil.Eventually(t, 60*time.Second, func() bool { live = b.Live(); return len(live) == 1 }, "the run's sandbox")
-	if err := os.WriteFile(filepath.Join(b.Workspace(live[0]), "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// The waiting run's sandbox is the one whose script is waitingProgram:
+	// an earlier run's sandbox may still be live, being removed.
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		for _, id := range b.Live() {
+			dir := b.Workspace(id)
+			if code, err := os.ReadFile(filepath.Join(dir, "main.sh")); err == nil && string(code) == waitingProgram {
+				return os.WriteFile(filepath.Join(dir, "release"), nil, 0o644) == nil
+			}
+		}
+		return false
+	}, "the waiting run's sandbox")
 }
 
 // waitNoSandbox waits until every sandbox is gone.
