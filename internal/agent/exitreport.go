@@ -9,8 +9,12 @@ import (
 	"sync/atomic"
 )
 
-// reportedExits counts the stages that ended on an exit report.
-var reportedExits atomic.Int64
+// exitReportsRead counts the exit reports read, and exitReportReadsEnded
+// the reads for one that ended, with a report or without. A stage ends on
+// whichever comes first, the report or the process's exit (on a busy
+// machine the exit can win); a test waits for the read to end to tell
+// whether the interpreter reported.
+var exitReportsRead, exitReportReadsEnded atomic.Int64
 
 // stageUsage is what a stage's result takes from its process when the
 // process reported its exit instead of being waited for.
@@ -42,7 +46,12 @@ func waitOrReport(proc *stageProc) (reported bool, usage stageUsage, err error) 
 	}()
 	reports := make(chan exitReport, 1)
 	go func() {
+		defer exitReportReadsEnded.Add(1)
+		if proc.readied != nil {
+			<-proc.readied // its one byte comes before the report
+		}
 		if r, ok := readExitReport(proc.exitReport); ok {
+			exitReportsRead.Add(1)
 			reports <- r
 		}
 	}()
@@ -56,7 +65,6 @@ func waitOrReport(proc *stageProc) (reported bool, usage stageUsage, err error) 
 		// to exit; /proc's can come after, when the memory is released
 		// and the kernel shows none.
 		usage.maxRSSKB = max(usage.maxRSSKB, r.maxRSSKB)
-		reportedExits.Add(1)
 		return true, usage, nil
 	}
 }

@@ -18,7 +18,8 @@ import (
 )
 
 // Serve reads Requests from in until it ends, runs each in turn and writes
-// the response frames to out. A one-shot sandbox sends one request and
+// the response frames to out; a Ready frame it reads is answered with one
+// once the sandbox is ready for a job. A one-shot sandbox sends one request and
 // closes its side; a session sends many. A Cancel frame stops the request
 // running at the time.
 //
@@ -34,10 +35,23 @@ func Serve(in io.Reader, out io.Writer) error {
 	next := func() (wire.Frame, error) {
 		for {
 			f, err := wire.ReadFrame(r)
-			if err != nil || f.Kind != wire.KindCancel {
+			switch {
+			case err != nil:
 				return f, err
+			case f.Kind == wire.KindCancel:
+				a.cancelCurrent()
+			case f.Kind == wire.KindReady:
+				// Answered once what the sandbox started ahead of the
+				// job can take it: the host counts the sandbox idle
+				// from then on.
+				waitWarmReady()
+				waitPrestart()
+				if err := a.w.write(wire.Frame{Kind: wire.KindReady}); err != nil {
+					return wire.Frame{}, fmt.Errorf("answering ready: %w", err)
+				}
+			default:
+				return f, nil
 			}
-			a.cancelCurrent()
 		}
 	}
 	served := 0

@@ -36,6 +36,9 @@ type stageProc struct {
 	// exit code ahead of the interpreter's own teardown ("N\n", sent after
 	// it closed its stdout and stderr); nil otherwise.
 	exitReport *net.UnixConn
+	// readied is closed once the interpreter's readiness signal has been
+	// read off exitReport (see warmProc.ready), which the report follows.
+	readied <-chan struct{}
 }
 
 // startStage starts st's command in workdir with pipes for its output; its

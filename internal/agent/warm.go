@@ -44,6 +44,10 @@ type warmProc struct {
 	programDir string
 	// handed is set once a stage is handed to the interpreter.
 	handed bool
+	// ready is closed once the interpreter has loaded and waits for its
+	// job: it writes one byte on fd 3 then (or fd 3 ended: it died). Nil
+	// for a script-reading interpreter, which has no fd 3.
+	ready chan struct{}
 }
 
 // warm is the interpreter started at boot, until a stage takes it; nil if
@@ -181,6 +185,15 @@ func StartWarm(spec string) error {
 		controlTheirs.Close()
 	}
 	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: control, outR: pipes[1][0], errR: pipes[2][0], programDir: programDir}
+	if control != nil {
+		ready := make(chan struct{})
+		warm.ready = ready
+		go func() {
+			defer close(ready)
+			var b [1]byte
+			_, _ = control.Read(b[:])
+		}()
+	}
 	if fifo != "" {
 		warm.fifo = fifo
 		warm.writer = make(chan *os.File, 1)
@@ -193,6 +206,22 @@ func StartWarm(spec string) error {
 		}(warm.writer)
 	}
 	return nil
+}
+
+// warmReadyWait bounds how long the agent waits for the warm interpreter
+// to load before it says it is ready (wire.KindReady) anyway: a job that
+// comes sooner waits for the interpreter as it would have.
+const warmReadyWait = 5 * time.Second
+
+// waitWarmReady waits, boundedly, until the warm interpreter (if any) has
+// loaded and waits for its job.
+func waitWarmReady() {
+	if w := warm; w != nil && w.ready != nil {
+		select {
+		case <-w.ready:
+		case <-time.After(warmReadyWait):
+		}
+	}
 }
 
 // scriptReadyWait bounds how long a job waits for the warm interpreter to
@@ -266,7 +295,7 @@ func takeWarm(st wire.Stage, later []wire.Stage, workdir string, files []wire.Fi
 		return nil
 	}
 	w.handed = true
-	return &stageProc{cmd: w.cmd, outR: w.outR, errR: w.errR, stdinW: w.stdin, exitReport: w.control}
+	return &stageProc{cmd: w.cmd, outR: w.outR, errR: w.errR, stdinW: w.stdin, exitReport: w.control, readied: w.ready}
 }
 
 // fits reports whether st is what the interpreter stands for: the same

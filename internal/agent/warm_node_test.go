@@ -2,10 +2,12 @@ package agent
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
@@ -133,15 +135,24 @@ func TestAWarmNodeReportsANaturalEndBeforeItsTeardown(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { warm = nil })
-			before := reportedExits.Load()
+			readsBefore, reportsBefore := exitReportReadsEnded.Load(), exitReportsRead.Load()
 			stages, stdout, _, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 1 << 16, Files: js(c.source),
 				Stages: []wire.Stage{{Name: "run", Argv: []string{"node", "main.js"}, TimeoutMs: 20000}}})
 			if done.Error != "" || len(stages) != 1 {
 				t.Fatalf("done %+v, stages %+v", done, stages)
 			}
 			st := stages[0]
-			if reported := reportedExits.Load() > before; reported != c.reported {
-				t.Errorf("ended on a report: %v, want %v", reported, c.reported)
+			// The stage may have ended on the process's exit before the
+			// report was read (a busy machine): what node sent is known
+			// once the read of its report has ended.
+			for deadline := time.Now().Add(10 * time.Second); exitReportReadsEnded.Load() == readsBefore; {
+				if time.Now().After(deadline) {
+					t.Fatal("the read of the exit report did not end")
+				}
+				time.Sleep(time.Millisecond) // polling the condition, with a deadline
+			}
+			if reported := exitReportsRead.Load() > reportsBefore; reported != c.reported {
+				t.Errorf("node reported the exit: %v, want %v", reported, c.reported)
 			}
 			if st.ExitCode != c.exitCode || st.Signal != "" || stdout[0] != c.stdout {
 				t.Errorf("exit %d signal %q stdout %q; want exit %d, stdout %q", st.ExitCode, st.Signal, stdout[0], c.exitCode, c.stdout)
@@ -152,5 +163,47 @@ func TestAWarmNodeReportsANaturalEndBeforeItsTeardown(t *testing.T) {
 				t.Errorf("usage: %d KiB, %d ms of CPU; node uses more", st.MaxRSSKB, st.CPUTimeMs)
 			}
 		})
+	}
+}
+
+// TestTheAgentSaysItIsReadyOnceItsWarmNodeHasLoaded starts a warm node,
+// asks Serve whether it is ready and reads its answer: Ready, and only once
+// the node has loaded its preload (it signalled on fd 3) and waits for its
+// job.
+func TestTheAgentSaysItIsReadyOnceItsWarmNodeHasLoaded(t *testing.T) {
+	requireHostCommand(t, "node")
+	t.Chdir(t.TempDir())
+	spec, _ := json.Marshal(nodeWarm)
+	if err := StartWarm(string(spec)); err != nil {
+		t.Fatal(err)
+	}
+	w := warm
+	t.Cleanup(func() {
+		if warm != nil {
+			warm.stop()
+			warm = nil
+		}
+	})
+	in, toAgent := io.Pipe()
+	fromAgent, out := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- Serve(in, out); out.Close() }()
+	go func() { _ = wire.WriteFrame(toAgent, wire.Frame{Kind: wire.KindReady}) }()
+	f, err := wire.ReadFrame(fromAgent)
+	if err != nil || f.Kind != wire.KindReady {
+		t.Fatalf("first frame: kind %q, %v; want Ready", f.Kind, err)
+	}
+	select {
+	case <-w.ready:
+	default:
+		t.Error("the agent said it was ready before its warm node had loaded")
+	}
+	if w.cmd.ProcessState != nil {
+		t.Error("the warm node had ended")
+	}
+	toAgent.Close()
+	go func() { _, _ = io.Copy(io.Discard, fromAgent) }()
+	if err := <-served; err == nil || !strings.Contains(err.Error(), "no request") {
+		t.Errorf("Serve with no request: %v", err)
 	}
 }

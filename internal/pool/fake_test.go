@@ -432,3 +432,48 @@ func TestCloseRemovesEverything(t *testing.T) {
 		t.Errorf("after Close: created %d, removed %d, live %d", created, removed, live)
 	}
 }
+
+func TestASandboxCountsIdleOnlyOnceItsAgentSaysItIsReady(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	boot := make(chan struct{})
+	b.SetBeforeAgent(func(string) error { <-boot; return nil })
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(boot)
+		}
+	}
+	t.Cleanup(release) // before the pool's Close, which waits for the boot
+	testutil.Eventually(t, 30*time.Second, func() bool { created, _, _ := b.Counts(); return created == 1 }, "the sandbox created")
+	if s := stat(p); s.Idle != 0 || s.Creating != 1 {
+		t.Fatalf("while its agent boots the sandbox is idle: %+v; want it still being made", s)
+	}
+	release()
+	waitStat(t, p, "1 idle once ready", func(s pool.Stat) bool { return s.Idle == 1 && s.Creating == 0 })
+	sb, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release(sb)
+	if got := runOn(t, sb, "echo ready"); got != "ready\n" {
+		t.Errorf("run: %q", got)
+	}
+}
+
+func TestASandboxWhoseAgentFailsAtBootIsAFailedCreation(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	var boots atomic.Int64
+	b.SetBeforeAgent(func(string) error {
+		if boots.Add(1) == 1 {
+			return errors.New("agent cannot start")
+		}
+		return nil
+	})
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}})
+	waitStat(t, p, "one failure, then 1 idle", func(s pool.Stat) bool { return s.Failures >= 1 && s.Idle == 1 })
+	if _, removed, live := b.Counts(); removed < 1 || live != 1 {
+		t.Errorf("the sandbox that failed at boot: removed %d, live %d; want it removed and one live", removed, live)
+	}
+}

@@ -520,6 +520,11 @@ func (p *Pool) fill(k *keyed) {
 	}
 }
 
+// readyTimeout bounds the wait for a new sandbox's agent to say it is
+// ready; the agent itself says so within seconds of its start even when
+// its warm interpreter does not load.
+const readyTimeout = 2 * time.Minute
+
 func (p *Pool) createOne(k *keyed) {
 	defer p.workers.Done()
 	select {
@@ -532,6 +537,19 @@ func (p *Pool) createOne(k *keyed) {
 	}
 	sb, err := p.backend.Create(p.ctx, k.tmpl)
 	<-p.create
+	if err == nil {
+		// Idle only once ready: a run that took a sandbox whose warm
+		// interpreter is still loading would wait for it (hundreds of ms
+		// on a busy machine), and the pool would count as full before it
+		// is. The wait is outside the creation slot: it costs the sandbox's
+		// own CPU, not the backend's.
+		rctx, cancel := context.WithTimeout(p.ctx, readyTimeout)
+		if rerr := sb.Ready(rctx); rerr != nil {
+			p.discard(sb)
+			sb, err = nil, rerr
+		}
+		cancel()
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.creating--

@@ -120,6 +120,12 @@ type Job struct {
 type Sandbox interface {
 	// ID names the sandbox (its container, pod or VM).
 	ID() string
+	// Ready waits until the sandbox's agent, and what the sandbox starts
+	// ahead of its job (a warm interpreter), are ready for a job. A pool
+	// calls it before it counts the sandbox idle; a job sent without it is
+	// served once the agent is ready. After an error the sandbox is of no
+	// use and is closed.
+	Ready(ctx context.Context) error
 	// Exec sends job to the agent and returns what it produced. A sandbox
 	// runs exactly one job this way; a second Exec fails (ErrUsed). Output
 	// received before a failure is kept in the result.

@@ -1,8 +1,9 @@
 // The warm Node.js preload: a warm sandbox starts `node --require THIS
 // /workspace/main.js` before its job, so the job's run stage does not pay for
 // Node's start (about 60 ms of an 80 ms hello world). Node loads this file
-// after its own start and before it resolves main.js, and it blocks here on
-// fd 3, a socket to the agent, until the run command comes (NUL-terminated
+// after its own start and before it resolves main.js; it writes one byte on
+// fd 3, a socket to the agent, to say it has loaded, then blocks there
+// until the run command comes (NUL-terminated
 // fields: the working directory, the index of the script in the command,
 // then the command's words). By then the job's files are written. Node started in this file's
 // own directory, so that it read nothing of the workspace before the job's
@@ -69,6 +70,11 @@
     if (Number.isInteger(exitCode)) reportExit(control, exitCode & 0xff);
     process.exit();
   });
+  // Loaded: one byte on fd 3 tells the agent so, and only then does it
+  // tell the host the sandbox is ready for a job.
+  try {
+    fs.writeSync(3, 'R');
+  } catch {}
   const chunks = [];
   const buf = Buffer.allocUnsafe(65536);
   for (;;) {

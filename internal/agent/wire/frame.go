@@ -41,6 +41,14 @@ const (
 	// output of an agent that was given a socket (SocketEnv) and could not
 	// connect to it: it serves on its standard input and output instead.
 	KindHello byte = 'H'
+	// KindReady (both ways, no payload): from the engine, it asks whether
+	// the sandbox is ready for a job; the agent answers with one once it
+	// and what it started ahead of the job (a warm interpreter, a prestart
+	// command) are. A pool counts a sandbox idle only once the answer came,
+	// so that a run does not take a sandbox whose interpreter is still
+	// loading. The agent speaks only when asked: output written before a
+	// backend attached could be lost (Podman attaches after the start).
+	KindReady byte = 'R'
 )
 
 // MaxFrameBytes bounds one frame's payload, so a corrupt or hostile stream
@@ -88,7 +96,7 @@ func ReadFrameLimit(r io.Reader, limit int) (Frame, error) {
 		return Frame{}, err
 	}
 	switch h[0] {
-	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact, KindCancel, KindHello:
+	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact, KindCancel, KindHello, KindReady:
 	default:
 		return Frame{}, fmt.Errorf("%w: unknown kind 0x%02x", ErrBadFrame, h[0])
 	}

@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -103,6 +104,67 @@ func (s *Sandbox) Ended() <-chan struct{} { return s.link.Ended() }
 
 // Close removes the sandbox; it is safe to call more than once.
 func (s *Sandbox) Close() { s.closed.Do(s.link.Close) }
+
+// Ready asks the agent whether it, and what the sandbox starts ahead of
+// the job (a warm interpreter, a prestart command), are ready for a job,
+// and waits for its answer (wire.KindReady both ways). It is for a sandbox
+// not yet given a job (a pool's refill), and not to be called beside a
+// job; a job sent without it is served all the same, once the agent is
+// ready. After an error the sandbox is of no use: the caller closes it,
+// which also ends a read still waiting.
+func (s *Sandbox) Ready(ctx context.Context) error {
+	stream, r, err := s.getStream(ctx)
+	if err != nil {
+		select {
+		case <-s.link.Ended():
+			return s.dead("")
+		default:
+			return fmt.Errorf("reaching the sandbox's agent: %w", err)
+		}
+	}
+	s.writeMu.Lock()
+	err = wire.WriteFrame(stream.Writer, wire.Frame{Kind: wire.KindReady})
+	s.writeMu.Unlock()
+	if err != nil {
+		return s.dead(fmt.Sprintf("asking whether it is ready: %v ", err))
+	}
+	got := make(chan error, 1)
+	go func() {
+		for {
+			f, err := wire.ReadFrameLimit(r, 0)
+			switch {
+			case err != nil:
+				got <- err
+			case f.Kind == wire.KindHello:
+				continue
+			case f.Kind != wire.KindReady:
+				got <- fmt.Errorf("%w: expected the agent's ready, got kind %q", wire.ErrBadFrame, f.Kind)
+			default:
+				got <- nil
+			}
+			return
+		}
+	}()
+	select {
+	case err := <-got:
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return s.dead("its agent ended before it was ready ")
+		}
+		select {
+		case <-s.link.Ended():
+			return s.dead("")
+		default:
+			return fmt.Errorf("waiting for the sandbox's agent to be ready: %w", err)
+		}
+	case <-s.link.Ended():
+		return s.dead("")
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the sandbox's agent to be ready: %w", ctx.Err())
+	}
+}
 
 // Exec sends the job in one frame and reads the agent's frames until Done,
 // the deadline, or the caller's context ends (which kills the sandbox).

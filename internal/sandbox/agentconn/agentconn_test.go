@@ -343,3 +343,76 @@ func TestDiagnosticsKeepsItsLimit(t *testing.T) {
 		t.Errorf("kept %d bytes, want %d", n, agentconn.DiagnosticsLimit)
 	}
 }
+
+// scripted is an agent that writes frames before it reads anything, then
+// waits for its input to end.
+func scripted(frames ...[]byte) serveFunc {
+	return func(in io.Reader, out io.Writer) error {
+		for _, f := range frames {
+			if _, err := out.Write(f); err != nil {
+				return err
+			}
+		}
+		_, _ = io.Copy(io.Discard, in)
+		return nil
+	}
+}
+
+func TestReadyWaitsForTheAgentToSayItIsReady(t *testing.T) {
+	ready := frame(wire.KindReady, 0, nil)
+	for _, c := range []struct {
+		name    string
+		agent   serveFunc
+		wantErr string // "" for ready
+		dead    bool
+	}{
+		{"the real agent says so first", agent.Serve, "", false},
+		{"a hello before the ready is passed over", scripted(frame(wire.KindHello, 0, nil), ready), "", false},
+		{"output before the ready is a protocol error", scripted(frame(wire.KindStdout, 0, nil), ready), "expected the agent's ready", false},
+		{"a ready with a payload is a protocol error", scripted(frame(wire.KindReady, 0, []byte("x"))), "exceeds", false},
+		{"an agent that ends first is dead", func(io.Reader, io.Writer) error { return nil }, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sb, _ := start(t, c.agent)
+			err := sb.Ready(context.Background())
+			switch {
+			case c.dead:
+				if !errors.Is(err, sandbox.ErrDead) {
+					t.Errorf("Ready: %v, want ErrDead", err)
+				}
+			case c.wantErr == "":
+				if err != nil {
+					t.Errorf("Ready: %v", err)
+				}
+			case err == nil || !strings.Contains(err.Error(), c.wantErr):
+				t.Errorf("Ready: %v, want an error about %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestReadyEndsWithItsContextAndTheSandboxIsClosedAfter(t *testing.T) {
+	sb, _ := start(t, scripted()) // never says it is ready
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sb.Ready(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ready: %v, want the context's error", err)
+	}
+}
+
+func TestAJobAfterReadyOrWithoutItIsServed(t *testing.T) {
+	for _, readyFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ready first: %v", readyFirst), func(t *testing.T) {
+			sb, _ := start(t, agent.Serve)
+			if readyFirst {
+				if err := sb.Ready(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := sb.Exec(context.Background(), job(t, time.Minute, sh("run", "echo hi", 10*time.Second)), nil)
+			if err != nil || res.Incomplete || len(res.Stages) != 1 || string(res.Stages[0].Stdout) != "hi\n" {
+				t.Fatalf("Exec: %v, %+v", err, res)
+			}
+		})
+	}
+}

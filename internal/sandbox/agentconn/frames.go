@@ -82,8 +82,9 @@ func readFrames(r io.Reader, req wire.Request, res *sandbox.Result, onChunk func
 			return false // not a frame the agent would send
 		}
 		switch f.Kind {
-		case wire.KindHello:
-			// An agent that could not reach its socket says so first.
+		case wire.KindHello, wire.KindReady:
+			// An agent that could not reach its socket says so first; a
+			// Ready the agent was asked for is no part of the answer.
 		case wire.KindStdout, wire.KindStderr:
 			st := stage(f.Stage)
 			stream := sandbox.Stdout

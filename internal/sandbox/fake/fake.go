@@ -40,6 +40,7 @@ type Backend struct {
 
 	mu           sync.Mutex
 	beforeCreate func(ctx context.Context, t sandbox.Template) error
+	beforeAgent  func(id string) error
 	seq          int
 	live         map[string]*link
 	created      int
@@ -84,7 +85,10 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if err := os.Mkdir(workspace, 0o755); err != nil {
 		return nil, err
 	}
-	l, err := startLink(workspace)
+	b.mu.Lock()
+	beforeAgent := b.beforeAgent
+	b.mu.Unlock()
+	l, err := startLink(workspace, id, beforeAgent)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +109,16 @@ func (b *Backend) SetBeforeCreate(fn func(ctx context.Context, t sandbox.Templat
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.beforeCreate = fn
+}
+
+// SetBeforeAgent makes fn run in every sandbox created from now on before
+// its agent starts (nil: none), as a container's boot does: it may block to
+// make the boot slow (Create has returned by then), and an error it returns
+// ends the sandbox before its agent serves, as an agent that fails at boot.
+func (b *Backend) SetBeforeAgent(fn func(id string) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.beforeAgent = fn
 }
 
 // forget counts the removal of sandbox id.
@@ -253,8 +267,9 @@ type link struct {
 	removed bool
 }
 
-// startLink starts the agent of a sandbox whose workspace is workspace.
-func startLink(workspace string) (*link, error) {
+// startLink starts the agent of sandbox id, whose workspace is workspace,
+// after boot (nil: at once).
+func startLink(workspace, id string, boot func(id string) error) (*link, error) {
 	var files []*os.File
 	pipe := func() (r, w *os.File) {
 		r, w, err := os.Pipe()
@@ -272,6 +287,14 @@ func startLink(workspace string) (*link, error) {
 	go l.translate()
 	go func() {
 		defer close(l.ended)
+		if boot != nil {
+			if err := boot(id); err != nil {
+				fmt.Fprintf(&l.diag, "boot: %v\n", err)
+				agentOut.Close()
+				agentIn.Close()
+				return
+			}
+		}
 		if err := agent.Serve(agentIn, agentOut); err != nil && !l.wasCut() {
 			fmt.Fprintf(&l.diag, "agent: %v\n", err)
 		}
