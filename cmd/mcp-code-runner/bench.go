@@ -191,8 +191,10 @@ func compareBackends(ctx context.Context, g *globalOptions, names, langs []strin
 			b, err = newDockerBackend(cfg, log)
 		case config.BackendKubernetes:
 			b, err = newKubernetesBackend(cfg, log)
+		case config.BackendCrun:
+			b, err = newCrunBackend(cfg, log)
 		default:
-			return fmt.Errorf("--backends: unknown backend %q (want docker or kubernetes)", name)
+			return fmt.Errorf("--backends: unknown backend %q (want docker, kubernetes or crun)", name)
 		}
 		if err != nil {
 			return fmt.Errorf("%s backend: %w", name, err)
@@ -202,7 +204,21 @@ func compareBackends(ctx context.Context, g *globalOptions, names, langs []strin
 			return fmt.Errorf("%s backend: %w", name, err)
 		}
 	}
-	return bench.CompareBackends(ctx, cfg, reg, backends, bench.CompareOptions{
+	if err := bench.CompareBackends(ctx, cfg, reg, backends, bench.CompareOptions{
 		Languages: langs, Runs: o.Runs, ColdRuns: o.ColdRuns, PoolSize: o.PoolSize, Out: o.Out,
-	})
+	}); err != nil {
+		return err
+	}
+	if o.ChurnFor <= 0 && o.LoadFor <= 0 {
+		return nil
+	}
+	// Then throughput, side by side: each backend's sandbox churn, cold
+	// runs of the load's language taking turns, and the sustained load.
+	fmt.Fprintln(o.Out)
+	o.Varying = bench.VaryingBackend
+	sides := make([]bench.Runtime, len(backends))
+	for i, b := range backends {
+		sides[i] = bench.Runtime{Name: b.Name, Backend: b.Sandbox}
+	}
+	return bench.CompareRuntimes(ctx, cfg, reg, sides, o)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
 )
@@ -82,6 +83,10 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	defer waitForRemovals(ctx, st)
 	if kb, ok := st.backend.(*kubernetes.Backend); ok {
 		d.kubernetes(ctx, kb)
+		return
+	}
+	if cb, ok := st.backend.(*crun.Backend); ok {
+		d.crun(ctx, st, reg, cb, smoke)
 		return
 	}
 	db, err := st.dockerBackend()
@@ -295,6 +300,37 @@ func (d *doctor) kubernetes(ctx context.Context, kb *kubernetes.Backend) {
 	}
 	d.ok("Kubernetes API server reachable; this server may create, attach to and delete pods in namespace %s", o.Namespace)
 	d.ok("sandbox pods run the agent from image %s (an init container copies it; the runtime images must be on the nodes or in a registry they pull from)", o.AgentImage)
+}
+
+// crun checks the crun backend: crun, root, the Docker daemon whose images
+// it runs, the images, and (with smoke) a hello world in a real sandbox.
+func (d *doctor) crun(ctx context.Context, st *stack, reg *languages.Registry, cb *crun.Backend, smoke bool) {
+	if err := cb.Check(ctx); err != nil {
+		d.fail("run the server as root beside a local Docker daemon with the overlay2 storage driver and crun installed (`make docker`), or use the docker backend", "crun backend: %v", err)
+		return
+	}
+	d.ok("crun backend: %s starts the sandboxes itself (no network; images from Docker at %s)", cb.Binary(), cb.Client().DaemonHost())
+	missing := 0
+	for _, img := range reg.Images() {
+		if err := cb.CheckImage(ctx, img.Tag); err == nil {
+			d.ok("image %s present", img.Tag)
+		} else if !img.OnDemand && !reg.Optional(img) {
+			missing++
+			d.fail("mcp-code-runner images build "+img.Name+"   (or `make images` for all)", "image %s: %v", img.Tag, err)
+		}
+	}
+	if !smoke || missing > 0 {
+		return
+	}
+	for _, name := range []string{"bash", "python"} {
+		if l, ok := reg.Lookup(name); ok {
+			if msg, err := smokeRun(ctx, st, l); err != nil {
+				d.fail("see the message", "%v", err)
+			} else {
+				d.ok("%s", msg)
+			}
+		}
+	}
 }
 
 // delivery says how the agent gets into sandboxes and how the server

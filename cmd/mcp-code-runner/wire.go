@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/metrics"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
 )
@@ -135,44 +136,64 @@ func newStack(g *globalOptions) (*stack, error) {
 		return nil, err
 	}
 	log := g.logger()
-	if cfg.Backend == config.BackendKubernetes {
-		return newKubernetesStack(cfg, reg, log)
+	switch cfg.Backend {
+	case config.BackendKubernetes:
+		// A pod per sandbox in the configured namespace; the images live
+		// on the nodes, so no local versions are read.
+		backend, err := newKubernetesBackend(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return stackOn(cfg, reg, log, backend), nil
+	case config.BackendCrun:
+		// Containers the server starts itself, from Docker's images.
+		backend, err := newCrunBackend(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return stackOn(cfg, reg, log, backend, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg))), nil
 	}
 	backend, err := newDockerBackend(cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	return stackOn(cfg, reg, log, backend, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg))), nil
+}
+
+// stackOn builds the engine on backend, observed by the metrics when the
+// configuration serves them.
+func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backend sandbox.Backend, opts ...engine.Option) *stack {
 	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log}
-	var sb sandbox.Backend = backend
+	sb := backend
 	if cfg.Metrics.Enabled() {
 		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})
 		sb = st.metrics.Backend(backend)
 	}
-	st.engine = engine.New(cfg, reg, sb, log, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg)))
+	st.engine = engine.New(cfg, reg, sb, log, opts...)
 	if st.metrics != nil {
 		st.engine.SetObserver(st.metrics)
 	}
-	return st, nil
+	return st
 }
 
-// newKubernetesStack builds the engine on the kubernetes backend: a pod per
-// sandbox in the configured namespace.
-func newKubernetesStack(cfg config.Config, reg *languages.Registry, log *slog.Logger) (*stack, error) {
-	backend, err := newKubernetesBackend(cfg, log)
+// newCrunBackend makes the crun backend with the agent and a client of the
+// configured Docker daemon, whose images it runs.
+func newCrunBackend(cfg config.Config, log *slog.Logger) (*crun.Backend, error) {
+	cli, err := docker.NewClient(cfg.DockerHost)
 	if err != nil {
 		return nil, err
 	}
-	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log}
-	var sb sandbox.Backend = backend
-	if cfg.Metrics.Enabled() {
-		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})
-		sb = st.metrics.Backend(backend)
+	agent, err := agentPath(cfg)
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
 	}
-	st.engine = engine.New(cfg, reg, sb, log)
-	if st.metrics != nil {
-		st.engine.SetObserver(st.metrics)
+	backend, err := crun.New(cli, crun.Options{AgentPath: agent, Logger: log})
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
 	}
-	return st, nil
+	return backend, nil
 }
 
 // newDockerBackend connects to the configured Docker daemon and makes the

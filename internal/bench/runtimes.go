@@ -13,14 +13,16 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
-// Runtime is one OCI runtime in a side-by-side comparison: a Docker backend
-// whose sandboxes run under it.
+// Runtime is one side of a throughput comparison: a Docker backend whose
+// sandboxes run under one OCI runtime (or agent delivery), or a sandbox
+// backend of its own (Options.Varying "sandbox backend").
 type Runtime struct {
 	Name    string
-	Backend *docker.Backend
+	Backend sandbox.Backend
 }
 
 // CompareRuntimes measures, for each runtime in one run: the daemon's churn
@@ -51,9 +53,13 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 	}
 	results := make([]result, len(runtimes))
 
+	churnName := "`true` churn"
+	if o.Varying == VaryingBackend {
+		churnName = "sandbox create, ready, remove"
+	}
 	if o.ChurnFor > 0 {
 		for i, rt := range runtimes {
-			rate, err := churnCeiling(ctx, rt.Backend, reg, o.ChurnFor, o.ChurnLoops)
+			rate, err := sideChurn(ctx, rt.Backend, reg, o)
 			if err != nil {
 				return fmt.Errorf("churn under %s: %w", rt.Name, err)
 			}
@@ -81,7 +87,7 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 		}
 	}
 
-	fmt.Fprintf(w, "| %s | `true` churn, %d loops (containers/s) | cold %s p50 ms | cold p99 ms | load: %d clients, %s (runs/s) | load p50 ms | load p99 ms | errors |\n", what, o.ChurnLoops, lang, o.LoadClients, o.LoadFor)
+	fmt.Fprintf(w, "| %s | %s, %d loops (sandboxes/s) | cold %s p50 ms | cold p99 ms | load: %d clients, %s (runs/s) | load p50 ms | load p99 ms | errors |\n", what, churnName, o.ChurnLoops, lang, o.LoadClients, o.LoadFor)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for i, rt := range runtimes {
 		r := results[i]
@@ -114,7 +120,7 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 
 // loadUnder runs the sustained load against a server of its own on b, with
 // a full warm pool of o.PoolSize for lang at the start.
-func loadUnder(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, lang string, o Options) (*Sample, error) {
+func loadUnder(ctx context.Context, cfg config.Config, reg *languages.Registry, b sandbox.Backend, lang string, o Options) (*Sample, error) {
 	warmCfg := cfg
 	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, []string{fmt.Sprintf("%s=%d", lang, o.PoolSize)}
 	warmCfg.Pool.MaxSize, warmCfg.Pool.MaxSizes = 0, nil
@@ -136,6 +142,32 @@ func loadUnder(ctx context.Context, cfg config.Config, reg *languages.Registry, 
 		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
 	}
 	return loadSample(ctx, session, lang, o.LoadClients, o.LoadFor), nil
+}
+
+// VaryingBackend is Options.Varying when the sides are sandbox backends.
+const VaryingBackend = "sandbox backend"
+
+// sideChurn is one side's churn ceiling: hardened `true` containers
+// through the Docker API when the sides are Docker runtimes; when they are
+// backends, sandboxes made, made ready and removed through each backend,
+// which every backend can do alike.
+func sideChurn(ctx context.Context, b sandbox.Backend, reg *languages.Registry, o Options) (float64, error) {
+	if db, ok := b.(*docker.Backend); ok && o.Varying != VaryingBackend {
+		return churnCeiling(ctx, db, reg, o.ChurnFor, o.ChurnLoops)
+	}
+	l, ok := reg.Lookup("bash")
+	if !ok {
+		return 0, fmt.Errorf("no bash language to measure with")
+	}
+	t := engine.New(config.Default(), reg, b, nil).Template(l)
+	return parallelRate(o.ChurnFor, o.ChurnLoops, func() error {
+		sb, err := b.Create(ctx, t)
+		if err != nil {
+			return err
+		}
+		defer sb.Close()
+		return sb.Ready(ctx)
+	})
 }
 
 // plural is the plural of a noun phrase ending in a regular noun.

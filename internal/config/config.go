@@ -64,8 +64,10 @@ type Limits struct {
 // Config is the whole operator configuration.
 type Config struct {
 	Limits Limits `json:"limits"`
-	// Backend is where sandboxes run: "docker" (the default) or
-	// "kubernetes" (one Pod per sandbox; see Kubernetes).
+	// Backend is where sandboxes run: "docker" (the default),
+	// "kubernetes" (one Pod per sandbox; see Kubernetes) or "crun" (one
+	// container per sandbox that the server starts with crun itself, from
+	// the local Docker daemon's images, without network; root only).
 	Backend string `json:"backend"`
 	// Kubernetes configures the kubernetes backend.
 	Kubernetes Kubernetes `json:"kubernetes"`
@@ -254,6 +256,7 @@ type Quotas struct {
 const (
 	BackendDocker     = "docker"
 	BackendKubernetes = "kubernetes"
+	BackendCrun       = "crun"
 )
 
 // Kubernetes configures the kubernetes backend: each sandbox is a Pod in
@@ -749,11 +752,11 @@ func (c Config) OutputRetention() time.Duration {
 func (c Config) validateBackend() []error {
 	var errs []error
 	switch c.Backend {
-	case "", BackendDocker:
+	case "", BackendDocker, BackendCrun:
 		return nil
 	case BackendKubernetes:
 	default:
-		return []error{fmt.Errorf("backend %q: want %q or %q", c.Backend, BackendDocker, BackendKubernetes)}
+		return []error{fmt.Errorf("backend %q: want %q, %q or %q", c.Backend, BackendDocker, BackendKubernetes, BackendCrun)}
 	}
 	k := c.Kubernetes
 	if k.Namespace == "" {

@@ -1,0 +1,103 @@
+// The official TypeScript client against the real server on the crun
+// backend (`serve --backend crun`: containers the server starts with crun
+// itself, from Docker's images), over stdio: runs in the languages with
+// warm pools, a session, a run past its time, the refusal of network
+// access, and no container, bundle or image root left once it exits.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+
+import { connect2, languages, needLanguage, runCode, show, structured, texts, waitFor } from '../lib/harness.mjs';
+
+const execFileP = promisify(execFile);
+const STATE = '/run/mcp-code-runner-crun';
+
+/** Containers crun holds for servers, and bundles and image roots left. */
+async function crunLeftovers() {
+    const { stdout } = await execFileP('crun', ['--root', `${STATE}/crun`, 'list', '--quiet']).catch(() => ({ stdout: '' }));
+    const left = stdout.split('\n').filter((l) => l.trim());
+    for (const dir of ['bundles', 'rootfs']) {
+        const entries = await readdir(`${STATE}/${dir}`).catch(() => []);
+        left.push(...entries.map((e) => `${dir}/${e}`));
+    }
+    const mounts = await readFile('/proc/self/mounts', 'utf8');
+    left.push(...mounts.split('\n').filter((l) => l.includes(STATE)).map((l) => `mount ${l.split(' ')[1]}`));
+    return left;
+}
+
+describe('the crun backend through the official client', () => {
+    let conn;
+    let client;
+    let langs;
+    before(async () => {
+        conn = await connect2({ transport: 'stdio', args: ['--backend', 'crun'] });
+        client = conn.client;
+        langs = await languages(client);
+    });
+    after(async () => {
+        await conn?.close();
+        const logs = conn?.logs() ?? '';
+        if (/panic|level=ERROR/.test(logs)) console.log(logs);
+    });
+
+    // Each program prints its greeting and then its host name, which is
+    // every sandbox's own.
+    for (const [lang, code, want] of [
+        ['python', 'import socket, sys; print("hello", sys.version_info[0], socket.gethostname())', 'hello 3'],
+        ['javascript', 'console.log("hello", typeof require, process.argv.length, require("os").hostname())', 'hello function 2'],
+        ['bash', 'echo "hello $(id -u) $(ls /sys/class/net | tr "\\n" " ")$(hostname)"', 'hello 10001 lo'],
+    ]) {
+        it(`runs ${lang}, twice, in a fresh hardened container each`, async (t) => {
+            if (!needLanguage(t, langs, lang)) return;
+            const hosts = new Set();
+            for (let i = 0; i < 2; i++) {
+                const r = await runCode(client, { language: lang, code });
+                assert.equal(r.status, 'ok', show(r));
+                assert.ok(r.stdout.startsWith(want), show(r));
+                hosts.add(r.stdout.trim().split(/\s+/).pop());
+            }
+            assert.equal(hosts.size, 2, `two runs, two sandboxes: ${[...hosts]}`);
+        });
+    }
+
+    it('keeps a session\'s state between calls', async (t) => {
+        if (!needLanguage(t, langs, 'python')) return;
+        const s = structured(await client.callTool({ name: 'create_session', arguments: { language: 'python' } }));
+        try {
+            const a = await runCode(client, { language: 'python', session_id: s.session_id, timeout_seconds: 60, code: 'x = 41' });
+            assert.equal(a.status, 'ok', show(a));
+            const b = await runCode(client, { language: 'python', session_id: s.session_id, timeout_seconds: 60, code: 'x + 1' });
+            assert.equal(b.value, '42', show(b));
+        } finally {
+            await client.callTool({ name: 'close_session', arguments: { session_id: s.session_id } });
+        }
+    });
+
+    it('kills a run past its time and keeps its output', async (t) => {
+        if (!needLanguage(t, langs, 'bash')) return;
+        const r = await runCode(client, { language: 'bash', timeout_seconds: 2, code: 'echo before; sleep 30; echo after' });
+        assert.equal(r.status, 'timeout', show(r));
+        assert.ok(r.stdout.includes('before') && !r.stdout.includes('after'), show(r));
+    });
+
+    it('refuses network access with a clear error', async (t) => {
+        if (!needLanguage(t, langs, 'python')) return;
+        const res = await client.callTool({ name: 'run_code', arguments: { language: 'python', code: 'print(1)', network: 'packages' } });
+        const text = texts(res).join('\n');
+        assert.ok(res.isError || /error/.test(text), text);
+        assert.match(text, /network/i, text);
+    });
+
+    it('leaves no container, bundle or image root once the server exits', async () => {
+        await conn.close();
+        conn = undefined;
+        let left = [];
+        await waitFor(async () => {
+            left = await crunLeftovers();
+            return left.length === 0;
+        }, 30000, `no crun leftovers (left: ${left.join(', ')})`);
+    });
+});

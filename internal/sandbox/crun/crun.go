@@ -1,0 +1,318 @@
+// Package crun is the sandbox backend that starts containers with crun
+// itself, without a container daemon in between: every run still gets a
+// new container of its own (new namespaces, its own cgroup, Docker's
+// hardening), but making and removing one costs two crun processes instead
+// of the daemon's create, attach, start and remove. The images are the
+// local Docker daemon's: each image's layers are shown read-only through
+// one overlay mount per image, which the sandboxes share as their root.
+//
+// It runs where the server runs as root beside a local Docker daemon with
+// the overlay2 storage driver; sandboxes have no network (network tiers
+// need the Docker backend).
+package crun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+)
+
+// DefaultStateDir holds the backend's bundles, image roots and crun's own
+// state; it is on /run, so a reboot leaves none of it.
+const DefaultStateDir = "/run/mcp-code-runner-crun"
+
+// expiryMargin is added to a sandbox's life for its expiry: a sandbox past
+// it is removed by any server's sweep.
+const expiryMargin = 2 * time.Minute
+
+// Options configure the backend.
+type Options struct {
+	// AgentPath is the static agent binary, bind-mounted read-only into
+	// every sandbox.
+	AgentPath string
+	// Binary is the crun executable; "" looks it up on PATH.
+	Binary string
+	// StateDir is where bundles, image roots and crun's state live;
+	// "" is DefaultStateDir.
+	StateDir string
+	// Logger receives the backend's logs.
+	Logger *slog.Logger
+}
+
+// Backend runs sandboxes as containers it starts with crun.
+type Backend struct {
+	cli   *client.Client
+	opts  Options
+	crun  string
+	owner string // "<pid>-<start>": this process, in every sandbox's ID
+	log   *slog.Logger
+	roots *imageRoots
+	hosts string // the /etc/hosts every sandbox sees
+	// seccompBPF is Docker's default profile as crun compiled it for the
+	// first sandbox (base64), given to the later ones ready-made.
+	seccompMu  sync.Mutex
+	seccompBPF string
+	// cgroupV2 says whether the host's cgroups are the unified hierarchy,
+	// which decides where a sandbox's OOM kills are counted.
+	cgroupV2 bool
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+// backendSeq tells apart the backends of one process in their image roots'
+// directory, so that one's Close never unmounts another's.
+var (
+	backendSeqMu sync.Mutex
+	backendSeq   int
+)
+
+// New returns a backend that takes its images from the Docker daemon cli
+// talks to.
+func New(cli *client.Client, opts Options) (*Backend, error) {
+	if opts.AgentPath == "" {
+		return nil, errors.New("crun backend: the agent path is required")
+	}
+	if _, err := os.Stat(opts.AgentPath); err != nil {
+		return nil, fmt.Errorf("crun backend: agent binary: %w (build it with `make build`)", err)
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = DefaultStateDir
+	}
+	bin := opts.Binary
+	if bin == "" {
+		bin = "crun"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("%w: crun backend: %s not found (%v): install it (`apt-get install crun`, or `make docker`, which does) or use the docker backend",
+			sandbox.ErrUnavailable, bin, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pid := os.Getpid()
+	owner := fmt.Sprintf("%d-%s", pid, sandbox.ProcessStart(pid))
+	backendSeqMu.Lock()
+	backendSeq++
+	seq := backendSeq
+	backendSeqMu.Unlock()
+	b := &Backend{cli: cli, opts: opts, crun: path, owner: owner, log: log}
+	b.roots = newImageRoots(filepath.Join(opts.StateDir, "rootfs", owner+"-"+strconv.Itoa(seq)))
+	_, err = os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	b.cgroupV2 = err == nil
+	return b, nil
+}
+
+// Binary is the crun executable the backend runs.
+func (b *Backend) Binary() string { return b.crun }
+
+// Client returns the Docker client the backend takes its images from.
+func (b *Backend) Client() *client.Client { return b.cli }
+
+func (b *Backend) bundlesDir() string { return filepath.Join(b.opts.StateDir, "bundles") }
+func (b *Backend) crunRoot() string   { return filepath.Join(b.opts.StateDir, "crun") }
+
+// Check reports whether sandboxes can run: crun is there, the server may
+// mount and make cgroups, and the image daemon answers with overlay2.
+func (b *Backend) Check(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: the crun backend needs root (it mounts the images' roots and makes each sandbox's cgroup); run the server as root or use the docker backend", sandbox.ErrUnavailable)
+	}
+	if err := docker.Ping(ctx, b.cli); err != nil {
+		return fmt.Errorf("%w: the crun backend takes its images from Docker: %w", sandbox.ErrUnavailable, err)
+	}
+	info, err := b.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return fmt.Errorf("%w: asking the Docker daemon for its storage driver: %v", sandbox.ErrUnavailable, err)
+	}
+	if d := info.Info.Driver; d != "overlay2" {
+		return fmt.Errorf("%w: the crun backend reads images from Docker's overlay2 storage, but the daemon uses %q; use the docker backend", sandbox.ErrUnavailable, d)
+	}
+	if err := b.prepare(); err != nil {
+		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// prepare makes the state directories and the shared /etc/hosts.
+func (b *Backend) prepare() error {
+	for _, dir := range []string{b.bundlesDir(), b.crunRoot()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("crun backend state directory: %w", err)
+		}
+	}
+	hosts := filepath.Join(b.opts.StateDir, "hosts")
+	if _, err := os.Stat(hosts); err != nil {
+		tmp := hosts + ".tmp" + strconv.Itoa(os.Getpid())
+		content := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil { //nolint:gosec // read by the sandboxes' user
+			return fmt.Errorf("crun backend hosts file: %w", err)
+		}
+		if err := os.Rename(tmp, hosts); err != nil {
+			return fmt.Errorf("crun backend hosts file: %w", err)
+		}
+	}
+	b.hosts = hosts
+	return nil
+}
+
+// CheckImage reports whether image is present in the Docker daemon and
+// stored where this backend can read it.
+func (b *Backend) CheckImage(ctx context.Context, image string) error {
+	_, err := b.inspect(ctx, image)
+	return err
+}
+
+// Close unmounts this backend's image roots; sandboxes still running keep
+// theirs (the unmount is lazy).
+func (b *Backend) Close() error {
+	return errors.Join(b.roots.close(), b.cli.Close())
+}
+
+// newID names a new sandbox after its owner and expiry, so that a sweep
+// can tell from the name alone whether it is left behind; the last part
+// is random and is also its host name.
+func (b *Backend) newID(life time.Duration) (id, hostname string) {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	hostname = hex.EncodeToString(r[:])
+	expires := time.Now().Add(life + expiryMargin).Unix()
+	return fmt.Sprintf("mcr-%s-%d-%s", b.owner, expires, hostname), hostname
+}
+
+// sandboxID is a sandbox's name taken apart.
+type sandboxID struct {
+	pid     int
+	start   string
+	expires time.Time
+}
+
+// parseID takes apart a name newID made; ok is false for any other.
+func parseID(id string) (s sandboxID, ok bool) {
+	parts := strings.Split(id, "-")
+	if len(parts) != 5 || parts[0] != "mcr" {
+		return s, false
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return s, false
+	}
+	exp, err := strconv.ParseInt(parts[3], 10, 64)
+	if err != nil {
+		return s, false
+	}
+	return sandboxID{pid: pid, start: parts[2], expires: time.Unix(exp, 0)}, true
+}
+
+// ownerAlive reports whether the process that made a sandbox still runs.
+func ownerAlive(pid int, start string) bool {
+	return start != "" && sandbox.ProcessStart(pid) == start
+}
+
+// Sweep removes the sandboxes, and the image roots, of servers that are
+// gone, and sandboxes past their expiry.
+func (b *Backend) Sweep(ctx context.Context) (int, error) {
+	removed, err := b.removeWhere(ctx, func(s sandboxID) bool {
+		return !ownerAlive(s.pid, s.start) || time.Now().After(s.expires)
+	})
+	sweepRoots(filepath.Join(b.opts.StateDir, "rootfs"), b.log)
+	return removed, err
+}
+
+// RemoveOwn removes every sandbox this server process made.
+func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
+	return b.removeWhere(ctx, func(s sandboxID) bool {
+		return fmt.Sprintf("%d-%s", s.pid, s.start) == b.owner
+	})
+}
+
+// removeWhere removes every sandbox in the bundles directory that match
+// selects.
+func (b *Backend) removeWhere(ctx context.Context, match func(sandboxID) bool) (int, error) {
+	entries, err := os.ReadDir(b.bundlesDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("listing crun sandboxes: %w", err)
+	}
+	removed := 0
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			return removed, ctx.Err()
+		}
+		s, ok := parseID(e.Name())
+		if !ok || !match(s) {
+			continue
+		}
+		b.destroy(e.Name())
+		removed++
+	}
+	return removed, nil
+}
+
+// destroy removes a sandbox's container (killing what still runs in it),
+// its cgroup and its bundle.
+func (b *Backend) destroy(id string) {
+	for attempt := range 3 {
+		out, err := exec.Command(b.crun, "--root", b.crunRoot(), "delete", "--force", id).CombinedOutput() //nolint:gosec // our own binary and sandbox name
+		if err == nil || strings.Contains(string(out), "does not exist") || strings.Contains(string(out), "No such file") {
+			break
+		}
+		b.log.Warn("removing crun sandbox", "id", id, "attempt", attempt+1, "err", err, "output", strings.TrimSpace(string(out)))
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = os.RemoveAll(filepath.Join(b.bundlesDir(), id))
+}
+
+// inspect returns image's root for sandboxes, mounting it when this
+// backend has not yet.
+func (b *Backend) inspect(ctx context.Context, image string) (*imageRoot, error) {
+	img, err := b.cli.ImageInspect(ctx, image)
+	switch {
+	case err == nil:
+	case cerrdefs.IsNotFound(err):
+		return nil, fmt.Errorf("%w: image %s is not present", sandbox.ErrImageMissing, image)
+	case client.IsErrConnectionFailed(err):
+		return nil, fmt.Errorf("%w: inspecting image %s: %v", sandbox.ErrUnavailable, image, err)
+	default:
+		return nil, fmt.Errorf("inspecting image %s: %w", image, err)
+	}
+	if img.GraphDriver == nil || img.GraphDriver.Name != "overlay2" {
+		return nil, fmt.Errorf("%w: image %s is not stored by overlay2, which the crun backend reads; use the docker backend", sandbox.ErrUnavailable, image)
+	}
+	var env []string
+	if img.Config != nil {
+		env = img.Config.Env
+	}
+	return b.roots.get(img.ID, layersOf(img.GraphDriver.Data), env)
+}
+
+// layersOf lists an overlay2 image's layer directories, top first.
+func layersOf(data map[string]string) []string {
+	var layers []string
+	if up := data["UpperDir"]; up != "" {
+		layers = append(layers, up)
+	}
+	if low := data["LowerDir"]; low != "" {
+		layers = append(layers, strings.Split(low, ":")...)
+	}
+	return layers
+}

@@ -1,0 +1,304 @@
+//go:build !fast
+
+package crun_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// newBackend returns a crun backend on the local Docker daemon's images,
+// in a state directory of the test's own; without crun, root or Docker it
+// skips, or under CI=true fails.
+func newBackend(t *testing.T) (*crun.Backend, string) {
+	t.Helper()
+	cli := testutil.RequireDocker(t)
+	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
+	b, err := crun.New(cli, crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
+	if err == nil {
+		err = b.Check(context.Background())
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the crun backend is required under CI=true: %v", err)
+		}
+		t.Skipf("crun backend unavailable: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = b.Close()
+		_ = os.RemoveAll(state)
+	})
+	return b, state
+}
+
+func newEngine(t *testing.T, b sandbox.Backend, cfg *config.Config) *engine.Engine {
+	t.Helper()
+	c := config.Default()
+	if cfg != nil {
+		c = *cfg
+	}
+	reg := languages.Builtin()
+	e := engine.New(c, reg, b, nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = e.Close(ctx)
+	})
+	return e
+}
+
+// leftovers lists the containers crun still holds in state, and the
+// bundles left there.
+func leftovers(t *testing.T, b *crun.Backend, state string) []string {
+	t.Helper()
+	out, err := exec.Command(b.Binary(), "--root", filepath.Join(state, "crun"), "list", "--quiet").CombinedOutput()
+	if err != nil {
+		t.Fatalf("crun list: %v: %s", err, out)
+	}
+	left := strings.Fields(string(out))
+	entries, _ := os.ReadDir(filepath.Join(state, "bundles"))
+	for _, e := range entries {
+		left = append(left, "bundle "+e.Name())
+	}
+	return left
+}
+
+func requireNoLeftovers(t *testing.T, b *crun.Backend, state string) {
+	t.Helper()
+	var left []string
+	if !testutil.WaitFor(30*time.Second, func() bool {
+		left = leftovers(t, b, state)
+		return len(left) == 0
+	}) {
+		t.Errorf("left behind after the runs: %v", left)
+	}
+}
+
+// hardeningProbe prints what a sandbox's program can see of its
+// confinement, one fact a line, in terms that hold on every backend.
+const hardeningProbe = `
+echo "user $(id -u):$(id -g) groups $(id -G)"
+grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\t ' ' '
+echo "interfaces: $(ls /sys/class/net | tr '\n' ' ')"
+echo "ulimits: nofile $(ulimit -n) fsize $(ulimit -f) core $(ulimit -c)"
+for d in / /usr /etc /opt/mcp-code-runner /tmp /workspace /dev/shm /proc/sys /sys; do
+  if touch "$d/.probe" 2>/dev/null; then rm -f "$d/.probe"; echo "$d writable"; else echo "$d read-only"; fi
+done
+echo "/etc/hosts writable: $(test -w /etc/hosts && echo yes || echo no)"
+echo "sizes: tmp $(df -k --output=size /tmp | tail -1 | tr -d ' ') workspace $(df -k --output=size /workspace | tail -1 | tr -d ' ') shm $(df -k --output=size /dev/shm | tail -1 | tr -d ' ')"
+echo "inodes: tmp $(df -i --output=itotal /tmp | tail -1 | tr -d ' ') workspace $(df -i --output=itotal /workspace | tail -1 | tr -d ' ')"
+printf '#!/bin/sh\necho ran\n' > /workspace/x.sh; chmod +x /workspace/x.sh; echo "exec in workspace: $(/workspace/x.sh 2>&1)"
+cp /workspace/x.sh /dev/shm/x.sh; echo "exec in /dev/shm: $(/dev/shm/x.sh >/dev/null 2>&1 && echo ran || echo refused)"
+echo "memory limit: $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max)"
+echo "pids limit: $(cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max)"
+echo "cpu quota: $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cut -d' ' -f1 /sys/fs/cgroup/cpu.max)"
+echo "kcore bytes: $(wc -c < /proc/kcore 2>/dev/null || echo unreadable)"
+echo "unshare: $(unshare -U true 2>/dev/null && echo allowed || echo refused)"
+echo "mount: $(mount -t tmpfs none /tmp 2>/dev/null && echo allowed || echo refused)"
+echo "/etc/hosts names only loopback: $(grep -v '^#' /etc/hosts | awk 'NF && $1 != "127.0.0.1" && $1 != "::1"' | wc -l | sed 's/^0$/yes/')"
+echo "hostname length: $(hostname | wc -c)"
+echo "pid 1: $(tr '\0' ' ' < /proc/1/cmdline)"
+echo "devices: $(ls /dev | sort | tr '\n' ' ')"
+echo "env: $(env | cut -d= -f1 | grep -v '^_$' | sort | tr '\n' ' ')"
+`
+
+// TestACrunSandboxIsConfinedAsADockerSandboxIs runs the same probe in a
+// sandbox of each backend and asks for the same answers: the user, the
+// capabilities, seccomp, no-new-privileges, the network, the limits, what
+// is writable and executable, the masked kernel files.
+func TestACrunSandboxIsConfinedAsADockerSandboxIs(t *testing.T) {
+	b, state := newBackend(t)
+	db := testutil.Backend(t)
+	testutil.RequireImage(t, db, languages.Builtin(), "bash")
+	ctx := context.Background()
+	probe := func(on sandbox.Backend) []string {
+		r, err := newEngine(t, on, nil).Run(ctx, engine.Request{Language: "bash", Code: hardeningProbe}, engine.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != engine.StatusOK {
+			t.Fatalf("probe on %T: %s: %s %s", on, r.Status, r.Stdout, r.Stderr)
+		}
+		return strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	}
+	want := probe(db)
+	// The first crun sandbox compiles its seccomp filter; the second
+	// loads the compiled one. Both must confine alike.
+	for _, which := range []string{"first", "second"} {
+		got := probe(b)
+		if len(want) != len(got) {
+			t.Fatalf("the probe printed %d lines on docker, %d on crun (%s sandbox):\ndocker:\n%s\ncrun:\n%s", len(want), len(got), which, strings.Join(want, "\n"), strings.Join(got, "\n"))
+		}
+		for i := range want {
+			if want[i] != got[i] {
+				t.Errorf("%s crun sandbox:\ndocker: %s\ncrun:   %s", which, want[i], got[i])
+			}
+		}
+	}
+	t.Logf("the same on both:\n%s", strings.Join(want, "\n"))
+	requireNoLeftovers(t, b, state)
+}
+
+// TestCrunServesColdRunsWarmPoolsAndSessions runs hello worlds on the cold
+// path, from warm pools (whose interpreters start before the job) and in
+// a session that keeps its state between calls.
+func TestCrunServesColdRunsWarmPoolsAndSessions(t *testing.T) {
+	b, state := newBackend(t)
+	reg := languages.Builtin()
+	for _, lang := range []string{"bash", "python", "javascript"} {
+		testutil.RequireImage(t, testutil.Backend(t), reg, lang)
+	}
+	cfg := config.Default()
+	cfg.Pool.Size, cfg.Pool.Sizes = 0, []string{"python=1", "javascript=1"}
+	e := newEngine(t, b, &cfg)
+	e.StartPool()
+	ctx := context.Background()
+	tests := []struct {
+		name, lang, code, want string
+	}{
+		{"cold bash", "bash", "echo hello from $0", "hello from"},
+		{"warm python", "python", "import sys; print('hello', sys.argv[0])", "hello"},
+		{"warm python again", "python", "print(6*7)", "42"},
+		{"warm javascript", "javascript", "console.log('hello', typeof require)", "hello function"},
+		{"warm javascript again", "javascript", "console.log(6*7)", "42"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := e.Run(ctx, engine.Request{Language: tt.lang, Code: tt.code}, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != engine.StatusOK || !strings.Contains(r.Stdout, tt.want) {
+				t.Errorf("status %s, stdout %q, stderr %q; want %q", r.Status, r.Stdout, r.Stderr, tt.want)
+			}
+		})
+	}
+	l, _ := reg.Lookup("python")
+	sb, err := e.NewSession(ctx, l, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range []struct{ code, want string }{{"x = 41", ""}, {"x + 1", "42"}} {
+		r, err := e.RunInSession(ctx, sb, engine.Request{Language: "python", Code: step.code}, engine.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != engine.StatusOK || r.Value != step.want {
+			t.Errorf("session step %d: status %s, value %q, stderr %q; want %q", i, r.Status, r.Value, r.Stderr, step.want)
+		}
+	}
+	sb.Close()
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := e.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	requireNoLeftovers(t, b, state)
+}
+
+// TestCrunEnforcesTheLimits runs what each limit is for: a memory bomb is
+// OOM-killed, a fork bomb stops at the pids limit, a run past its time is
+// killed with its output kept, a disk flood gets ENOSPC; and nothing stays.
+func TestCrunEnforcesTheLimits(t *testing.T) {
+	b, state := newBackend(t)
+	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "python")
+	e := newEngine(t, b, nil)
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		req   engine.Request
+		check func(r *engine.Result) string
+	}{
+		{"a memory bomb is OOM-killed", engine.Request{Language: "python", Code: "x = []\nwhile True: x.append(bytearray(16 << 20))"},
+			func(r *engine.Result) string {
+				if !r.Stage.OOMKilled {
+					return "not reported as OOM-killed"
+				}
+				return ""
+			}},
+		{"a fork bomb stops at the pids limit", engine.Request{Language: "python", TimeoutSeconds: 30,
+			Code: "import os, time\nn = 0\ntry:\n    while n < 5000:\n        if os.fork() == 0:\n            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError as e:\n    print('stopped at', n, e.strerror)"},
+			func(r *engine.Result) string {
+				var n int
+				if _, err := fmt.Sscanf(r.Stdout, "stopped at %d", &n); err != nil || n >= 5000 || !strings.Contains(r.Stdout, "Resource temporarily unavailable") {
+					return fmt.Sprintf("not bounded: %q", r.Stdout)
+				}
+				return ""
+			}},
+		{"a run past its time is killed, its output kept", engine.Request{Language: "bash", TimeoutSeconds: 2, Code: "echo before; sleep 60; echo after"},
+			func(r *engine.Result) string {
+				if !r.Stage.TimedOut || !strings.Contains(r.Stdout, "before") || strings.Contains(r.Stdout, "after") {
+					return fmt.Sprintf("timed out %v, stdout %q", r.Stage.TimedOut, r.Stdout)
+				}
+				return ""
+			}},
+		{"a disk flood gets ENOSPC (files under the size limit, past the workspace's)", engine.Request{Language: "bash", Code: "for i in $(seq 20); do dd if=/dev/zero of=/workspace/f$i bs=1M count=16; done 2>&1 | grep -o 'No space left on device' | head -1"},
+			func(r *engine.Result) string {
+				if !strings.Contains(r.Stdout, "No space left") {
+					return fmt.Sprintf("not bounded: %q", r.Stdout)
+				}
+				return ""
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := e.Run(ctx, tt.req, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tt.check(r); msg != "" {
+				t.Errorf("%s (status %s, stderr %q)", msg, r.Status, r.Stderr)
+			}
+		})
+	}
+	requireNoLeftovers(t, b, state)
+}
+
+// TestCrunRefusesWhatItCannotDo gives a clear error, and leaves nothing,
+// for a missing image and for network access.
+func TestCrunRefusesWhatItCannotDo(t *testing.T) {
+	b, state := newBackend(t)
+	ctx := context.Background()
+	tmpl := sandbox.Template{Image: "mcp-code-runner/no-such-image:0", MaxLife: time.Minute,
+		Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 64, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}}
+	if _, err := b.Create(ctx, tmpl); !errors.Is(err, sandbox.ErrImageMissing) {
+		t.Errorf("a missing image: %v, want ErrImageMissing", err)
+	}
+	if err := b.CheckImage(ctx, tmpl.Image); !errors.Is(err, sandbox.ErrImageMissing) {
+		t.Errorf("CheckImage of a missing image: %v, want ErrImageMissing", err)
+	}
+	tmpl.Image = languages.Builtin().ImageOf(mustLookup(t, "bash")).Tag
+	tmpl.Egress = noEgress{}
+	if _, err := b.Create(ctx, tmpl); !errors.Is(err, sandbox.ErrUnsupported) || !strings.Contains(err.Error(), "docker backend") {
+		t.Errorf("network access: %v, want ErrUnsupported naming the docker backend", err)
+	}
+	requireNoLeftovers(t, b, state)
+}
+
+type noEgress struct{}
+
+func (noEgress) Serve(ln net.Listener) error { return ln.Close() }
+
+func mustLookup(t *testing.T, name string) languages.Language {
+	t.Helper()
+	l, ok := languages.Builtin().Lookup(name)
+	if !ok {
+		t.Fatalf("no language %s", name)
+	}
+	return l
+}

@@ -1,0 +1,181 @@
+package crun
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+)
+
+// AgentDir is where every sandbox sees the agent, as on the Docker backend.
+const AgentDir = "/opt/mcp-code-runner"
+
+// AgentPath is the agent binary inside a sandbox.
+const AgentPath = AgentDir + "/agent"
+
+// tmpfsInodes is the most files and directories each tmpfs may hold, as on
+// the Docker backend: a flood of empty files gets ENOSPC instead of
+// spending the memory limit on inodes.
+const tmpfsInodes = 65536
+
+// shmMB is the size of /dev/shm, Docker's --shm-size of the other backend.
+const shmMB = 16
+
+// ociVersion is the runtime specification the configuration follows:
+// Debian's crun 1.8 takes 1.0 configurations only (it refuses "1.2.1"),
+// and nothing here needs a later one.
+const ociVersion = "1.0.2"
+
+// cgroupParent is the cgroup under which every sandbox gets its own.
+const cgroupParent = "/mcp-code-runner"
+
+// maskedPaths and readonlyPaths are Docker's defaults (moby's oci
+// package): kernel files a container must not read or write.
+var (
+	maskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+		"/sys/devices/virtual/powercap",
+	}
+	readonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// sandboxSpec is what a sandbox's OCI configuration is made from beside
+// its template.
+type sandboxSpec struct {
+	// ID names the container; Hostname is the sandbox's host name.
+	ID, Hostname string
+	// Rootfs is the image's root, shown read-only.
+	Rootfs string
+	// ImageEnv is the image's environment, which the template's overrides.
+	ImageEnv []string
+	// Agent is the agent binary on the host, bind-mounted read-only.
+	Agent string
+	// Hosts is the /etc/hosts file every sandbox sees (localhost only).
+	Hosts string
+}
+
+// Spec returns the hardened OCI configuration of a sandbox for t: the
+// controls of the Docker backend's ContainerConfig, the same ones, set in
+// the runtime's own terms. Every namespace is new (the network one holds
+// only loopback); no capability, no new privileges, Docker's default
+// seccomp profile, a read-only root, the limits in the sandbox's own
+// cgroup. It is exported so tests can assert every control.
+func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
+	r := t.Resources
+	memory := int64(r.MemoryMB) << 20
+	pids := int64(r.PidsLimit)
+	const period = 100000
+	quota := int64(r.CPUs * period)
+	noSuidDev := []string{"nosuid", "nodev"}
+	tmpfs := func(dst string, sizeMB int, extra ...string) specs.Mount {
+		opts := append(append([]string{}, noSuidDev...), fmt.Sprintf("size=%dm", sizeMB), fmt.Sprintf("nr_inodes=%d", tmpfsInodes))
+		return specs.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs", Options: append(opts, extra...)}
+	}
+	mounts := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%dm", shmMB)}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
+		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
+		tmpfs("/tmp", r.TmpMB, "mode=1777"),
+		tmpfs(wire.WorkspacePath, r.WorkspaceMB, "exec", fmt.Sprintf("uid=%d", wire.SandboxUID), fmt.Sprintf("gid=%d", wire.SandboxGID), "mode=0755"),
+		{Destination: AgentPath, Type: "bind", Source: s.Agent, Options: []string{"rbind", "ro", "nosuid", "nodev"}},
+		{Destination: "/etc/hosts", Type: "bind", Source: s.Hosts, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}},
+	}
+	for _, m := range t.Mounts {
+		opts := []string{"bind", "nosuid", "nodev"}
+		if !m.Writable {
+			opts = append(opts, "ro")
+		}
+		mounts = append(mounts, specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: opts})
+	}
+	umask := uint32(0o022)
+	spec := &specs.Spec{
+		Version:  ociVersion,
+		Hostname: s.Hostname,
+		Root:     &specs.Root{Path: s.Rootfs, Readonly: true},
+		Process: &specs.Process{
+			// No separate init: the agent is PID 1, as on the Docker backend
+			// (it reaps orphans; see agent.BecomeInit).
+			Args:            []string{AgentPath, "agent"},
+			Env:             mergeEnv(s.ImageEnv, append(sandbox.AgentEnv(t), "HOSTNAME="+s.Hostname)),
+			Cwd:             wire.WorkspacePath,
+			User:            specs.User{UID: wire.SandboxUID, GID: wire.SandboxGID, Umask: &umask},
+			NoNewPrivileges: true,
+			// Every set empty: the sandbox's processes have no capability.
+			Capabilities: &specs.LinuxCapabilities{},
+			Rlimits: []specs.POSIXRlimit{
+				// The agent applies nofile and fsize itself (wire.Limits); set
+				// here too, they bind it from its first instruction.
+				{Type: "RLIMIT_NOFILE", Hard: uint64(r.NoFile), Soft: uint64(r.NoFile)},
+				{Type: "RLIMIT_FSIZE", Hard: uint64(r.FileSizeMB) << 20, Soft: uint64(r.FileSizeMB) << 20},
+				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+			},
+		},
+		Mounts: mounts,
+		Linux: &specs.Linux{
+			Namespaces: []specs.LinuxNamespace{
+				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
+				{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}, {Type: specs.CgroupNamespace},
+			},
+			CgroupsPath: cgroupParent + "/" + s.ID,
+			Resources: &specs.LinuxResources{
+				Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}},
+				Memory:  &specs.LinuxMemory{Limit: &memory, Swap: &memory},
+				CPU:     &specs.LinuxCPU{Quota: &quota, Period: ptr(uint64(period))},
+				Pids:    &specs.LinuxPids{Limit: pids},
+			},
+			MaskedPaths:   maskedPaths,
+			ReadonlyPaths: readonlyPaths,
+		},
+	}
+	sc, err := seccomp.GetDefaultProfile(spec)
+	if err != nil {
+		return nil, fmt.Errorf("the seccomp profile (Docker's default): %w", err)
+	}
+	spec.Linux.Seccomp = sc
+	return spec, nil
+}
+
+// mergeEnv is base with every entry of over set (over wins for a name), in
+// base's order and then over's new names, as Docker merges an image's
+// environment with a container's.
+func mergeEnv(base, over []string) []string {
+	name := func(kv string) string {
+		if i := strings.IndexByte(kv, '='); i >= 0 {
+			return kv[:i]
+		}
+		return kv
+	}
+	overs := make(map[string]string, len(over))
+	for _, kv := range over {
+		overs[name(kv)] = kv
+	}
+	out := make([]string, 0, len(base)+len(over))
+	seen := make(map[string]bool, len(base))
+	for _, kv := range base {
+		n := name(kv)
+		seen[n] = true
+		if o, ok := overs[n]; ok {
+			out = append(out, o)
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, kv := range over {
+		if n := name(kv); !seen[n] {
+			seen[n] = true
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
