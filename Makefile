@@ -99,11 +99,13 @@ test-fast:
 # hostile battery then runs again under runc, whole, and the language matrix
 # for one language of each image (what a runtime changes is the container,
 # which every language of an image shares), so that both runtimes are proven
-# on every change without running 42 languages twice.
+# on every change without running 42 languages twice. The battery runs a
+# third time on the crun backend, which starts the containers itself.
 RUNC_MATRIX_LANGUAGES = bash|python|javascript|ruby|go|c|java|csharp|r|haskell|octave
 test-go: build
 	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -p 1 -count=1 -timeout 45m ./...
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m ./internal/containment/
+	MCR_TEST_BACKEND=crun go test -count=1 -timeout 30m ./internal/containment/
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m -run 'TestLanguagesAgainstDocker/^($(RUNC_MATRIX_LANGUAGES))$$' ./internal/engine/
 
 test-e2e: build
@@ -157,7 +159,7 @@ bench-k8s: build
 	$(K8S_KUBECTL) get namespace $(K8S_BENCH_NS) >/dev/null 2>&1 || $(K8S_KUBECTL) create namespace $(K8S_BENCH_NS)
 	$(K8S_KUBECTL) label --overwrite namespace $(K8S_BENCH_NS) pod-security.kubernetes.io/enforce=restricted >/dev/null
 	$(K8S_KUBECTL) -n $(K8S_BENCH_NS) get serviceaccount default >/dev/null 2>&1 || $(K8S_KUBECTL) -n $(K8S_BENCH_NS) create serviceaccount default
-	$(BIN) bench --log-level error --backends docker,kubernetes --languages python,bash --runs 50 --cold-runs 20 --cpus 0.25 --bench-pool-size 1 \
+	$(BIN) bench --log-level error --backends docker,kubernetes --languages python,bash --runs 50 --cold-runs 20 --cpus 0.25 --bench-pool-size 1 --churn-for 0 --load-for 0 \
 	  --kubernetes-kubeconfig $(K8S_STATE)/admin.kubeconfig --kubernetes-namespace $(K8S_BENCH_NS) \
 	  --kubernetes-agent-image $$(cat $(K8S_STATE)/agent-image) --kubernetes-image-pull-policy Never
 
@@ -182,8 +184,11 @@ lint:
 	bash scripts/lint.sh
 
 # Cold vs warm vs bare-process latency, churn ceiling, sustained load, memory.
+# The full bench on the Docker backend, then the Docker and crun backends
+# side by side (latency, churn, cold runs and the sustained load).
 bench: images
 	$(BIN) bench --log-level error
+	$(BIN) bench --log-level error --backends docker,crun --languages python,javascript --runs 50 --cold-runs 20
 
 clean:
 	rm -rf bin

@@ -40,6 +40,7 @@ on a shared machine, compare ratios across runs.`,
   mcp-code-runner bench --compare before.json
   mcp-code-runner bench --runtimes runc,crun
   mcp-code-runner bench --agent-deliveries bind,volume --churn-for 0 --load-for 0
+  mcp-code-runner bench --backends docker,crun --languages python
   mcp-code-runner bench --backends docker,kubernetes --kubernetes-kubeconfig ~/.kube/config \
     --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`,
 		Args: cobra.NoArgs,
@@ -97,7 +98,7 @@ on a shared machine, compare ratios across runs.`,
 	f.StringVar(&o.JSONOut, "json", "", "also write the latency rows and the breakdown to this file as JSON (for --compare later)")
 	f.StringVar(&o.Compare, "compare", "", "a file an earlier run wrote with --json: print this run's p50 and p99 against it, as ratios")
 	f.IntVar(&o.Burst, "burst", 50, "concurrent runs in each of the two bursts against a growing pool (0 skips them)")
-	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (docker,kubernetes: cold and warm, --runs and --cold-runs each)")
+	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (docker,crun,kubernetes: cold and warm, --runs and --cold-runs each; then each backend's sandbox churn, cold runs of --load-language and the sustained load, unless --churn-for and --load-for are 0)")
 	f.StringVar(&runtimes, "runtimes", "", "compare OCI runtimes side by side instead (runc,crun: churn ceiling, --cold-runs cold runs and the sustained load of --load-language under each)")
 	f.StringVar(&deliveries, "agent-deliveries", "", "compare agent deliveries side by side instead (bind,volume: like --runtimes, under the configured runtime)")
 	f.StringVar(&vary, "vary", "", "compare values of one setting side by side instead (SETTING=V1,V2: run_code through MCP, cold and warm, like --backends, on the Docker backend; for example pool.release_grace_ms=0,30)")

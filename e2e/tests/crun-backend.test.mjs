@@ -17,7 +17,7 @@ const STATE = '/run/mcp-code-runner-crun';
 
 /** Containers crun holds for servers, and bundles and image roots left. */
 async function crunLeftovers() {
-    const { stdout } = await execFileP('crun', ['--root', `${STATE}/crun`, 'list', '--quiet']).catch(() => ({ stdout: '' }));
+    const { stdout } = await execFileP('crun', ['--root', `${STATE}/crun`, 'list', '--quiet']).catch((e) => ({ stdout: `(crun list failed: ${e.message.split('\n')[0]})` }));
     const left = stdout.split('\n').filter((l) => l.trim());
     for (const dir of ['bundles', 'rootfs']) {
         const entries = await readdir(`${STATE}/${dir}`).catch(() => []);

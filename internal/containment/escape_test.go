@@ -6,15 +6,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/moby/moby/client"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
@@ -109,7 +106,9 @@ if env | grep -qi docker; then echo "BREACH docker-env: $(env | grep -i docker)"
 # A /proc file masked with the null device is a mask, not a host mount
 # (runc binds the container's /dev/null there, crun the host's).
 masked() { [ -c "$1" ] && [ "$(stat -c %t:%T "$1")" = 1:3 ]; }
-hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | while read -r src mp rest; do masked "$mp" || echo "$src $mp $rest"; done; }
+# A cgroup hierarchy is the kernel's, whatever its source is named (crun
+# names it by its path on the host): the sandbox's own cgroup, read-only.
+hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | awk '$3 != "cgroup" && $3 != "cgroup2"' | while read -r src mp rest; do masked "$mp" || echo "$src $mp $rest"; done; }
 mounts=$(hostmounts | awk '{print $2}' | sort | tr '\n' ' ')
 case "$mounts" in
   "ETC /opt/mcp-code-runner/agent "|"ETC /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
@@ -120,8 +119,13 @@ if [ -n "$rw" ]; then echo "BREACH host-mounts-ro: writable: $rw"; else echo "ok
 if [ -n "$(ls -A /run/mcp-code-runner 2>/dev/null)" ]; then echo "BREACH agent-socket: $(ls -lA /run/mcp-code-runner)"; else echo "ok agent-socket: gone once the agent connected"; fi`
 	// Podman bind-mounts /etc/hosts (read-only, loopback names only) into
 	// every container, with or without a network; Docker does not.
+	// The crun backend mounts its own /etc/hosts (read-only, loopback
+	// names only) beside the sandbox's /etc/hostname.
 	etc := "/etc/hostname"
-	if podman(t, h) {
+	switch {
+	case onCrun():
+		etc = "/etc/hostname /etc/hosts"
+	case podman(t, h):
 		etc = "/etc/hostname /etc/hosts"
 	}
 	code = strings.ReplaceAll(code, `"ETC /opt`, `"`+etc+` /opt`)
@@ -155,26 +159,25 @@ sleep 0.5`
 			// What the sandbox was given, seen from the host: the
 			// container's configuration and its first process's
 			// environment.
-			id, pid, err := sandboxOnHost(h.b.Client())
+			id, pid, err := sandboxOnHost(h.view)
 			if err != nil {
 				hostErr = err
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			ins, err := h.b.Client().ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+			config, err := h.view.config(ctx, id)
 			if err != nil {
 				hostErr = err
 				return
 			}
-			b, _ := json.Marshal(ins.Container)
 			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 			if err != nil && os.Geteuid() == 0 {
 				hostErr = err
 			}
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			agentPid1 = strings.HasPrefix(string(cmdline), "/opt/mcp-code-runner/agent\x00")
-			hostView = string(b) + "\n" + strings.ReplaceAll(string(environ), "\x00", "\n")
+			hostView = config + "\n" + strings.ReplaceAll(string(environ), "\x00", "\n")
 		})})
 	if strings.Count(r.Stdout, "VISIBLE_FROM_REQUEST=yes") < 2 {
 		t.Fatalf("the probe did not read the environments (env and the program's own /proc/PID/environ): %q", r.Stdout)

@@ -51,9 +51,12 @@ const heapBudget = 100 << 20
 // harness is an engine on the real Docker daemon with the checks every
 // hostile run shares.
 type harness struct {
-	t    *testing.T
-	e    *engine.Engine
+	t *testing.T
+	e *engine.Engine
+	// b is the Docker backend, which holds the images whichever backend
+	// runs the sandboxes; view sees those sandboxes from the host.
 	b    *docker.Backend
+	view hostView
 	cfg  config.Config
 	lang string // the language of the follow-up hello world
 }
@@ -82,12 +85,12 @@ func setup(t *testing.T, lang string, pooled bool, opts ...harnessOption) *harne
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e, b := testutil.Engine(t, &cfg)
+	e, b, view := engineOn(t, &cfg)
 	testutil.RequireImage(t, b, e.Registry(), lang)
 	if lang != "bash" {
 		testutil.RequireImage(t, b, e.Registry(), "bash")
 	}
-	h := &harness{t: t, e: e, b: b, cfg: cfg, lang: lang}
+	h := &harness{t: t, e: e, b: b, view: view, cfg: cfg, lang: lang}
 	if pooled {
 		e.StartPool()
 	}
@@ -105,7 +108,7 @@ func setup(t *testing.T, lang string, pooled bool, opts ...harnessOption) *harne
 				t.Errorf("closing the pool: %v", err)
 			}
 		}
-		checkNoLeftovers(t, b.Client())
+		view.checkNoLeftovers(t)
 	})
 	return h
 }
@@ -485,38 +488,6 @@ func fmtSscanf(s, format string, args ...any) (int, error) {
 // errNoHostView says that the sandbox's processes are not visible from the
 // test process (the daemon runs in another PID namespace or a VM).
 var errNoHostView = errors.New("the sandbox's processes are not visible from here")
-
-// sandboxOnHost returns the ID of the one container this test process has
-// running and the host PID of its first process, the agent (PID 1 inside).
-// The tests run in the Docker host's PID namespace, so that process is
-// visible in the host's /proc. It returns an error, not a failure, so that
-// it may run on a stream callback's goroutine.
-func sandboxOnHost(cli *client.Client) (string, int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := docker.ListContainers(ctx, cli, client.ContainerListOptions{
-		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
-	})
-	if err != nil {
-		return "", 0, fmt.Errorf("listing containers: %w", err)
-	}
-	if len(list.Items) != 1 {
-		return "", 0, fmt.Errorf("want exactly one running container of this process, found %d", len(list.Items))
-	}
-	id := list.Items[0].ID
-	ins, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-	if err != nil {
-		return "", 0, fmt.Errorf("inspecting %.12s: %w", id, err)
-	}
-	if ins.Container.State == nil || ins.Container.State.Pid <= 0 {
-		return "", 0, fmt.Errorf("container %.12s has no running first process", id)
-	}
-	pid := ins.Container.State.Pid
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-		return "", 0, fmt.Errorf("%w: process %d: %v", errNoHostView, pid, err)
-	}
-	return id, pid, nil
-}
 
 // agentChannel opens, from the host, the channel the agent at pid sends its
 // frames on, as a subverted agent could write anything there: its socket

@@ -40,12 +40,12 @@ func TestHugeCodeIsRejected(t *testing.T) {
 		t.Errorf("rejection took %s", took)
 	}
 	mid := time.Now()
-	if n := containersCreated(t, h.b, since, mid); n != 0 {
+	if n := h.view.created(t, since, mid); n != 0 {
 		t.Errorf("%d container(s) created for rejected input", n)
 	}
 	// The same event query sees the container of a real run (the probe works).
 	h.run(engine.Request{Code: "print('small')", TimeoutSeconds: 10}, 30*time.Second)
-	if n := containersCreated(t, h.b, mid, time.Now()); n != 1 {
+	if n := h.view.created(t, mid, time.Now()); n != 1 {
 		t.Errorf("the event probe counted %d containers for one run, want 1", n)
 	}
 }

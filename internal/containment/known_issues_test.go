@@ -77,7 +77,7 @@ echo DONE`
 		injected := make(chan error, 1)
 		var wrote int64
 		inject := func() {
-			_, pid, err := sandboxOnHost(h.b.Client())
+			_, pid, err := sandboxOnHost(h.view)
 			if err != nil {
 				injected <- err
 				return
@@ -245,9 +245,9 @@ func TestPoolCloseRemovesEverySandbox(t *testing.T) {
 	cfg := config.Default()
 	cfg.Pool.Size = 0
 	cfg.Pool.Sizes = []string{"bash=2"}
-	e, b := testutil.Engine(t, &cfg)
+	e, b, view := engineOn(t, &cfg)
 	testutil.RequireImage(t, b, e.Registry(), "bash")
-	t.Cleanup(func() { checkNoLeftovers(t, b.Client()) })
+	t.Cleanup(func() { view.checkNoLeftovers(t) })
 	for range 3 {
 		e.StartPool()
 		waitPoolFull(t, e)

@@ -14,11 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
 	"golang.org/x/sys/unix"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 )
@@ -574,7 +572,7 @@ sleep 300`
 		stopped := false
 		r := h.runWith(engine.Request{Code: "echo running; sleep 300", TimeoutSeconds: 1}, 40*time.Second,
 			engine.RunOptions{OnChunk: onLine("running", func() {
-				_, pid, err := sandboxOnHost(h.b.Client())
+				_, pid, err := sandboxOnHost(h.view)
 				if err == nil {
 					err = syscall.Kill(pid, syscall.SIGSTOP)
 				}
@@ -721,7 +719,6 @@ type pidsWatch struct {
 func watchPids(t *testing.T, h *harness) *pidsWatch {
 	t.Helper()
 	w := &pidsWatch{stopc: make(chan struct{}), done: make(chan struct{})}
-	cli := h.b.Client()
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -733,19 +730,13 @@ func watchPids(t *testing.T, h *harness) *pidsWatch {
 			case <-tick.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			list, err := docker.ListContainers(ctx, cli, client.ContainerListOptions{
-				Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
-			})
+			ids, err := h.view.running(ctx)
 			cancel()
 			if err != nil {
 				continue
 			}
-			for _, c := range list.Items {
-				for _, dir := range []string{
-					"/sys/fs/cgroup/pids/docker/" + c.ID,
-					"/sys/fs/cgroup/docker/" + c.ID,
-					"/sys/fs/cgroup/system.slice/docker-" + c.ID + ".scope",
-				} {
+			for _, id := range ids {
+				for _, dir := range h.view.cgroupDirs(id) {
 					cur, err1 := readInt(dir + "/pids.current")
 					lim, err2 := readInt(dir + "/pids.max")
 					if err1 != nil || err2 != nil {

@@ -38,7 +38,10 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		return nil, err
 	}
 	id, hostname := b.newID(t.MaxLife)
-	spec, err := Spec(t, sandboxSpec{ID: id, Hostname: hostname, Rootfs: root.dir, ImageEnv: root.env, Agent: b.opts.AgentPath, Hosts: b.hosts})
+	bundle := filepath.Join(b.bundlesDir(), id)
+	hostnameFile := filepath.Join(bundle, "hostname")
+	spec, err := Spec(t, sandboxSpec{ID: id, Hostname: hostname, Rootfs: root.dir, ImageEnv: root.env, Agent: b.opts.AgentPath,
+		Hosts: b.hosts, HostnameFile: hostnameFile})
 	if err != nil {
 		return nil, err
 	}
@@ -46,11 +49,15 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if compiled != "" {
 		spec.Annotations = map[string]string{seccompBPFAnnotation: compiled}
 	}
-	bundle := filepath.Join(b.bundlesDir(), id)
-	if err := os.Mkdir(bundle, 0o700); err != nil {
+	// The bundle is 0711: the sandbox's user reaches its hostname file
+	// through it, and lists nothing.
+	if err := os.Mkdir(bundle, 0o711); err != nil { //nolint:gosec // see above
 		return nil, fmt.Errorf("crun sandbox bundle: %w", err)
 	}
 	data, err := json.Marshal(spec)
+	if err == nil {
+		err = os.WriteFile(hostnameFile, []byte(hostname+"\n"), 0o644) //nolint:gosec // the sandbox reads it
+	}
 	if err == nil {
 		err = os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600)
 	}
@@ -105,6 +112,10 @@ func (b *Backend) keepSeccomp(id string) {
 	}
 }
 
+// startTimeout bounds one `crun run --detach`, which takes tens of
+// milliseconds.
+const startTimeout = 2 * time.Minute
+
 // start runs the container of bundle detached, its standard streams pipes
 // to this process, and returns its link.
 func (b *Backend) start(id, bundle string) (*link, error) {
@@ -137,7 +148,12 @@ func (b *Backend) start(id, bundle string) (*link, error) {
 	}
 	pidFile := filepath.Join(bundle, "pid")
 	logFile := filepath.Join(bundle, "crun.log")
-	cmd := exec.Command(b.crun, "--root", b.crunRoot(), "--log", logFile, //nolint:gosec // our own binary, bundle and sandbox name
+	// Not the caller's context: crun cut short could leave a container
+	// half made. A crun that hangs is killed, and the caller removes what
+	// it made.
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.crun, "--root", b.crunRoot(), "--log", logFile, //nolint:gosec // our own binary, bundle and sandbox name
 		"run", "--detach", "--bundle", bundle, "--pid-file", pidFile, id)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// The container's processes get a session of their own: a signal to

@@ -64,11 +64,13 @@ func newEngine(t *testing.T, b sandbox.Backend, cfg *config.Config) *engine.Engi
 
 // leftovers lists the containers crun still holds in state, and the
 // bundles left there.
+// A listing can fail while crun removes a container (its state goes as it
+// is read): that counts as something left, and the caller asks again.
 func leftovers(t *testing.T, b *crun.Backend, state string) []string {
 	t.Helper()
 	out, err := exec.Command(b.Binary(), "--root", filepath.Join(state, "crun"), "list", "--quiet").CombinedOutput()
 	if err != nil {
-		t.Fatalf("crun list: %v: %s", err, out)
+		return []string{fmt.Sprintf("(crun list: %v: %s)", err, out)}
 	}
 	left := strings.Fields(string(out))
 	entries, _ := os.ReadDir(filepath.Join(state, "bundles"))
@@ -96,7 +98,7 @@ echo "user $(id -u):$(id -g) groups $(id -G)"
 grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\t ' ' '
 echo "interfaces: $(ls /sys/class/net | tr '\n' ' ')"
 echo "ulimits: nofile $(ulimit -n) fsize $(ulimit -f) core $(ulimit -c)"
-for d in / /usr /etc /opt/mcp-code-runner /tmp /workspace /dev/shm /proc/sys /sys; do
+for d in / /usr /etc /opt/mcp-code-runner /tmp /workspace /dev/shm /proc/sys /sys /sys/fs/cgroup; do
   if touch "$d/.probe" 2>/dev/null; then rm -f "$d/.probe"; echo "$d writable"; else echo "$d read-only"; fi
 done
 echo "/etc/hosts writable: $(test -w /etc/hosts && echo yes || echo no)"
@@ -111,7 +113,7 @@ echo "kcore bytes: $(wc -c < /proc/kcore 2>/dev/null || echo unreadable)"
 echo "unshare: $(unshare -U true 2>/dev/null && echo allowed || echo refused)"
 echo "mount: $(mount -t tmpfs none /tmp 2>/dev/null && echo allowed || echo refused)"
 echo "/etc/hosts names only loopback: $(grep -v '^#' /etc/hosts | awk 'NF && $1 != "127.0.0.1" && $1 != "::1"' | wc -l | sed 's/^0$/yes/')"
-echo "hostname length: $(hostname | wc -c)"
+echo "hostname length: $(hostname | wc -c), /etc/hostname the same: $(test "$(cat /etc/hostname)" = "$(hostname)" && echo yes || echo no)"
 echo "pid 1: $(tr '\0' ' ' < /proc/1/cmdline)"
 echo "devices: $(ls /dev | sort | tr '\n' ' ')"
 echo "env: $(env | cut -d= -f1 | grep -v '^_$' | sort | tr '\n' ' ')"

@@ -14,7 +14,8 @@ import (
 
 // imageRoot is one image's root filesystem as this backend's sandboxes see
 // it: the image's layers under an overlay whose upper layer holds only the
-// points where sandboxes mount their own files (the agent, /etc/hosts).
+// points where sandboxes mount their own files (the agent, /etc/hosts,
+// /etc/hostname).
 // Every sandbox mounts it read-only; what a sandbox writes goes to its own
 // tmpfs mounts.
 type imageRoot struct {
@@ -72,8 +73,8 @@ func (r *imageRoots) get(id string, layers []string, env []string) (*imageRoot, 
 			return nil, fmt.Errorf("image root for %s: %w", id, err)
 		}
 	}
-	for _, f := range []string{"opt/mcp-code-runner/agent", "etc/hosts"} {
-		if err := touch(filepath.Join(upper, f), layers); err != nil {
+	for _, f := range []string{"opt/mcp-code-runner/agent", "etc/hosts", "etc/hostname"} {
+		if err := touch(upper, f, layers); err != nil {
 			return nil, fmt.Errorf("image root for %s: %w", id, err)
 		}
 	}
@@ -95,16 +96,15 @@ func (r *imageRoots) get(id string, layers []string, env []string) (*imageRoot, 
 	return root, nil
 }
 
-// touch makes an empty file at path unless a layer already has one there
-// (a file in the upper layer would hide it).
-func touch(path string, layers []string) error {
-	rel := path[strings.Index(path, "/upper/")+len("/upper/"):]
+// touch makes an empty file at rel in the upper layer unless a layer
+// already has one there (a file in the upper layer would hide it).
+func touch(upper, rel string, layers []string) error {
 	for _, l := range layers {
 		if _, err := os.Lstat(filepath.Join(l, rel)); err == nil {
 			return nil
 		}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644) //nolint:gosec // under our state directory
+	f, err := os.OpenFile(filepath.Join(upper, rel), os.O_CREATE|os.O_WRONLY, 0o644) //nolint:gosec // under our state directory
 	if err != nil {
 		return err
 	}

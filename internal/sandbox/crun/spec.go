@@ -57,6 +57,9 @@ type sandboxSpec struct {
 	Agent string
 	// Hosts is the /etc/hosts file every sandbox sees (localhost only).
 	Hosts string
+	// HostnameFile is the sandbox's own /etc/hostname: the image's holds
+	// the name of the machine that built it.
+	HostnameFile string
 }
 
 // Spec returns the hardened OCI configuration of a sandbox for t: the
@@ -88,6 +91,7 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 		tmpfs(wire.WorkspacePath, r.WorkspaceMB, "exec", fmt.Sprintf("uid=%d", wire.SandboxUID), fmt.Sprintf("gid=%d", wire.SandboxGID), "mode=0755"),
 		{Destination: AgentPath, Type: "bind", Source: s.Agent, Options: []string{"rbind", "ro", "nosuid", "nodev"}},
 		{Destination: "/etc/hosts", Type: "bind", Source: s.Hosts, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}},
+		{Destination: "/etc/hostname", Type: "bind", Source: s.HostnameFile, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}},
 	}
 	for _, m := range t.Mounts {
 		opts := []string{"bind", "nosuid", "nodev"}

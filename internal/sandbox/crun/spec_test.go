@@ -41,7 +41,7 @@ func TestSpecIsHardened(t *testing.T) {
 	spec, err := Spec(sandbox.Template{
 		Image: "img", Purpose: "r1", MaxLife: time.Minute,
 		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1.5, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8},
-	}, sandboxSpec{ID: "mcr-1-2-3-abc", Hostname: "abc", Rootfs: "/r", ImageEnv: []string{"LANG=C.UTF-8", "PATH=/image"}, Agent: "/host/agent", Hosts: "/h"})
+	}, sandboxSpec{ID: "mcr-1-2-3-abc", Hostname: "abc", Rootfs: "/r", ImageEnv: []string{"LANG=C.UTF-8", "PATH=/image"}, Agent: "/host/agent", Hosts: "/h", HostnameFile: "/b/hostname"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +72,7 @@ func TestSpecIsHardened(t *testing.T) {
 		{"/sys and its cgroups read-only", hasOptions(mountAt(spec, "/sys"), "ro") && hasOptions(mountAt(spec, "/sys/fs/cgroup"), "ro")},
 		{"agent mounted read-only", hasOptions(mountAt(spec, AgentPath), "ro", "nosuid") && mountAt(spec, AgentPath).Source == "/host/agent"},
 		{"/etc/hosts read-only", hasOptions(mountAt(spec, "/etc/hosts"), "ro") && mountAt(spec, "/etc/hosts").Source == "/h"},
+		{"its own /etc/hostname, read-only", hasOptions(mountAt(spec, "/etc/hostname"), "ro") && mountAt(spec, "/etc/hostname").Source == "/b/hostname"},
 		{"non-root user", p.User.UID == wire.SandboxUID && p.User.GID == wire.SandboxGID},
 		{"pids limit", r.Pids != nil && r.Pids.Limit == 64},
 		{"memory = memory+swap", r.Memory != nil && *r.Memory.Limit == 256<<20 && *r.Memory.Swap == 256<<20},

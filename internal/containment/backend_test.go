@@ -1,0 +1,295 @@
+//go:build !fast
+
+package containment_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// backendEnv names the sandbox backend the battery runs on: "" or
+// "docker" (the Docker backend, under testutil.RuntimeEnv's runtime), or
+// "crun" (the crun backend, on Docker's images); make test runs it on both.
+const backendEnv = "MCR_TEST_BACKEND"
+
+// onCrun says the battery runs on the crun backend.
+func onCrun() bool { return os.Getenv(backendEnv) == config.BackendCrun }
+
+// hostView is how the battery sees this process's sandboxes from the host,
+// on the backend it runs on.
+type hostView interface {
+	// running lists the IDs of this process's running sandboxes.
+	running(ctx context.Context) ([]string, error)
+	// firstPID is the host PID of a sandbox's first process, the agent.
+	firstPID(ctx context.Context, id string) (int, error)
+	// config is the sandbox's configuration as its backend holds it.
+	config(ctx context.Context, id string) (string, error)
+	// cgroupDirs are where a sandbox's pids controller files may be.
+	cgroupDirs(id string) []string
+	// created counts the sandboxes created between since and until.
+	created(t *testing.T, since, until time.Time) int
+	// checkNoLeftovers fails the test if a sandbox of this process
+	// remains after a grace, says what each one is, and removes them so
+	// that later tests start clean.
+	checkNoLeftovers(t *testing.T)
+}
+
+// engineOn returns an engine with cfg on the battery's backend, the
+// Docker backend (for the images, whichever backend runs the sandboxes),
+// and the view of the sandboxes from the host.
+func engineOn(t *testing.T, cfg *config.Config) (*engine.Engine, *docker.Backend, hostView) {
+	t.Helper()
+	switch name := os.Getenv(backendEnv); name {
+	case "", config.BackendDocker:
+		e, b := testutil.Engine(t, cfg)
+		return e, b, dockerView{b: b}
+	case config.BackendCrun:
+		db := testutil.Backend(t)
+		state := filepath.Join("/run", fmt.Sprintf("mcr-crun-battery-%d", os.Getpid()))
+		cb, err := crun.New(testutil.RequireDocker(t), crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
+		if err == nil {
+			err = cb.Check(context.Background())
+		}
+		if err != nil {
+			t.Fatalf("%s=crun: the crun backend is unavailable: %v", backendEnv, err)
+		}
+		t.Cleanup(func() { _ = cb.Close() })
+		v := &crunView{b: cb, state: state}
+		reg := languages.Builtin()
+		e := engine.New(*cfg, reg, &countingBackend{Backend: cb, v: v}, nil,
+			engine.WithRuntimeVersions(images.NewLocalVersions(db.Client(), reg)))
+		return e, db, v
+	default:
+		t.Fatalf("%s=%q: want docker or crun", backendEnv, name)
+		return nil, nil, nil
+	}
+}
+
+// dockerView sees sandboxes through the Docker API.
+type dockerView struct{ b *docker.Backend }
+
+func ownLabel() client.Filters {
+	return make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid()))
+}
+
+func (v dockerView) running(ctx context.Context) ([]string, error) {
+	list, err := docker.ListContainers(ctx, v.b.Client(), client.ContainerListOptions{Filters: ownLabel()})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	ids := make([]string, 0, len(list.Items))
+	for _, c := range list.Items {
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
+func (v dockerView) firstPID(ctx context.Context, id string) (int, error) {
+	ins, err := v.b.Client().ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("inspecting %.12s: %w", id, err)
+	}
+	if ins.Container.State == nil || ins.Container.State.Pid <= 0 {
+		return 0, fmt.Errorf("container %.12s has no running first process", id)
+	}
+	return ins.Container.State.Pid, nil
+}
+
+func (v dockerView) config(ctx context.Context, id string) (string, error) {
+	ins, err := v.b.Client().ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", err
+	}
+	b, _ := json.Marshal(ins.Container)
+	return string(b), nil
+}
+
+func (v dockerView) cgroupDirs(id string) []string {
+	return []string{
+		"/sys/fs/cgroup/pids/docker/" + id,
+		"/sys/fs/cgroup/docker/" + id,
+		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope",
+	}
+}
+
+func (v dockerView) created(t *testing.T, since, until time.Time) int {
+	return containersCreated(t, v.b, since, until)
+}
+
+func (v dockerView) checkNoLeftovers(t *testing.T) { checkNoLeftovers(t, v.b.Client()) }
+
+// crunView sees sandboxes through crun's state and the backend's bundles.
+type crunView struct {
+	b     *crun.Backend
+	state string
+	mu    sync.Mutex
+	made  []time.Time // when each sandbox was created
+}
+
+// crunContainer is one entry of `crun list --format json`.
+type crunContainer struct {
+	ID     string `json:"id"`
+	PID    int    `json:"pid"`
+	Status string `json:"status"`
+}
+
+func (v *crunView) list(ctx context.Context) ([]crunContainer, error) {
+	out, err := exec.CommandContext(ctx, v.b.Binary(), "--root", filepath.Join(v.state, "crun"), "list", "--format", "json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("crun list: %w", err)
+	}
+	var list []crunContainer
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("crun list: %w: %q", err, out)
+	}
+	own := fmt.Sprintf("mcr-%d-", os.Getpid())
+	var mine []crunContainer
+	for _, c := range list {
+		if strings.HasPrefix(c.ID, own) {
+			mine = append(mine, c)
+		}
+	}
+	return mine, nil
+}
+
+func (v *crunView) running(ctx context.Context) ([]string, error) {
+	list, err := v.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, c := range list {
+		if c.Status == "running" {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids, nil
+}
+
+func (v *crunView) firstPID(ctx context.Context, id string) (int, error) {
+	list, err := v.list(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range list {
+		if c.ID == id && c.PID > 0 {
+			return c.PID, nil
+		}
+	}
+	return 0, fmt.Errorf("sandbox %s has no running first process", id)
+}
+
+func (v *crunView) config(_ context.Context, id string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(v.state, "bundles", id, "config.json"))
+	return string(b), err
+}
+
+func (v *crunView) cgroupDirs(id string) []string {
+	return []string{"/sys/fs/cgroup/pids/mcp-code-runner/" + id, "/sys/fs/cgroup/mcp-code-runner/" + id}
+}
+
+// created counts the backend's creations: with no daemon, every one is a
+// container crun ran.
+func (v *crunView) created(_ *testing.T, since, until time.Time) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := 0
+	for _, at := range v.made {
+		if !at.Before(since) && !at.After(until) {
+			n++
+		}
+	}
+	return n
+}
+
+// leftovers lists this process's sandboxes in crun's state and the
+// bundles left. A listing can fail while crun removes a container (its
+// state goes as it is read), so the caller asks again.
+func (v *crunView) leftovers() ([]string, error) {
+	list, err := v.list(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for _, c := range list {
+		left = append(left, c.ID+" "+c.Status)
+	}
+	entries, _ := os.ReadDir(filepath.Join(v.state, "bundles"))
+	for _, e := range entries {
+		left = append(left, "bundle "+e.Name())
+	}
+	return left, nil
+}
+
+func (v *crunView) checkNoLeftovers(t *testing.T) {
+	t.Helper()
+	var (
+		left []string
+		err  error
+	)
+	if !testutil.WaitFor(30*time.Second, func() bool {
+		left, err = v.leftovers()
+		return err == nil && len(left) == 0
+	}) {
+		t.Errorf("crun sandbox(es) left behind after the runs: %v (%v)", left, err)
+		_, _ = v.b.RemoveOwn(context.Background())
+	}
+}
+
+// countingBackend notes when each sandbox is created.
+type countingBackend struct {
+	*crun.Backend
+	v *crunView
+}
+
+func (c *countingBackend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
+	c.v.mu.Lock()
+	c.v.made = append(c.v.made, time.Now())
+	c.v.mu.Unlock()
+	return c.Backend.Create(ctx, t)
+}
+
+// sandboxOnHost returns the ID of the one sandbox this test process has
+// running and the host PID of its first process, the agent (PID 1 inside).
+// The tests run in the host's PID namespace, so that process is visible in
+// the host's /proc. It returns an error, not a failure, so that it may run
+// on a stream callback's goroutine.
+func sandboxOnHost(v hostView) (string, int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ids, err := v.running(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(ids) != 1 {
+		return "", 0, fmt.Errorf("want exactly one running sandbox of this process, found %d", len(ids))
+	}
+	pid, err := v.firstPID(ctx, ids[0])
+	if err != nil {
+		return "", 0, err
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		return "", 0, fmt.Errorf("%w: process %d: %v", errNoHostView, pid, err)
+	}
+	return ids[0], pid, nil
+}
