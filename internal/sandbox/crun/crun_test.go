@@ -1,4 +1,4 @@
-//go:build !fast
+//go:build linux && !fast
 
 package crun_test
 

@@ -1,0 +1,28 @@
+// Package crun is the sandbox backend that starts containers with crun
+// itself, without a container daemon in between: every run still gets a
+// new container of its own (new namespaces, its own cgroup, Docker's
+// hardening), but making and removing one costs two crun processes instead
+// of the daemon's create, attach, start and remove. The images are the
+// local Docker daemon's: each image's layers are shown read-only through
+// one overlay mount per image, which the sandboxes share as their root.
+//
+// It runs where the server runs as root beside a local Docker daemon with
+// the overlay2 storage driver; sandboxes have no network (network tiers
+// need the Docker backend).
+package crun
+
+import "log/slog"
+
+// Options configure the backend.
+type Options struct {
+	// AgentPath is the static agent binary, bind-mounted read-only into
+	// every sandbox.
+	AgentPath string
+	// Binary is the crun executable; "" looks it up on PATH.
+	Binary string
+	// StateDir is where bundles, image roots and crun's state live;
+	// "" is DefaultStateDir.
+	StateDir string
+	// Logger receives the backend's logs.
+	Logger *slog.Logger
+}
