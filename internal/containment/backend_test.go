@@ -65,7 +65,9 @@ func engineOn(t *testing.T, cfg *config.Config) (*engine.Engine, *docker.Backend
 		return e, b, dockerView{b: b}
 	case config.BackendCrun:
 		db := testutil.Backend(t)
-		state := filepath.Join("/run", fmt.Sprintf("mcr-crun-battery-%d", os.Getpid()))
+		// A state directory per test, removed after it: no test's cleanup
+		// touches another's sandboxes.
+		state := filepath.Join("/run", fmt.Sprintf("mcr-crun-battery-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
 		cb, err := crun.New(testutil.RequireDocker(t), crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
 		if err == nil {
 			err = cb.Check(context.Background())
@@ -73,7 +75,10 @@ func engineOn(t *testing.T, cfg *config.Config) (*engine.Engine, *docker.Backend
 		if err != nil {
 			t.Fatalf("%s=crun: the crun backend is unavailable: %v", backendEnv, err)
 		}
-		t.Cleanup(func() { _ = cb.Close() })
+		t.Cleanup(func() {
+			_ = cb.Close()
+			_ = os.RemoveAll(state)
+		})
 		v := &crunView{b: cb, state: state}
 		reg := languages.Builtin()
 		e := engine.New(*cfg, reg, &countingBackend{Backend: cb, v: v}, nil,

@@ -451,6 +451,10 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 	}
 	labels[LabelDockerfileHash] = hash
 	for _, l := range langs {
+		if !l.RunsOn(platform.Architecture) {
+			fmt.Fprintf(log, "%s: not measured: it runs only on %s, this image is for %s\n", l.Name, strings.Join(l.Architectures, ", "), platformString(platform))
+			continue
+		}
 		v, err := RunVersion(ctx, cli, img.Tag, l)
 		if err != nil {
 			return "", fmt.Errorf("image %s was built but language %s does not work in it: %w", img.Tag, l.Name, execFormatHint(err, platform))

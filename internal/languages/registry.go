@@ -113,6 +113,25 @@ type Language struct {
 	Packages string `json:"packages,omitempty"`
 	// Example is a hello-world program, used in prompts and tests.
 	Example string `json:"example,omitempty"`
+	// Architectures, if set, are the only machine architectures (Go's
+	// names: "amd64", "arm64") whose sandboxes can run the language: its
+	// runtime does not exist for the others (Debian packages Crystal's
+	// compiler for amd64 only; x86-64 assembly is amd64 machine code). In
+	// an image built for another architecture the language's version is
+	// not measured (its runtime may be absent: the dialects image has no
+	// Crystal on arm64), and its compile command says why it cannot run
+	// rather than failing on a missing program. Empty: every architecture.
+	Architectures []string `json:"architectures,omitempty"`
+}
+
+// KnownArchitectures are the sandbox architectures the images are built
+// for (Go's names).
+var KnownArchitectures = []string{"amd64", "arm64"}
+
+// RunsOn reports whether the language's runtime exists for sandboxes of
+// the architecture arch (Go's name).
+func (l Language) RunsOn(arch string) bool {
+	return len(l.Architectures) == 0 || slices.Contains(l.Architectures, arch)
 }
 
 // TypeErrors describes a compiler's type errors that do not stop the run.
@@ -258,6 +277,14 @@ func New(f File) (*Registry, error) {
 			return nil, fmt.Errorf("language %q: a script warm interpreter has no run command of its own, and the language's run command must name its file", l.Name)
 		case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") || a == "{program_file}" })):
 			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program} or {program_file}", l.Name)
+		}
+		for _, a := range l.Architectures {
+			if !slices.Contains(KnownArchitectures, a) {
+				return nil, fmt.Errorf("language %q: unknown architecture %q in architectures (known: %s)", l.Name, a, strings.Join(KnownArchitectures, ", "))
+			}
+		}
+		if len(l.Architectures) > 0 && len(l.Compile) == 0 {
+			return nil, fmt.Errorf("language %q: a language limited to some architectures needs a compile command, which says why elsewhere (see crystal's)", l.Name)
 		}
 		if l.Entry != "" && !entry.Known(l.Entry) {
 			return nil, fmt.Errorf("language %q: unknown entry convention %q (known: %s)", l.Name, l.Entry, strings.Join(entry.Names(), ", "))

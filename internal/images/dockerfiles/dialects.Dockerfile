@@ -15,12 +15,16 @@
 # HTTP and Digest) except libxml2's, which pulls in ICU's 40 MB. Vala gets GLib
 # (valac's dependency) and libgee, the collections library Vala code reaches
 # for.
+#
+# Debian packages Crystal for amd64 only, so an arm64 image has no Crystal
+# (the registry's "architectures"; its compile command says so in a run).
 ARG BASE
 FROM ${BASE}
 ARG DEBIAN_FRONTEND=noninteractive
 USER root
-RUN apt-get update \
- && apt-get install -y --no-install-recommends racket octave rakudo crystal valac gcc libc6-dev \
+RUN case "$(dpkg --print-architecture)" in amd64) crystal=crystal ;; *) crystal= ;; esac \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends racket octave rakudo $crystal valac gcc libc6-dev \
       libgmp-dev libyaml-dev zlib1g-dev libssl-dev libgee-0.8-dev \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log

@@ -30,10 +30,9 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if t.Egress != nil {
 		return nil, fmt.Errorf("%w: the crun backend runs sandboxes without network; network access needs the docker backend", sandbox.ErrUnsupported)
 	}
-	if b.hosts == "" {
-		if err := b.prepare(); err != nil {
-			return nil, err
-		}
+	hosts, err := b.prepared()
+	if err != nil {
+		return nil, err
 	}
 	root, err := b.inspect(ctx, t.Image)
 	if err != nil {
@@ -43,7 +42,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	bundle := filepath.Join(b.bundlesDir(), id)
 	hostnameFile := filepath.Join(bundle, "hostname")
 	spec, err := Spec(t, sandboxSpec{ID: id, Hostname: hostname, Rootfs: root.dir, ImageEnv: root.env, Agent: b.opts.AgentPath,
-		Hosts: b.hosts, HostnameFile: hostnameFile})
+		Hosts: hosts, HostnameFile: hostnameFile})
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,11 @@ type Backend struct {
 	owner string // "<pid>-<start>": this process, in every sandbox's ID
 	log   *slog.Logger
 	roots *imageRoots
-	hosts string // the /etc/hosts every sandbox sees
+	// prepareMu guards hosts, the /etc/hosts every sandbox sees, set once
+	// the state directories exist: by Check, or by the first Creates of a
+	// backend that was not checked, which may run side by side.
+	prepareMu sync.Mutex
+	hosts     string
 	// seccompBPF is Docker's default profile as crun compiled it for the
 	// first sandbox (base64), given to the later ones ready-made.
 	seccompMu  sync.Mutex
@@ -122,13 +126,27 @@ func (b *Backend) Check(ctx context.Context) error {
 	if d := info.Info.Driver; d != "overlay2" {
 		return fmt.Errorf("%w: the crun backend reads images from Docker's overlay2 storage, but the daemon uses %q; use the docker backend", sandbox.ErrUnavailable, d)
 	}
-	if err := b.prepare(); err != nil {
+	if _, err := b.prepared(); err != nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	return nil
 }
 
-// prepare makes the state directories and the shared /etc/hosts.
+// prepared makes the state directories and the shared /etc/hosts, once
+// (again after a failure), and returns the hosts file.
+func (b *Backend) prepared() (string, error) {
+	b.prepareMu.Lock()
+	defer b.prepareMu.Unlock()
+	if b.hosts == "" {
+		if err := b.prepare(); err != nil {
+			return "", err
+		}
+	}
+	return b.hosts, nil
+}
+
+// prepare makes the state directories and the shared /etc/hosts; the
+// caller holds prepareMu.
 func (b *Backend) prepare() error {
 	for _, dir := range []string{b.bundlesDir(), b.crunRoot()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
