@@ -35,6 +35,26 @@ apt_install() {
 
 docker_ok() { docker info >/dev/null 2>&1; }
 
+# system_dockerd_running reports whether the system daemon's process runs
+# (started, but perhaps not answering yet). Only a daemon of root's is: a
+# rootless one (dockerd run by another user inside rootlesskit) serves its
+# own socket. Nor is a daemon of root's that serves only sockets of its own
+# (-H/--host elsewhere, as the arm64 cross-build's second daemon of
+# docs/ARM64.md): waiting for it would wait for nothing.
+system_dockerd_running() {
+	command -v pgrep >/dev/null 2>&1 || return 1
+	for pid in $(pgrep -u 0 -x dockerd 2>/dev/null); do
+		args=" $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) " || continue
+		case "$args" in
+		*" -H"* | *" --host"*)
+			case "$args" in *unix:///var/run/docker.sock* | *unix:///run/docker.sock*) return 0 ;; esac
+			;;
+		*) return 0 ;;
+		esac
+	done
+	return 1
+}
+
 # hybrid_cgroups_ready makes a hybrid cgroup host (v1 controllers, with a
 # cgroup2 tree at /sys/fs/cgroup/unified) usable by crun, which refuses to
 # start a container while that cgroup2 tree holds any controller: each
@@ -84,9 +104,7 @@ if [ -d /run/systemd/system ]; then # systemd is PID 1
 	is_root || die "the Docker daemon is not running; start it as root: systemctl start docker"
 	log "starting docker with systemctl"
 	systemctl start docker || die "systemctl start docker failed; see: journalctl -u docker"
-# Only a daemon of root's is the system daemon: a rootless one (dockerd run by
-# another user inside rootlesskit) serves its own socket, not this one.
-elif command -v pgrep >/dev/null 2>&1 && pgrep -u 0 -x dockerd >/dev/null 2>&1; then
+elif system_dockerd_running; then
 	log "dockerd is already running; waiting for it to answer"
 else
 	is_root || die "the Docker daemon is not running; start it as root: dockerd >/var/log/dockerd.log 2>&1 &"
