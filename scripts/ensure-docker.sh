@@ -46,7 +46,7 @@ system_dockerd_running() {
 	for pid in $(pgrep -u 0 -x dockerd 2>/dev/null); do
 		args=" $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) " || continue
 		case "$args" in
-		*" -H"* | *" --host"*)
+		*" -H "* | *" -H="* | *" -Hunix:"* | *" -Htcp:"* | *" -Hfd:"* | *" --host "* | *" --host="*)
 			case "$args" in *unix:///var/run/docker.sock* | *unix:///run/docker.sock*) return 0 ;; esac
 			;;
 		*) return 0 ;;
