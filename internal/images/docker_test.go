@@ -85,13 +85,31 @@ func TestTheVersionCheckRunsInAThrowawayContainer(t *testing.T) {
 	if _, err := cli.ImageInspect(ctx, img); err != nil {
 		t.Fatalf("%s: %v (make images builds it)", img, err)
 	}
-	got, err := RunVersion(ctx, cli, img, bash)
+	daemon, err := DaemonPlatform(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measure, err := newProbe(ctx, cli, daemon, daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := measure.version(ctx, img, bash)
 	if err != nil || !strings.HasPrefix(got, "GNU bash") {
-		t.Fatalf("RunVersion: %q, %v; want GNU bash's version", got, err)
+		t.Fatalf("version: %q, %v; want GNU bash's version", got, err)
 	}
 	fail := bash
 	fail.Version = []string{"bash", "-c", "echo broken >&2; exit 3"}
-	if _, err := RunVersion(ctx, cli, img, fail); err == nil || !strings.Contains(err.Error(), "exited with status 3: broken") {
+	if _, err := measure.version(ctx, img, fail); err == nil || !strings.Contains(err.Error(), "exited with status 3: broken") {
 		t.Fatalf("a failing version command: %v, want its status and output", err)
+	}
+	// A command that outgrows the limit is named as killed for memory, with
+	// the limit and the registry field that raises it. Bash's own string
+	// doubling grows past 512 MB in a few seconds; it stops at 1 GiB, so that
+	// an engine that does not enforce the limit fails the test, not the host.
+	greedy := bash
+	greedy.Version = []string{"bash", "-c", "echo growing >&2; s=x; for i in $(seq 30); do s=$s$s; done; echo grew to ${#s}"}
+	_, err = measure.version(ctx, img, greedy)
+	if err == nil || !strings.Contains(err.Error(), "was killed for using more than its 512 MB of memory") || !strings.Contains(err.Error(), "memory_mb") || !strings.Contains(err.Error(), "growing") {
+		t.Fatalf("a version command over its memory: %v, want it named as killed for memory, with the limit, the fix and its output", err)
 	}
 }

@@ -30,15 +30,11 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/build"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 //go:embed dockerfiles
@@ -258,7 +254,11 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 	if err != nil {
 		return err
 	}
-	platform, err := buildPlatform(ctx, cli, opts.Platform, log)
+	platform, daemon, err := buildPlatform(ctx, cli, opts.Platform, log)
+	if err != nil {
+		return err
+	}
+	measure, err := newProbe(ctx, cli, platform, daemon)
 	if err != nil {
 		return err
 	}
@@ -300,7 +300,7 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 		}
 		w := logs.of(img.Name)
 		defer w.Close()
-		id, prev, err := buildIfStale(ctx, cli, reg, img, parentID, parentTag, platform, forced[img.Name], opts.ExtraCACerts, w)
+		id, prev, err := buildIfStale(ctx, cli, reg, img, parentID, parentTag, platform, measure, forced[img.Name], opts.ExtraCACerts, w)
 		if prev != "" {
 			mu.Lock()
 			replaced = append(replaced, prev)
@@ -405,7 +405,7 @@ const DefaultParallel = 3
 // buildIfStale builds img on its parent unless an image of the same hash is
 // there already. It returns the image's ID and, when it replaced an older
 // image, that image's ID.
-func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, parentID, parentTag string, platform ocispec.Platform, force bool, extraCACerts []byte, log io.Writer) (id, prev string, err error) {
+func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, parentID, parentTag string, platform ocispec.Platform, measure probe, force bool, extraCACerts []byte, log io.Writer) (id, prev string, err error) {
 	bc, err := loadContext(img)
 	if err != nil {
 		return "", "", err
@@ -423,7 +423,7 @@ func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Regist
 	if len(extraCACerts) > 0 && bytes.Contains(bc.dockerfile, []byte("ARG EXTRA_CA_CERTS")) {
 		args["EXTRA_CA_CERTS"] = string(extraCACerts)
 	}
-	id, err = buildImage(ctx, cli, reg, img, bc, platform, args, hash, force, log)
+	id, err = buildImage(ctx, cli, reg, img, bc, platform, measure, args, hash, force, log)
 	if err != nil {
 		return "", "", err
 	}
@@ -435,7 +435,7 @@ func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Regist
 
 // buildImage builds one image for platform, measures its languages'
 // versions and labels it.
-func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, bc buildContext, platform ocispec.Platform, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
+func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, bc buildContext, platform ocispec.Platform, measure probe, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
 	start := time.Now()
 	fmt.Fprintf(log, "building %s for %s from %s on %s\n", img.Tag, platformString(platform), img.Dockerfile, args["BASE"])
 	langs := reg.LanguagesOf(img.Name)
@@ -455,14 +455,14 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 			fmt.Fprintf(log, "%s: not measured: it runs only on %s, this image is for %s\n", l.Name, strings.Join(l.Architectures, ", "), platformString(platform))
 			continue
 		}
-		v, err := RunVersion(ctx, cli, img.Tag, l)
+		v, err := measure.version(ctx, img.Tag, l)
 		if err != nil {
 			return "", fmt.Errorf("image %s was built but language %s does not work in it: %w", img.Tag, l.Name, execFormatHint(err, platform))
 		}
 		fmt.Fprintf(log, "%s: %s\n", l.Name, v)
 		labels[LabelRuntimeVersionPrefix+l.Name] = v
 		if len(l.Preinstalled) > 0 {
-			pkgs, err := RunPreinstalled(ctx, cli, img.Tag, l)
+			pkgs, err := measure.preinstalled(ctx, img.Tag, l)
 			if err != nil {
 				return "", fmt.Errorf("image %s was built but listing the packages of language %s failed: %w", img.Tag, l.Name, err)
 			}
@@ -572,148 +572,6 @@ func readStream(r io.Reader, log io.Writer) (string, error) {
 		}
 		_, _ = io.WriteString(log, msg.Stream)
 	}
-}
-
-// RunVersion runs a language's version command in a throwaway container of
-// image and returns the first non-empty line it printed.
-func RunVersion(ctx context.Context, cli *client.Client, image string, l languages.Language) (string, error) {
-	stdout, stderr, err := runCommand(ctx, cli, image, l, l.Version)
-	if err != nil {
-		return "", err
-	}
-	for _, out := range []string{stdout, stderr} {
-		for _, line := range strings.Split(out, "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				return line, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%q printed nothing", strings.Join(l.Version, " "))
-}
-
-// RunPreinstalled runs a language's preinstalled command in a throwaway
-// container of image and returns the packages it listed ("name version"
-// lines on stdout), names to versions.
-func RunPreinstalled(ctx context.Context, cli *client.Client, image string, l languages.Language) (map[string]string, error) {
-	stdout, _, err := runCommand(ctx, cli, image, l, l.Preinstalled)
-	if err != nil {
-		return nil, err
-	}
-	return ParsePreinstalled(stdout)
-}
-
-// ParsePreinstalled reads "name version" lines (blank lines ignored) into
-// a map of names to versions.
-func ParsePreinstalled(out string) (map[string]string, error) {
-	pkgs := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		name, version, ok := strings.Cut(line, " ")
-		if !ok || strings.TrimSpace(version) == "" || strings.Contains(strings.TrimSpace(version), " ") {
-			return nil, fmt.Errorf("package line %q: want \"name version\"", line)
-		}
-		pkgs[name] = strings.TrimSpace(version)
-	}
-	if len(pkgs) == 0 {
-		return nil, errors.New("no packages listed")
-	}
-	return pkgs, nil
-}
-
-// runCommand runs cmd with l's environment in a throwaway container of
-// image (no network, read-only root, the sandbox user, tmpfs /tmp and
-// /workspace, no logs) and returns what it printed; a non-zero exit is an
-// error.
-func runCommand(ctx context.Context, cli *client.Client, image string, l languages.Language, cmd []string) (stdoutText, stderrText string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	pids := int64(128)
-	podman, err := docker.IsPodman(ctx, cli)
-	if err != nil {
-		return "", "", fmt.Errorf("asking the daemon which engine it is: %w", err)
-	}
-	logConfig := container.LogConfig{Type: "none"}
-	var ulimits []*container.Ulimit
-	if podman {
-		logConfig = container.LogConfig{} // the engine's default keeps the output for ContainerLogs
-		// Podman raises nofile and nproc to their maxima unless told,
-		// which a root engine without CAP_SYS_RESOURCE may not do.
-		ulimits = []*container.Ulimit{{Name: "nofile", Soft: 1024, Hard: 1024}, {Name: "nproc", Soft: docker.PodmanNproc, Hard: docker.PodmanNproc}}
-	}
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Image: image,
-		Config: &container.Config{
-			Cmd:             cmd,
-			Env:             l.Env,
-			User:            wire.SandboxUser,
-			WorkingDir:      wire.WorkspacePath,
-			AttachStdout:    true,
-			AttachStderr:    true,
-			NetworkDisabled: true,
-		},
-		HostConfig: &container.HostConfig{
-			NetworkMode:    "none",
-			ReadonlyRootfs: true,
-			CapDrop:        []string{"ALL"},
-			SecurityOpt:    []string{"no-new-privileges"},
-			LogConfig:      logConfig,
-			Tmpfs: map[string]string{
-				"/tmp":             "rw,nosuid,nodev,size=64m",
-				wire.WorkspacePath: "rw,nosuid,nodev,size=16m,mode=0755," + docker.TmpfsOwner(podman),
-			},
-			Resources: container.Resources{Memory: 512 << 20, MemorySwap: 512 << 20, PidsLimit: &pids, Ulimits: ulimits},
-		},
-	})
-	if err != nil {
-		return "", "", fmt.Errorf("creating a container: %w", err)
-	}
-	defer func() {
-		_, _ = cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
-	}()
-
-	// Docker: attach before the start, so nothing printed is missed. Podman
-	// refuses to attach to a container that has not started (409), so
-	// there the engine keeps the output and it is read after the exit.
-	var output io.Reader
-	if !podman {
-		att, err := cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
-		if err != nil {
-			return "", "", fmt.Errorf("attaching to the container: %w", err)
-		}
-		defer att.Conn.Close()
-		output = att.Reader
-	}
-	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		return "", "", fmt.Errorf("starting %q: %w", strings.Join(cmd, " "), err)
-	}
-	var status int64
-	if podman {
-		if status, err = docker.WaitExit(ctx, cli, created.ID, wait); err != nil {
-			return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
-		}
-		logs, err := cli.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
-		if err != nil {
-			return "", "", fmt.Errorf("reading the output of %q: %w", strings.Join(cmd, " "), err)
-		}
-		defer logs.Close()
-		output = logs
-	}
-	var stdout, stderr bytes.Buffer
-	if _, err := stdcopy.StdCopy(&stdout, &stderr, io.LimitReader(output, 1<<20)); err != nil {
-		return "", "", fmt.Errorf("reading the output of %q: %w", strings.Join(cmd, " "), err)
-	}
-	if !podman {
-		if status, err = docker.WaitExit(ctx, cli, created.ID, wait); err != nil {
-			return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
-		}
-	}
-	if status != 0 {
-		return "", "", fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), status, strings.TrimSpace(stdout.String()+stderr.String()))
-	}
-	return stdout.String(), stderr.String(), nil
 }
 
 // Status reports every registry image in build order.

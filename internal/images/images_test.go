@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
@@ -167,5 +168,35 @@ func TestOnDemandImagesAreBuiltByAllOrWhenNamedNotByDefault(t *testing.T) {
 		if !slices.Contains(all, name) {
 			t.Errorf("All = %v lacks the default image %s", all, name)
 		}
+	}
+}
+
+func TestAMeasuringCommandGetsTheLanguagesMemoryAndMoreUnderEmulation(t *testing.T) {
+	small := languages.Language{Name: "small"}
+	large := languages.Language{Name: "large", Limits: languages.Limits{MemoryMB: 1024}}
+	for _, tc := range []struct {
+		name        string
+		l           languages.Language
+		emulated    bool
+		wantMemory  int64
+		wantTimeout time.Duration
+	}{
+		{"a language without a limit of its own gets 512 MB", small, false, 512 << 20, 2 * time.Minute},
+		{"a language whose own limit is larger gets its own", large, false, 1024 << 20, 2 * time.Minute},
+		{"under emulation a language gets four times the memory and five times the time", small, true, 2048 << 20, 10 * time.Minute},
+		{"under emulation a large language gets four times its own", large, true, 4096 << 20, 10 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			memory, timeout := probe{emulated: tc.emulated}.limits(tc.l)
+			if memory != tc.wantMemory || timeout != tc.wantTimeout {
+				t.Errorf("limits: %d MB, %s; want %d MB, %s", memory>>20, timeout, tc.wantMemory>>20, tc.wantTimeout)
+			}
+		})
+	}
+	// The registry's largest runtime is the one measured under qemu-user:
+	// `ghc --version` peaks at 1.65 GB there.
+	haskell, _ := languages.Builtin().Lookup("haskell")
+	if memory, _ := (probe{emulated: true}).limits(haskell); memory < 1700<<20 {
+		t.Errorf("Haskell's version step under emulation gets %d MB; ghc --version needs 1.65 GB under qemu-user", memory>>20)
 	}
 }

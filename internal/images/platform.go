@@ -128,28 +128,28 @@ func execFormatHint(err error, p ocispec.Platform) error {
 		err, platformString(p), platformString(p))
 }
 
-// buildPlatform is the platform Build builds for: want (see ParsePlatform),
-// or the daemon's own when want is empty. Building for another platform
-// than the daemon's is said in log, because the images replace the daemon's
-// own of the same tags.
-func buildPlatform(ctx context.Context, cli *client.Client, want string, log io.Writer) (ocispec.Platform, error) {
-	daemon, err := DaemonPlatform(ctx, cli)
+// buildPlatform returns the platform Build builds for (want, see
+// ParsePlatform, or the daemon's own when want is empty) and the daemon's.
+// Building for another platform than the daemon's is said in log, because
+// the images replace the daemon's own of the same tags.
+func buildPlatform(ctx context.Context, cli *client.Client, want string, log io.Writer) (target, daemon ocispec.Platform, err error) {
+	daemon, err = DaemonPlatform(ctx, cli)
 	if err != nil {
-		return ocispec.Platform{}, err
+		return ocispec.Platform{}, ocispec.Platform{}, err
 	}
 	if want == "" {
 		if err := checkPlatform(daemon); err != nil {
-			return ocispec.Platform{}, fmt.Errorf("the daemon runs %s: %w; give --platform to build for another daemon", platformString(daemon), err)
+			return ocispec.Platform{}, ocispec.Platform{}, fmt.Errorf("the daemon runs %s: %w; give --platform to build for another daemon", platformString(daemon), err)
 		}
-		return daemon, nil
+		return daemon, daemon, nil
 	}
 	p, err := ParsePlatform(want)
 	if err != nil {
-		return ocispec.Platform{}, err
+		return ocispec.Platform{}, ocispec.Platform{}, err
 	}
 	if p.Architecture != daemon.Architecture || p.OS != daemon.OS {
 		fmt.Fprintf(log, "building for %s on a daemon that runs %s: the images run under emulation here, replace this daemon's images of the same tags, and are for a daemon of %s (save them with `docker save`)\n",
 			platformString(p), platformString(daemon), platformString(p))
 	}
-	return p, nil
+	return p, daemon, nil
 }
