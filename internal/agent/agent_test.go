@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -433,4 +434,41 @@ func TestServeRefusesCodeWithoutAnEntryPointInTheFirstStage(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestServeRefusesALanguageOfAnotherArchitectureBeforeItsFirstStage(t *testing.T) {
+	other := "arm64"
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
+	refusal := "Crystal runs only in " + other + " sandboxes: Debian packages its compiler for " + other + " only"
+	stagesOf := func() []wire.Stage {
+		return []wire.Stage{
+			{Name: "compile", Argv: []string{"touch", "compiled"}, TimeoutMs: unhurried, StopOnFailure: true},
+			{Name: "run", Argv: []string{"touch", "ran"}, TimeoutMs: unhurried},
+		}
+	}
+	t.Run("another architecture's language fails its first stage with the reason and this machine's architecture", func(t *testing.T) {
+		dir := t.TempDir()
+		stages, _, stderr, done := serve(t, wire.Request{
+			Workdir: dir, OutputLimit: 1 << 10, Files: []wire.File{{Path: "main.cr", Data: []byte(`puts "hi"`)}},
+			Architectures: []string{other}, ArchitectureRefusal: refusal, Stages: stagesOf(),
+		})
+		want := "error: " + refusal + " (this sandbox is linux/" + runtime.GOARCH + ")\n"
+		if done.Error != "" || len(stages) != 1 || stages[0].Name != "compile" || stages[0].ExitCode != 2 || stderr[0] != want {
+			t.Fatalf("done %+v, stages %+v, stderr %q; want the compile stage to fail with exit code 2 and %q", done, stages, stderr, want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("the workspace has %d entries; nothing should be written or run", len(entries))
+		}
+	})
+	t.Run("a language of this machine's architecture runs", func(t *testing.T) {
+		dir := t.TempDir()
+		stages, _, _, done := serve(t, wire.Request{
+			Workdir: dir, OutputLimit: 1 << 10, Architectures: []string{other, runtime.GOARCH}, ArchitectureRefusal: refusal, Stages: stagesOf(),
+		})
+		if done.Error != "" || len(stages) != 2 || stages[1].ExitCode != 0 {
+			t.Fatalf("done %+v, stages %+v; want both stages to run", done, stages)
+		}
+	})
 }

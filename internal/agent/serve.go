@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/entry"
@@ -156,9 +158,12 @@ func runRequest(w *frameWriter, req wire.Request, cancel <-chan struct{}) (err e
 	}()
 	done := wire.Done{}
 	clearWarmScript()
+	if len(req.Architectures) > 0 && len(req.Stages) > 0 && !slices.Contains(req.Architectures, runtime.GOARCH) {
+		return refuseFirstStage(w, req, 2, req.ArchitectureRefusal+" (this sandbox is linux/"+runtime.GOARCH+")")
+	}
 	if req.Entry != "" && len(req.Files) > 0 && len(req.Stages) > 0 {
 		if err := applyEntry(&req); err != nil {
-			return refuseEntry(w, req, err)
+			return refuseFirstStage(w, req, 1, err.Error())
 		}
 	}
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
@@ -216,14 +221,15 @@ func applyEntry(req *wire.Request) error {
 	return nil
 }
 
-// refuseEntry answers a request whose code has no entry point it can run:
-// its first stage (the compile stage of a compiled language) fails with the
-// reason on its stderr, and no stage runs.
-func refuseEntry(w *frameWriter, req wire.Request, why error) error {
-	msg := []byte("error: " + why.Error() + "\n")
+// refuseFirstStage answers a request that cannot run here (its code has no
+// entry point it can run, or its language does not run on this machine's
+// architecture): its first stage (the compile stage of a compiled
+// language) fails with exitCode and why on its stderr, and no stage runs.
+func refuseFirstStage(w *frameWriter, req wire.Request, exitCode int, why string) error {
+	msg := []byte("error: " + why + "\n")
 	w.hold()
 	_ = w.write(wire.Frame{Kind: wire.KindStderr, Stage: 0, Payload: msg})
-	if err := w.json(wire.KindStage, 0, wire.StageResult{Name: req.Stages[0].Name, ExitCode: 1, StderrBytes: int64(len(msg))}); err != nil {
+	if err := w.json(wire.KindStage, 0, wire.StageResult{Name: req.Stages[0].Name, ExitCode: exitCode, StderrBytes: int64(len(msg))}); err != nil {
 		return err
 	}
 	return w.json(wire.KindDone, 0, wire.Done{})

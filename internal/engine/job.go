@@ -69,6 +69,7 @@ func (e *Engine) job(v *validated, req Request, runID string, session bool) (san
 	} else {
 		request.Files = v.files
 		request.Entry = lang.Entry
+		request.Architectures, request.ArchitectureRefusal = lang.Architectures, lang.ArchitectureRefusal()
 		if lang.Compiled() {
 			compileEnv := env
 			if lang.TypeErrors != nil && e.cfg.TypeErrorsFatal {

@@ -119,9 +119,13 @@ type Language struct {
 	// compiler for amd64 only; x86-64 assembly is amd64 machine code). In
 	// an image built for another architecture the language's version is
 	// not measured (its runtime may be absent: the dialects image has no
-	// Crystal on arm64), and its compile command says why it cannot run
-	// rather than failing on a missing program. Empty: every architecture.
+	// Crystal on arm64), and in a sandbox of another architecture the agent
+	// refuses the run before its first stage, with ArchitecturesReason.
+	// Empty: every architecture.
 	Architectures []string `json:"architectures,omitempty"`
+	// ArchitecturesReason says why the language runs only on Architectures,
+	// and what to use elsewhere; required with them.
+	ArchitecturesReason string `json:"architectures_reason,omitempty"`
 }
 
 // KnownArchitectures are the sandbox architectures the images are built
@@ -132,6 +136,20 @@ var KnownArchitectures = []string{"amd64", "arm64"}
 // the architecture arch (Go's name).
 func (l Language) RunsOn(arch string) bool {
 	return len(l.Architectures) == 0 || slices.Contains(l.Architectures, arch)
+}
+
+// ArchitectureRefusal is what a run of the language says in a sandbox of
+// an architecture it does not run on ("Crystal runs only in amd64
+// sandboxes: ..."); empty for a language that runs on every architecture.
+func (l Language) ArchitectureRefusal() string {
+	if len(l.Architectures) == 0 {
+		return ""
+	}
+	name := l.DisplayName
+	if name == "" {
+		name = l.Name
+	}
+	return fmt.Sprintf("%s runs only in %s sandboxes: %s", name, strings.Join(l.Architectures, " and "), l.ArchitecturesReason)
 }
 
 // TypeErrors describes a compiler's type errors that do not stop the run.
@@ -283,8 +301,8 @@ func New(f File) (*Registry, error) {
 				return nil, fmt.Errorf("language %q: unknown architecture %q in architectures (known: %s)", l.Name, a, strings.Join(KnownArchitectures, ", "))
 			}
 		}
-		if len(l.Architectures) > 0 && len(l.Compile) == 0 {
-			return nil, fmt.Errorf("language %q: a language limited to some architectures needs a compile command, which says why elsewhere (see crystal's)", l.Name)
+		if (len(l.Architectures) > 0) != (l.ArchitecturesReason != "") {
+			return nil, fmt.Errorf("language %q: architectures and architectures_reason go together: the reason is what a run elsewhere says (see crystal's)", l.Name)
 		}
 		if l.Entry != "" && !entry.Known(l.Entry) {
 			return nil, fmt.Errorf("language %q: unknown entry convention %q (known: %s)", l.Name, l.Entry, strings.Join(entry.Names(), ", "))

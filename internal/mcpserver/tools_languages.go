@@ -15,7 +15,7 @@ type LanguageInfo struct {
 	RuntimeVersion string   `json:"runtime_version" jsonschema:"the runtime's own version string; empty when its image is not built"`
 	Compiled       bool     `json:"compiled" jsonschema:"whether runs have a separate compile stage"`
 	FileName       string   `json:"file_name" jsonschema:"the file the code is saved as, in /workspace"`
-	Available      bool     `json:"available" jsonschema:"whether its runtime image is present, so run_code can use it now"`
+	Available      bool     `json:"available" jsonschema:"whether its runtime image is present and runs on the sandboxes' machine architecture, so run_code can use it now"`
 	// Packages are what the image holds beyond the standard library, read
 	// when the image was built; a run imports them with no install.
 	Packages map[string]string `json:"packages,omitempty" jsonschema:"packages preinstalled in its image (name to version), importable without installing; absent when there are none"`
@@ -49,12 +49,16 @@ func (h *handlers) languages(ctx context.Context) LanguagesOutput {
 	reg := h.eng.Registry()
 	out := LanguagesOutput{Languages: []LanguageInfo{}}
 	present := map[string]bool{}
+	arch := h.eng.Backend().Architecture(ctx) // "": unknown, so no language is ruled out
 	for _, l := range reg.Languages() {
 		img := reg.ImageOf(l).Tag
 		ok, seen := present[img]
 		if !seen {
 			ok = h.eng.Backend().CheckImage(ctx, img) == nil
 			present[img] = ok
+		}
+		if arch != "" && !l.RunsOn(arch) {
+			ok = false // the agent would refuse it; see languages.Language.Architectures
 		}
 		aliases := l.Aliases
 		if aliases == nil {

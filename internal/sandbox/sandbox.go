@@ -196,6 +196,11 @@ type Backend interface {
 	Check(ctx context.Context) error
 	// CheckImage reports whether image is present, with what to do if not.
 	CheckImage(ctx context.Context, image string) error
+	// Architecture is the machine architecture of the sandboxes (Go's
+	// name: "amd64", "arm64"), or "" when the backend cannot tell; a
+	// language whose runtime exists for other architectures only is then
+	// listed as unavailable.
+	Architecture(ctx context.Context) string
 	// Sweep removes sandboxes that a dead server left behind.
 	Sweep(ctx context.Context) (removed int, err error)
 	// RemoveOwn removes every sandbox this server made; it is for shutdown,

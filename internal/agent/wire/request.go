@@ -72,6 +72,14 @@ type Request struct {
 	// point the convention can run fails the first stage, with a message
 	// on its stderr that says what was expected.
 	Entry string `json:"entry,omitempty"`
+	// Architectures, if set, are the only machine architectures (Go's
+	// names: "amd64", "arm64") the language runs on. In a sandbox of
+	// another, the first stage fails at once with exit code 2 and
+	// ArchitectureRefusal on its stderr, followed by the sandbox's own
+	// architecture, and no stage runs: the runtime is not there, or its
+	// programs are another machine's code.
+	Architectures       []string `json:"architectures,omitempty"`
+	ArchitectureRefusal string   `json:"architecture_refusal,omitempty"`
 }
 
 // KernelCall runs code in a session's long-lived interpreter, whose

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,6 +175,9 @@ func (b *Backend) CheckImage(ctx context.Context, image string) error {
 	_, err := b.inspect(ctx, image)
 	return err
 }
+
+// Architecture is this machine's: crun runs the sandboxes here.
+func (b *Backend) Architecture(context.Context) string { return runtime.GOARCH }
 
 // Close unmounts this backend's image roots; sandboxes still running keep
 // theirs (the unmount is lazy).

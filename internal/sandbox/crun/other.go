@@ -35,6 +35,7 @@ func (b *Backend) Create(context.Context, sandbox.Template) (sandbox.Sandbox, er
 }
 func (b *Backend) Check(context.Context) error              { return unavailable() }
 func (b *Backend) CheckImage(context.Context, string) error { return unavailable() }
+func (b *Backend) Architecture(context.Context) string      { return "" }
 func (b *Backend) Sweep(context.Context) (int, error)       { return 0, nil }
 func (b *Backend) RemoveOwn(context.Context) (int, error)   { return 0, nil }
 func (b *Backend) Close() error                             { return nil }

@@ -181,6 +181,16 @@ func (b *Backend) Check(ctx context.Context) error {
 	return nil
 }
 
+// Architecture is the daemon's architecture, which its sandboxes have, or ""
+// when the daemon does not answer.
+func (b *Backend) Architecture(ctx context.Context) string {
+	info, err := b.daemonInfo(ctx)
+	if err != nil {
+		return ""
+	}
+	return GoArch(info.Info.Architecture)
+}
+
 // CheckImage reports whether image is present locally, and built for the
 // daemon's platform: an image of another architecture would start and fail
 // at its first instruction, in every sandbox of its pool.

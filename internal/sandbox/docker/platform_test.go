@@ -56,6 +56,19 @@ func TestAnImageOfAnotherArchitectureIsNamedAsSuch(t *testing.T) {
 	}
 }
 
+// TestTheBackendNamesItsSandboxesArchitectureAsGoNamesIt: the daemon
+// reports "x86_64" or "aarch64"; list_languages compares Go's names.
+func TestTheBackendNamesItsSandboxesArchitectureAsGoNamesIt(t *testing.T) {
+	b := testutil.Backend(t)
+	info, err := b.Client().Info(context.Background(), client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.Architecture(context.Background()), docker.GoArch(info.Info.Architecture); got != want || (got != "amd64" && got != "arm64") {
+		t.Errorf("Architecture %q on a daemon that reports %q; want %q", got, info.Info.Architecture, want)
+	}
+}
+
 // savedImage is a `docker save` archive of one image tagged tag: an empty
 // layer and a configuration for linux/arch.
 func savedImage(t *testing.T, tag, arch string) []byte {

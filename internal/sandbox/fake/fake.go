@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,9 @@ type Backend struct {
 	// MissingImages are the images CheckImage and Create report missing.
 	// Set it before use.
 	MissingImages map[string]bool
+	// Arch is what Architecture reports; empty: this machine's. Set it
+	// before use.
+	Arch string
 
 	dir string // the workspaces live here
 
@@ -221,6 +225,14 @@ func (b *Backend) CheckImage(_ context.Context, image string) error {
 		return fmt.Errorf("%w: image %s is not present (this is the fake backend)", sandbox.ErrImageMissing, image)
 	}
 	return nil
+}
+
+// Architecture returns Arch, or this machine's architecture without it.
+func (b *Backend) Architecture(context.Context) string {
+	if b.Arch != "" {
+		return b.Arch
+	}
+	return runtime.GOARCH
 }
 
 // Sweep removes nothing: no other server shares this backend.

@@ -216,6 +216,10 @@ func (b *Backend) Check(ctx context.Context) error {
 // as ErrImageMissing when a pod cannot pull it.
 func (b *Backend) CheckImage(context.Context, string) error { return nil }
 
+// Architecture answers "": a pod runs on whichever node the scheduler
+// picks, and a cluster's nodes may differ.
+func (b *Backend) Architecture(context.Context) string { return "" }
+
 // ensureNetworkPolicy makes the deny-all policy of sandbox pods if the
 // namespace lacks it (the manifests ship it too). A server that may not
 // read or make policies says so once and goes on: the policy is the
