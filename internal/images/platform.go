@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
@@ -20,10 +21,11 @@ import (
 // programs of other architectures.
 const binfmtDir = "/proc/sys/fs/binfmt_misc"
 
-// archNames are the architectures the runtime images build for, by their Go
-// name (as in a platform "linux/arm64"): the Debian architecture that
-// debootstrap takes, and the binfmt_misc handler qemu-user-static registers
-// to run its programs on another machine.
+// archNames are the architectures the runtime images build for
+// (languages.KnownArchitectures, which the registry's languages may name),
+// by their Go name (as in a platform "linux/arm64"): the Debian architecture
+// that debootstrap takes, and the binfmt_misc handler qemu-user-static
+// registers to run its programs on another machine.
 var archNames = map[string]struct{ debian, binfmt string }{
 	"amd64": {debian: "amd64", binfmt: "qemu-x86_64"},
 	"arm64": {debian: "arm64", binfmt: "qemu-aarch64"},
@@ -31,7 +33,11 @@ var archNames = map[string]struct{ debian, binfmt string }{
 
 // supportedPlatforms lists the platforms the runtime images build for.
 func supportedPlatforms() string {
-	return "linux/amd64, linux/arm64"
+	platforms := make([]string, len(languages.KnownArchitectures))
+	for i, a := range languages.KnownArchitectures {
+		platforms[i] = "linux/" + a
+	}
+	return strings.Join(platforms, ", ")
 }
 
 // ParsePlatform reads a platform as `images build --platform` takes it:

@@ -18,8 +18,26 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
+
+// TestTheImagesBuildForEveryArchitectureTheRegistryKnows: a language's
+// "architectures" name the platforms the images build for, no more and no
+// fewer.
+func TestTheImagesBuildForEveryArchitectureTheRegistryKnows(t *testing.T) {
+	var built []string
+	for a := range archNames {
+		built = append(built, a)
+	}
+	slices.Sort(built)
+	if known := slices.Sorted(slices.Values(languages.KnownArchitectures)); !slices.Equal(built, known) {
+		t.Errorf("the images build for %v, the registry knows %v", built, known)
+	}
+	if got := supportedPlatforms(); got != "linux/amd64, linux/arm64" {
+		t.Errorf("supportedPlatforms() = %q", got)
+	}
+}
 
 func TestDaemonArchitecturesAreNamedAsGoNamesThem(t *testing.T) {
 	for _, tc := range []struct{ machine, want string }{

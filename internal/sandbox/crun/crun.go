@@ -138,20 +138,12 @@ func (b *Backend) Check(ctx context.Context) error {
 func (b *Backend) prepared() (string, error) {
 	b.prepareMu.Lock()
 	defer b.prepareMu.Unlock()
-	if b.hosts == "" {
-		if err := b.prepare(); err != nil {
-			return "", err
-		}
+	if b.hosts != "" {
+		return b.hosts, nil
 	}
-	return b.hosts, nil
-}
-
-// prepare makes the state directories and the shared /etc/hosts; the
-// caller holds prepareMu.
-func (b *Backend) prepare() error {
 	for _, dir := range []string{b.bundlesDir(), b.crunRoot()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("crun backend state directory: %w", err)
+			return "", fmt.Errorf("crun backend state directory: %w", err)
 		}
 	}
 	hosts := filepath.Join(b.opts.StateDir, "hosts")
@@ -159,14 +151,14 @@ func (b *Backend) prepare() error {
 		tmp := hosts + ".tmp" + strconv.Itoa(os.Getpid())
 		content := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil { //nolint:gosec // read by the sandboxes' user
-			return fmt.Errorf("crun backend hosts file: %w", err)
+			return "", fmt.Errorf("crun backend hosts file: %w", err)
 		}
 		if err := os.Rename(tmp, hosts); err != nil {
-			return fmt.Errorf("crun backend hosts file: %w", err)
+			return "", fmt.Errorf("crun backend hosts file: %w", err)
 		}
 	}
 	b.hosts = hosts
-	return nil
+	return hosts, nil
 }
 
 // CheckImage reports whether image is present in the Docker daemon and
