@@ -154,7 +154,14 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.fail("mcp-code-runner images build "+img.Name+"   (or `make images` for all)", "image %s missing", img.Tag)
 		}
 	}
+	arch := st.backend.Architecture(vctx)
 	for _, l := range reg.Languages() {
+		if arch != "" && !l.RunsOn(arch) {
+			// Its image is built without it (or its programs are another
+			// machine's code), so it has no version here to report.
+			d.ok("%-12s not available: %s (the sandboxes here are linux/%s)", l.Name, l.ArchitectureRefusal(), arch)
+			continue
+		}
 		if v := st.engine.RuntimeVersion(vctx, l); v != "" {
 			d.ok("%-12s %s", l.Name, v)
 		} else if st.backend.CheckImage(vctx, reg.ImageOf(l).Tag) == nil {
