@@ -103,13 +103,14 @@ func TestTheVersionCheckRunsInAThrowawayContainer(t *testing.T) {
 		t.Fatalf("a failing version command: %v, want its status and output", err)
 	}
 	// A command that outgrows the limit is named as killed for memory, with
-	// the limit and the registry field that raises it. Bash's own string
+	// the limit and the registry field that raises it (whether or not the
+	// engine has reported the OOM kill by the time it has the exit). Bash's own string
 	// doubling grows past 512 MB in a few seconds; it stops at 1 GiB, so that
 	// an engine that does not enforce the limit fails the test, not the host.
 	greedy := bash
 	greedy.Version = []string{"bash", "-c", "echo growing >&2; s=x; for i in $(seq 30); do s=$s$s; done; echo grew to ${#s}"}
 	_, err = measure.version(ctx, img, greedy)
-	if err == nil || !strings.Contains(err.Error(), "was killed for using more than its 512 MB of memory") || !strings.Contains(err.Error(), "memory_mb") || !strings.Contains(err.Error(), "growing") {
+	if err == nil || !strings.Contains(err.Error(), "was killed") || !strings.Contains(err.Error(), "512 MB") || !strings.Contains(err.Error(), "memory_mb") || !strings.Contains(err.Error(), "growing") {
 		t.Fatalf("a version command over its memory: %v, want it named as killed for memory, with the limit, the fix and its output", err)
 	}
 }

@@ -204,9 +204,17 @@ func (p probe) run(ctx context.Context, image string, l languages.Language, cmd 
 	}
 	if status != 0 {
 		out := strings.TrimSpace(stdout.String() + stderr.String())
-		if ins, err := cli.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil && ins.Container.State.OOMKilled {
+		ins, err := cli.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{})
+		switch {
+		case err == nil && ins.Container.State != nil && ins.Container.State.OOMKilled:
 			return "", "", fmt.Errorf("%q was killed for using more than its %d MB of memory (status %d): raise the language's memory_mb in the registry: %s",
 				strings.Join(cmd, " "), memory>>20, status, out)
+		case status == 128+9:
+			// SIGKILL, which nothing but the OOM killer sends here; the
+			// engine may report the exit before the OOM event (or never,
+			// as Podman 4.3 does).
+			return "", "", fmt.Errorf("%q was killed (status %d, SIGKILL), as the OOM killer does at its %d MB memory limit: if it needs more, raise the language's memory_mb in the registry: %s",
+				strings.Join(cmd, " "), status, memory>>20, out)
 		}
 		return "", "", fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), status, out)
 	}
