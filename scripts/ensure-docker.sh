@@ -113,7 +113,9 @@ else
 		set -- --bridge=none --iptables=false
 	fi
 	log "starting dockerd${*:+ $*} (log: /var/log/dockerd.log)"
-	nohup dockerd "$@" >>/var/log/dockerd.log 2>&1 </dev/null &
+	# In a session of its own, so that stopping the run that started it (its
+	# process group) leaves the daemon, and its containerd, serving.
+	setsid nohup dockerd "$@" >>/var/log/dockerd.log 2>&1 </dev/null &
 fi
 
 i=0
