@@ -71,8 +71,14 @@ func (e *Engine) keepArtifacts(runID, owner string, files []wire.Artifact) []Art
 			sum := sha256.Sum256(f.Data)
 			a.SHA256 = hex.EncodeToString(sum[:])
 			a.MIMEType = MIMEType(f.Path, f.Data)
-			a.URI = ArtifactURI(runID, f.Path)
-			e.artifacts.Put(a.URI, owner, f.Data)
+			if err := e.artifacts.Put(ArtifactURI(runID, f.Path), owner, f.Data); err != nil {
+				// The file is described without a URI: a result never
+				// names one that does not serve.
+				e.log.Error("an artifact was not kept", "path", f.Path, "run", runID, "owner", owner, "err", err)
+				a.Skipped = "not kept: the server's state store refused it (" + err.Error() + ")"
+			} else {
+				a.URI = ArtifactURI(runID, f.Path)
+			}
 		} else {
 			a.MIMEType = MIMEType(f.Path, nil)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // RuntimeVersions finds the runtime version recorded for a language when
@@ -44,6 +45,13 @@ func WithEgressResolver(r egress.Resolver) Option {
 	return func(e *Engine) { e.resolver = r }
 }
 
+// WithStore keeps the engine's full outputs and artifacts in st, the state
+// every replica shares; without it they live in this process's memory
+// (store.Memory), as the fast tests and the bench want.
+func WithStore(st store.Store) Option {
+	return func(e *Engine) { e.state = st }
+}
+
 // deadlineGrace is added to the stage timeouts for the sandbox's own start
 // and stop when the backend bounds its whole life.
 const deadlineGrace = 15 * time.Second
@@ -53,6 +61,7 @@ type Engine struct {
 	cfg       config.Config
 	reg       *languages.Registry
 	backend   sandbox.Backend
+	state     store.Store
 	outputs   *OutputStore
 	artifacts *OutputStore
 	slots     chan struct{}
@@ -83,23 +92,26 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{
-		cfg:       cfg,
-		reg:       reg,
-		backend:   backend,
-		outputs:   NewOutputStore(cfg.OutputStoreMB<<20, cfg.Quotas.OutputStoreMB<<20, cfg.OutputRetention()),
-		artifacts: NewOutputStore(cfg.Artifacts.StoreMB<<20, cfg.Quotas.ArtifactStoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second),
-		running:   map[string]int{},
-		slots:     make(chan struct{}, cfg.MaxConcurrentRuns),
-		log:       log,
-		obs:       nopObserver{},
-		versions:  map[string]string{},
-		packages:  map[string]map[string]string{},
-		runs:      map[string]RunInfo{},
-		cancels:   map[string]context.CancelFunc{},
+		cfg:      cfg,
+		reg:      reg,
+		backend:  backend,
+		running:  map[string]int{},
+		slots:    make(chan struct{}, cfg.MaxConcurrentRuns),
+		log:      log,
+		obs:      nopObserver{},
+		versions: map[string]string{},
+		packages: map[string]map[string]string{},
+		runs:     map[string]RunInfo{},
+		cancels:  map[string]context.CancelFunc{},
 	}
 	for _, o := range opts {
 		o(e)
 	}
+	if e.state == nil {
+		e.state = store.NewMemory()
+	}
+	e.outputs = NewOutputStore(e.state, "outputs", cfg.OutputStoreMB<<20, cfg.Quotas.OutputStoreMB<<20, cfg.OutputRetention())
+	e.artifacts = NewOutputStore(e.state, "artifacts", cfg.Artifacts.StoreMB<<20, cfg.Quotas.ArtifactStoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second)
 	return e
 }
 
@@ -111,6 +123,10 @@ func (e *Engine) Config() config.Config { return e.cfg }
 
 // Outputs returns the store of full outputs.
 func (e *Engine) Outputs() *OutputStore { return e.outputs }
+
+// Store returns the state store the engine keeps outputs and artifacts in,
+// which the executions and tasks above it share.
+func (e *Engine) Store() store.Store { return e.state }
 
 // Backend returns the sandbox backend.
 func (e *Engine) Backend() sandbox.Backend { return e.backend }

@@ -1,11 +1,15 @@
 package engine
 
 import (
-	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"slices"
-	"sync"
 	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // OutputURIPrefix begins the URI of every kept output.
@@ -21,118 +25,235 @@ func OutputURI(runID, stage, stream string) string {
 	return fmt.Sprintf("%s%s/%s/%s", OutputURIPrefix, runID, stage, stream)
 }
 
+// storeTimeout bounds one operation of the output store on the state
+// store, whose callers (result shaping, resources/read) have no deadline of
+// their own to pass.
+const storeTimeout = 30 * time.Second
+
+// keptOutput is the record of one kept output in the state store; its bytes
+// are a blob beside it (store.PutBlob).
 type keptOutput struct {
-	data    []byte
-	owner   string
-	created time.Time
+	URI     string    `json:"uri"`
+	Owner   string    `json:"owner"`
+	Created time.Time `json:"created"`
+	Size    int       `json:"size"`
 }
 
-// OutputStore keeps full outputs that did not fit inline, for a while and up
-// to a total size; the oldest go first. Each output belongs to the principal
-// whose run made it: only that principal reads or lists it, and with an
-// owner quota a principal's outputs past it push out its own oldest ones,
-// never another principal's.
+// OutputStore keeps full outputs that did not fit inline (or artifacts),
+// for a while and up to a total size; the oldest go first. It keeps them in
+// the state store, so that every replica, and the server after a restart,
+// reads them by the same URIs. Each output belongs to the principal whose
+// run made it: only that principal reads or lists it, and with an owner
+// quota a principal's outputs past it push out its own oldest ones, never
+// another principal's.
+//
+// Keys: KIND/meta/OWNER/URI holds the record, KIND/data/OWNER/URI/NNNNNN
+// the bytes (owner and URI path-escaped), both with the retention as TTL.
 type OutputStore struct {
-	mu         sync.Mutex
-	items      map[string]keptOutput
-	order      []string // URIs, oldest first
-	total      int
-	maxBytes   int
-	ownerMax   int // 0: no per-owner quota
-	ownerBytes map[string]int
-	ttl        time.Duration
-	now        func() time.Time
+	st       store.Store
+	kind     string // "outputs" or "artifacts": the first segment of its keys
+	maxBytes int
+	ownerMax int // 0: no per-owner quota
+	ttl      time.Duration
+	now      func() time.Time
 }
 
-// NewOutputStore returns a store of at most maxBytes keeping outputs for
-// ttl, and at most ownerMax bytes per owner (0: no per-owner quota).
-func NewOutputStore(maxBytes, ownerMax int, ttl time.Duration) *OutputStore {
-	return &OutputStore{items: map[string]keptOutput{}, ownerBytes: map[string]int{}, maxBytes: maxBytes, ownerMax: ownerMax, ttl: ttl, now: time.Now}
+// NewOutputStore returns a store of at most maxBytes in st, under keys
+// beginning with kind, keeping outputs for ttl, and at most ownerMax bytes
+// per owner (0: no per-owner quota).
+func NewOutputStore(st store.Store, kind string, maxBytes, ownerMax int, ttl time.Duration) *OutputStore {
+	return &OutputStore{st: st, kind: kind, maxBytes: maxBytes, ownerMax: ownerMax, ttl: ttl, now: time.Now}
 }
+
+func (s *OutputStore) ownerPrefix(owner string) string {
+	return s.kind + "/meta/" + url.PathEscape(owner) + "/"
+}
+
+func (s *OutputStore) metaKey(uri, owner string) string {
+	return s.ownerPrefix(owner) + url.PathEscape(uri)
+}
+
+func (s *OutputStore) dataPrefix(uri, owner string) string {
+	return s.kind + "/data/" + url.PathEscape(owner) + "/" + url.PathEscape(uri)
+}
+
+// live reports whether an output is within its retention by this store's
+// clock (the state store's TTL removes it at about the same time).
+func (s *OutputStore) live(k keptOutput) bool { return k.Created.After(s.now().Add(-s.ttl)) }
 
 // Put keeps data under uri for owner.
-func (s *OutputStore) Put(uri, owner string, data []byte) {
+func (s *OutputStore) Put(uri, owner string, data []byte) error {
 	limit := s.maxBytes
 	if s.ownerMax > 0 {
 		limit = min(limit, s.ownerMax)
 	}
-	// A copy, cut to the store's size: keeping a slice would pin whatever
-	// larger buffer it came from for the whole retention.
-	data = bytes.Clone(data[:min(len(data), limit)])
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.items[uri]; ok {
-		s.removeLocked(uri)
+	data = data[:min(len(data), limit)]
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if old, ok := s.record(ctx, uri, owner); ok {
+		s.remove(ctx, old)
 	}
-	s.order = append(s.order, uri)
-	s.items[uri] = keptOutput{data: data, owner: owner, created: s.now()}
-	s.total += len(data)
-	s.ownerBytes[owner] += len(data)
-	for s.ownerMax > 0 && s.ownerBytes[owner] > s.ownerMax {
-		i := slices.IndexFunc(s.order, func(u string) bool { return s.items[u].owner == owner })
-		s.removeLocked(s.order[i])
+	k := keptOutput{URI: uri, Owner: owner, Created: s.now(), Size: len(data)}
+	// The bytes first, the record last: a reader that finds the record
+	// finds all of its bytes.
+	if err := store.PutBlob(ctx, s.st, s.dataPrefix(uri, owner), data, s.ttl); err != nil {
+		return fmt.Errorf("keeping %s: %w", uri, err)
 	}
-	s.evictLocked()
+	rec, err := json.Marshal(k)
+	if err != nil {
+		return err
+	}
+	if err := s.st.Put(ctx, s.metaKey(uri, owner), rec, s.ttl); err != nil {
+		return fmt.Errorf("keeping %s: %w", uri, err)
+	}
+	return s.evict(ctx, k)
+}
+
+// evict removes expired outputs, then owner's oldest past its quota, then
+// the oldest of all past the store's size; just is never among them.
+func (s *OutputStore) evict(ctx context.Context, just keptOutput) error {
+	all, err := s.records(ctx, s.kind+"/meta/")
+	if err != nil {
+		return err
+	}
+	// Oldest first; the output just kept last, whatever the clocks say.
+	slices.SortStableFunc(all, func(a, b keptOutput) int {
+		aj, bj := a.URI == just.URI && a.Owner == just.Owner, b.URI == just.URI && b.Owner == just.Owner
+		if aj != bj {
+			if aj {
+				return 1
+			}
+			return -1
+		}
+		return a.Created.Compare(b.Created)
+	})
+	total, ownerBytes := 0, 0
+	kept := all[:0]
+	for _, k := range all {
+		if !s.live(k) {
+			s.remove(ctx, k)
+			continue
+		}
+		kept = append(kept, k)
+		total += k.Size
+		if k.Owner == just.Owner {
+			ownerBytes += k.Size
+		}
+	}
+	gone := map[int]bool{}
+	for i, k := range kept {
+		if s.ownerMax == 0 || ownerBytes <= s.ownerMax {
+			break
+		}
+		if k.Owner == just.Owner {
+			s.remove(ctx, k)
+			gone[i] = true
+			ownerBytes -= k.Size
+			total -= k.Size
+		}
+	}
+	for i, k := range kept {
+		if total <= s.maxBytes {
+			break
+		}
+		if !gone[i] {
+			s.remove(ctx, k)
+			total -= k.Size
+		}
+	}
+	return nil
+}
+
+// remove forgets one output, its record first (a reader then finds
+// nothing rather than a record without bytes).
+func (s *OutputStore) remove(ctx context.Context, k keptOutput) {
+	_ = s.st.Delete(ctx, s.metaKey(k.URI, k.Owner))
+	_ = store.DeleteBlob(ctx, s.st, s.dataPrefix(k.URI, k.Owner), k.Size)
+}
+
+func (s *OutputStore) record(ctx context.Context, uri, owner string) (keptOutput, bool) {
+	raw, err := s.st.Get(ctx, s.metaKey(uri, owner))
+	if err != nil {
+		return keptOutput{}, false
+	}
+	var k keptOutput
+	if json.Unmarshal(raw, &k) != nil || k.Owner != owner || k.URI != uri {
+		return keptOutput{}, false
+	}
+	return k, true
+}
+
+func (s *OutputStore) records(ctx context.Context, prefix string) ([]keptOutput, error) {
+	entries, err := s.st.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]keptOutput, 0, len(entries))
+	for _, e := range entries {
+		var k keptOutput
+		if json.Unmarshal(e.Value, &k) == nil {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // Get returns the output kept under uri if owner's; another owner's output
-// is as absent as one never kept.
+// is as absent as one never kept. An error other than absence (the state
+// store unreachable) is returned as such.
 func (s *OutputStore) Get(uri, owner string) ([]byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.evictLocked()
-	it, ok := s.items[uri]
-	if !ok || it.owner != owner {
-		return nil, false
+	data, err := s.Read(uri, owner)
+	return data, err == nil
+}
+
+// Read is Get with the reason of a miss: store.ErrNotFound for an output
+// that is not there (or not owner's), another error when the state store
+// could not answer.
+func (s *OutputStore) Read(uri, owner string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	raw, err := s.st.Get(ctx, s.metaKey(uri, owner))
+	if err != nil {
+		return nil, err
 	}
-	return it.data, true
+	var k keptOutput
+	if json.Unmarshal(raw, &k) != nil || k.Owner != owner || k.URI != uri || !s.live(k) {
+		return nil, store.ErrNotFound
+	}
+	data, err := store.GetBlob(ctx, s.st, s.dataPrefix(uri, owner), k.Size)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, store.ErrNotFound
+	}
+	return data, err
+}
+
+// owned returns owner's live outputs, oldest first.
+func (s *OutputStore) owned(owner string) []keptOutput {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	all, err := s.records(ctx, s.ownerPrefix(owner))
+	if err != nil {
+		return nil
+	}
+	all = slices.DeleteFunc(all, func(k keptOutput) bool { return k.Owner != owner || !s.live(k) })
+	slices.SortStableFunc(all, func(a, b keptOutput) int { return a.Created.Compare(b.Created) })
+	return all
 }
 
 // List returns the URIs kept for owner, oldest first.
 func (s *OutputStore) List(owner string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.evictLocked()
 	var out []string
-	for _, uri := range s.order {
-		if s.items[uri].owner == owner {
-			out = append(out, uri)
-		}
+	for _, k := range s.owned(owner) {
+		out = append(out, k.URI)
 	}
 	return out
 }
 
 // Bytes returns the bytes kept for owner.
 func (s *OutputStore) Bytes(owner string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.evictLocked()
-	return s.ownerBytes[owner]
-}
-
-func (s *OutputStore) removeLocked(uri string) {
-	it := s.items[uri]
-	delete(s.items, uri)
-	s.order = slices.DeleteFunc(s.order, func(u string) bool { return u == uri })
-	s.total -= len(it.data)
-	if s.ownerBytes[it.owner] -= len(it.data); s.ownerBytes[it.owner] <= 0 {
-		delete(s.ownerBytes, it.owner)
+	n := 0
+	for _, k := range s.owned(owner) {
+		n += k.Size
 	}
-}
-
-func (s *OutputStore) evictLocked() {
-	cutoff := s.now().Add(-s.ttl)
-	for len(s.order) > 0 {
-		uri := s.order[0]
-		it := s.items[uri]
-		if s.total <= s.maxBytes && it.created.After(cutoff) {
-			return
-		}
-		s.order = s.order[1:]
-		s.total -= len(it.data)
-		if s.ownerBytes[it.owner] -= len(it.data); s.ownerBytes[it.owner] <= 0 {
-			delete(s.ownerBytes, it.owner)
-		}
-		delete(s.items, uri)
-	}
+	return n
 }

@@ -1,13 +1,15 @@
 package engine
 
 import (
+	"bytes"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 	"testing"
 	"time"
 )
 
 func TestOutputStoreEvictsOldestAndExpired(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := NewOutputStore(10, 0, time.Minute)
+	s := NewOutputStore(store.NewMemory(), "outputs", 10, 0, time.Minute)
 	s.now = func() time.Time { return now }
 	s.Put("a", "alice", []byte("aaaa"))
 	s.Put("b", "alice", []byte("bbbb"))
@@ -32,7 +34,7 @@ func TestOutputStoreEvictsOldestAndExpired(t *testing.T) {
 }
 
 func TestOutputStoreAnswersOnlyTheOwner(t *testing.T) {
-	s := NewOutputStore(100, 0, time.Minute)
+	s := NewOutputStore(store.NewMemory(), "outputs", 100, 0, time.Minute)
 	s.Put("mcr://runs/1/stdout", "alice", []byte("alice's output"))
 	if _, ok := s.Get("mcr://runs/1/stdout", "bob"); ok {
 		t.Error("bob reads alice's output")
@@ -46,7 +48,7 @@ func TestOutputStoreAnswersOnlyTheOwner(t *testing.T) {
 }
 
 func TestOutputStoreOwnerQuotaPushesOutOnlyTheOwnersOldest(t *testing.T) {
-	s := NewOutputStore(100, 10, time.Minute)
+	s := NewOutputStore(store.NewMemory(), "outputs", 100, 10, time.Minute)
 	s.Put("bob-1", "bob", []byte("bbbb"))
 	s.Put("alice-1", "alice", []byte("aaaa"))
 	s.Put("alice-2", "alice", []byte("aaaa"))
@@ -66,5 +68,47 @@ func TestOutputStoreOwnerQuotaPushesOutOnlyTheOwnersOldest(t *testing.T) {
 	}
 	if _, ok := s.Get("bob-1", "bob"); !ok {
 		t.Error("alice's big output pushed out bob's")
+	}
+}
+
+func TestOutputStoreKeepsOutputsInTheStateStoreForTheNextServer(t *testing.T) {
+	st := store.NewMemory()
+	big := bytes.Repeat([]byte("0123456789abcdef"), store.ChunkSize/16*2+100) // three chunks
+	first := NewOutputStore(st, "outputs", 64<<20, 0, time.Hour)
+	if err := first.Put("mcr://runs/1/stdout", "alice", big); err != nil {
+		t.Fatal(err)
+	}
+	// Another server (a restart, a replica) on the same state store.
+	next := NewOutputStore(st, "outputs", 64<<20, 0, time.Hour)
+	got, ok := next.Get("mcr://runs/1/stdout", "alice")
+	if !ok || !bytes.Equal(got, big) {
+		t.Fatalf("the next server reads %d bytes (%v), want the %d kept", len(got), ok, len(big))
+	}
+	if _, ok := next.Get("mcr://runs/1/stdout", "bob"); ok {
+		t.Error("the next server serves alice's output to bob")
+	}
+	if got := next.List("alice"); len(got) != 1 || got[0] != "mcr://runs/1/stdout" {
+		t.Errorf("the next server lists %v for alice", got)
+	}
+	// Artifacts share the state store under keys of their own.
+	if _, ok := NewOutputStore(st, "artifacts", 64<<20, 0, time.Hour).Get("mcr://runs/1/stdout", "alice"); ok {
+		t.Error("an output read as an artifact")
+	}
+}
+
+func TestOutputStoreLeavesNoChunksBehindWhatItForgets(t *testing.T) {
+	st := store.NewMemory()
+	s := NewOutputStore(st, "outputs", 2*store.ChunkSize, 0, time.Hour)
+	_ = s.Put("a", "alice", make([]byte, store.ChunkSize+1))
+	_ = s.Put("a", "alice", []byte("short")) // replaced: its two chunks go
+	_ = s.Put("b", "alice", make([]byte, 2*store.ChunkSize))
+	left, _ := st.List(t.Context(), "outputs/")
+	var keys []string
+	for _, e := range left {
+		keys = append(keys, e.Key)
+	}
+	// b alone fills the store: a (replaced, then evicted) leaves nothing.
+	if len(keys) != 3 {
+		t.Errorf("keys left: %v, want b's record and two chunks", keys)
 	}
 }

@@ -131,17 +131,25 @@ func (e *Engine) stage(runID, owner, name string, s *sandbox.StageOutput) Stage 
 	st.Stdout, st.StdoutTruncated = clip(s.Stdout, lim, s.StdoutBytes)
 	st.Stderr, st.StderrTruncated = clip(s.Stderr, lim, s.StderrBytes)
 	if st.StdoutTruncated {
-		st.StdoutURI = OutputURI(runID, name, "stdout")
-		e.outputs.Put(st.StdoutURI, owner, s.Stdout)
+		st.StdoutURI = e.keepOutput(OutputURI(runID, name, "stdout"), owner, s.Stdout)
 	}
 	if st.StderrTruncated {
-		st.StderrURI = OutputURI(runID, name, "stderr")
-		e.outputs.Put(st.StderrURI, owner, s.Stderr)
+		st.StderrURI = e.keepOutput(OutputURI(runID, name, "stderr"), owner, s.Stderr)
 	}
 	if s.Error != "" && st.Stderr == "" {
 		st.Stderr = s.Error
 	}
 	return st
+}
+
+// keepOutput keeps a full output under uri and returns uri, or "" when the
+// state store refused it: a result never names a URI that does not serve.
+func (e *Engine) keepOutput(uri, owner string, data []byte) string {
+	if err := e.outputs.Put(uri, owner, data); err != nil {
+		e.log.Error("a full output was not kept: the result gives no URI for it", "uri", uri, "owner", owner, "err", err)
+		return ""
+	}
+	return uri
 }
 
 // clip fits data into limit bytes, keeping the head and the tail (where
