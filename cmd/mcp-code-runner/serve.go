@@ -92,7 +92,12 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			go sweepLoop(ctx, st)
 			st.engine.StartPool()
 			go logPool(ctx, st)
-			execs := executions.NewManager(st.engine)
+			execs := executions.NewManager(st.engine, executions.WithLogger(st.log))
+			// What a stopped server left running ends as interrupted
+			// before anyone can ask for it.
+			if err := execs.Recover(ctx); err != nil {
+				return err
+			}
 			sess := sessions.NewManager(st.engine)
 			watchServer(st, execs, sess)
 			server := mcpserver.NewServer(mcpserver.Deps{Engine: st.engine, Executions: execs, Sessions: sess,
