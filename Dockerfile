@@ -18,6 +18,10 @@ USER 65532:65532
 # the same path (a bind mount of that host path); the agents' sockets are
 # made there too.
 ENV MCR_SHARED_DIR=/var/lib/mcp-code-runner
+# The state that outlives the process (sessions, executions, results) is
+# kept beside it, on the same mounted directory: the image's own file
+# system is read-only.
+ENV MCR_DATA_DIR=/var/lib/mcp-code-runner/state
 EXPOSE 8080 9464
 ENTRYPOINT ["/usr/local/bin/mcp-code-runner"]
 CMD ["serve", "--http", "127.0.0.1:8080", "--metrics-addr", "127.0.0.1:9464"]

@@ -114,7 +114,9 @@ start_server() {
 	for attempt in 1 2 3; do
 		port=$(free_port)
 		case $target in
-		product) "$BIN" serve --http "127.0.0.1:$port" >"$SERVER_LOG" 2>&1 & ;;
+		# A data directory of its own: another server (a developer's
+		# `make run`) may hold the default one.
+		product) "$BIN" serve --http "127.0.0.1:$port" --data-dir "$OUT/$target-state" >"$SERVER_LOG" 2>&1 & ;;
 		fixture) "$FIXTURE_BIN" --http "127.0.0.1:$port" >"$SERVER_LOG" 2>&1 & ;;
 		esac
 		SERVER_PID=$!

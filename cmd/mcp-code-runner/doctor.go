@@ -12,12 +12,14 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/spf13/cobra"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 func init() { subcommands = append(subcommands, newDoctorCmd) }
@@ -73,6 +75,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		return
 	}
 	d.ok("configuration valid (%d languages, %d images)", len(reg.Languages()), len(reg.Images()))
+	d.store(cfg)
 
 	st, err := newStack(g)
 	if err != nil {
@@ -366,4 +369,23 @@ func languageNames(langs []languages.Language) []string {
 		names[i] = l.Name
 	}
 	return names
+}
+
+// store checks the configured state store the way serve opens it. An
+// embedded store held by a running server is fine: that server owns it.
+func (d *doctor) store(cfg config.Config) {
+	s, err := store.Open(cfg)
+	switch {
+	case errors.Is(err, store.ErrDataDirInUse):
+		d.ok("state store: %v (so a server is running on it)", err)
+	case errors.Is(err, store.ErrNotStateStore):
+		d.fail("move the file away (it is left untouched), or set data_dir to another directory", "state store: %v", err)
+	case errors.Is(err, store.ErrUnavailable):
+		d.fail("start etcd, or correct store.etcd.endpoints and its TLS and auth settings", "state store: %v", err)
+	case err != nil:
+		d.fail("correct data_dir or the store settings", "state store: %v", err)
+	default:
+		d.ok("state store: %s", s.Describe())
+		_ = s.Close()
+	}
 }

@@ -58,7 +58,7 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
   mcp-code-runner serve --http 0.0.0.0:8080 --http-auth-tokens "alice=$ALICE_TOKEN,bob=$BOB_TOKEN,ops=$OPS_TOKEN" --http-operators ops --quotas-concurrent-runs 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := newStack(g)
+			st, err := newServingStack(g, httpAddr == "")
 			if err != nil {
 				return err
 			}

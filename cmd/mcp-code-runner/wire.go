@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // stack is everything a command that runs code needs.
@@ -29,9 +30,17 @@ type stack struct {
 	log     *slog.Logger
 	// metrics is nil unless the configuration serves them.
 	metrics *metrics.Metrics
+	// store holds the state that outlives a request: serve's is the
+	// configured store, the one-shot commands' is in memory.
+	store store.Store
 }
 
-func (s *stack) Close() { _ = s.backend.Close() }
+func (s *stack) Close() {
+	_ = s.backend.Close()
+	if s.store != nil {
+		_ = s.store.Close()
+	}
+}
 
 // dockerBackend returns the backend for the commands that inspect Docker
 // itself (doctor, bench).
@@ -129,13 +138,46 @@ func shareAgent(agent, dir string) (string, error) {
 }
 
 // newStack builds the engine on the configured backend from the global
-// options.
-func newStack(g *globalOptions) (*stack, error) {
+// options, for a one-shot command: its state lives in memory and ends with
+// it, so it runs beside a server on the same data directory.
+func newStack(g *globalOptions) (*stack, error) { return buildStack(g, false, false) }
+
+// newServingStack builds the engine for serve, on the configured state
+// store. The store is opened first: one that is down or refused (the data
+// directory held by another server, a file that is not ours, etcd
+// unreachable) stops the server before anything starts. A stdio server
+// with no data_dir set keeps its state in memory: it belongs to the one
+// MCP client that started it, and every client (every editor window)
+// starts its own, which one default directory would refuse.
+func newServingStack(g *globalOptions, stdio bool) (*stack, error) { return buildStack(g, true, stdio) }
+
+func buildStack(g *globalOptions, serving, stdio bool) (*stack, error) {
 	cfg, reg, err := g.load()
 	if err != nil {
 		return nil, err
 	}
 	log := g.logger()
+	var state store.Store = store.NewMemory()
+	switch {
+	case !serving:
+	case stdio && cfg.DataDir == "" && cfg.Store.Backend != config.StoreEtcd:
+		log.Info("state store: memory (a stdio server without data_dir keeps its state for its client's lifetime; set data_dir to keep it across restarts)")
+	default:
+		if state, err = store.Open(cfg); err != nil {
+			return nil, fmt.Errorf("state store: %w", err)
+		}
+		log.Info("state store: " + state.Describe())
+	}
+	st, err := backendStack(cfg, reg, log, state)
+	if err != nil {
+		_ = state.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// backendStack makes the configured sandbox backend and the engine on it.
+func backendStack(cfg config.Config, reg *languages.Registry, log *slog.Logger, state store.Store) (*stack, error) {
 	switch cfg.Backend {
 	case config.BackendKubernetes:
 		// A pod per sandbox in the configured namespace; the images live
@@ -144,26 +186,26 @@ func newStack(g *globalOptions) (*stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		return stackOn(cfg, reg, log, backend), nil
+		return stackOn(cfg, reg, log, backend, state), nil
 	case config.BackendCrun:
 		// Containers the server starts itself, from Docker's images.
 		backend, err := newCrunBackend(cfg, log)
 		if err != nil {
 			return nil, err
 		}
-		return stackOn(cfg, reg, log, backend, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg))), nil
+		return stackOn(cfg, reg, log, backend, state, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg))), nil
 	}
 	backend, err := newDockerBackend(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	return stackOn(cfg, reg, log, backend, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg))), nil
+	return stackOn(cfg, reg, log, backend, state, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg))), nil
 }
 
 // stackOn builds the engine on backend, observed by the metrics when the
 // configuration serves them.
-func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backend sandbox.Backend, opts ...engine.Option) *stack {
-	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log}
+func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backend sandbox.Backend, state store.Store, opts ...engine.Option) *stack {
+	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log, store: state}
 	sb := backend
 	if cfg.Metrics.Enabled() {
 		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})

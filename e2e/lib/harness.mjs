@@ -9,6 +9,9 @@ import net from 'node:net';
 import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -41,12 +44,26 @@ export const ERAS = [
     { name: '2026-07-28', negotiation: { mode: 'auto' }, era: 'modern', version: '2026-07-28' },
 ];
 
-/** Environment for server processes: ours, with string values only. */
-function serverEnv() {
+// The data directories of the servers this test process started, removed
+// when it exits.
+const dataDirs = [];
+process.on('exit', () => {
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * Environment for server processes: ours, with string values only, and a
+ * data directory of the server's own (one server per data directory: a
+ * second server on one is refused).
+ */
+export function serverEnv() {
     const env = {};
     for (const [k, v] of Object.entries(process.env)) {
         if (typeof v === 'string') env[k] = v;
     }
+    const dataDir = mkdtempSync(join(tmpdir(), 'mcr-e2e-state-'));
+    dataDirs.push(dataDir);
+    env.MCR_DATA_DIR = dataDir;
     return env;
 }
 

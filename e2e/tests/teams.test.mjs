@@ -14,7 +14,7 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 
 import {
-    BIN, ERAS, connect2, startHttpServer, languages, needLanguage, structured, texts,
+    BIN, ERAS, connect2, serverEnv, startHttpServer, languages, needLanguage, structured, texts,
     assertNoLeftoverContainers, containersRunning, waitFor,
 } from '../lib/harness.mjs';
 
@@ -93,7 +93,7 @@ describe('bad token entries stop the server at start-up', () => {
         ['two tokens of one name', `ci=${TOKENS.alice},ci=${TOKENS.bob}`, /"ci" is given twice/],
     ]) {
         it(what, async () => {
-            const proc = spawn(BIN, ['serve', '--http', '127.0.0.1:0', '--http-auth-tokens', entries], { stdio: ['ignore', 'pipe', 'pipe'] });
+            const proc = spawn(BIN, ['serve', '--http', '127.0.0.1:0', '--http-auth-tokens', entries], { env: serverEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
             let err = '';
             proc.stderr.setEncoding('utf8');
             proc.stderr.on('data', (d) => { err += d; });

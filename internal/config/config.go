@@ -143,6 +143,57 @@ type Config struct {
 	Network Network `json:"network"`
 	// Packages holds where packages are installed from and cached.
 	Packages Packages `json:"packages"`
+	// DataDir holds the embedded state store (state.db): sessions,
+	// executions, tasks, outputs and artifacts that outlive the process.
+	// One server per directory. Empty means the user's state directory:
+	// $XDG_STATE_HOME/mcp-code-runner, else
+	// ~/.local/state/mcp-code-runner (/var/lib/mcp-code-runner for root).
+	DataDir string `json:"data_dir"`
+	// Store chooses where that state lives.
+	Store Store `json:"store"`
+}
+
+// The state stores.
+const (
+	StoreEmbedded = "embedded"
+	StoreEtcd     = "etcd"
+)
+
+// Store chooses the state store: the embedded file under data_dir (one
+// server), or etcd (several replicas behind one address share it).
+type Store struct {
+	// Backend is "embedded" (the default) or "etcd".
+	Backend string `json:"backend"`
+	// Etcd configures the etcd store.
+	Etcd Etcd `json:"etcd"`
+}
+
+// Etcd configures the etcd v3 store. Its password is never in the
+// configuration itself: it comes from a file or an environment variable.
+type Etcd struct {
+	// Endpoints are the etcd members' client URLs
+	// (https://etcd-0.etcd:2379); required with the etcd store.
+	Endpoints []string `json:"endpoints"`
+	// Prefix is put before every key, so that several deployments (or
+	// other programs) can share one etcd.
+	Prefix string `json:"prefix"`
+	// DialTimeoutSeconds bounds connecting, and each request.
+	DialTimeoutSeconds int `json:"dial_timeout_seconds"`
+	// CAFile is the PEM bundle that verifies the members' certificates;
+	// setting it, or CertFile, makes the connection TLS.
+	CAFile string `json:"ca_file"`
+	// CertFile and KeyFile are this server's client certificate and key.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// ServerName is the name the members' certificates are checked
+	// against, when it is not the endpoints' host.
+	ServerName string `json:"server_name"`
+	// Username authenticates with etcd's own users.
+	Username string `json:"username"`
+	// PasswordFile is a file holding Username's password (a mounted Secret).
+	PasswordFile string `json:"password_file"`
+	// PasswordEnv names an environment variable holding Username's password.
+	PasswordEnv string `json:"password_env"`
 }
 
 // The network tiers a run may ask for, from the most closed: "none" (no
@@ -509,6 +560,10 @@ func Default() Config {
 			MaxLifeSeconds:        4 * 3600,
 		},
 		Metrics: Metrics{MaxPrincipals: 20},
+		Store: Store{
+			Backend: StoreEmbedded,
+			Etcd:    Etcd{Prefix: "/mcp-code-runner/", DialTimeoutSeconds: 5},
+		},
 		Network: Network{MaxTier: TierNone, MaxMB: 256, MaxConnections: 256},
 		Packages: Packages{
 			PypiIndexURL:   "https://pypi.org/simple",
@@ -717,6 +772,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("http.oauth_issuer needs http.oauth_introspection_url (to validate tokens) and http.public_url (the resource identifier)"))
 	}
 	errs = append(errs, c.validateBackend()...)
+	errs = append(errs, c.Store.validate()...)
 	if c.HTTP.RatePerMinute < 0 {
 		errs = append(errs, errors.New("http.rate_per_minute must be 0 (no limit) or more"))
 	}
@@ -819,4 +875,41 @@ func (k Kubernetes) ParsedTolerations() ([]Toleration, error) {
 		out = append(out, Toleration{Key: key, Value: value, Effect: effect, Exists: !hasValue})
 	}
 	return out, nil
+}
+
+// validate checks the store's choice and, for etcd, its settings.
+func (s Store) validate() []error {
+	switch s.Backend {
+	case "", StoreEmbedded:
+		return nil
+	case StoreEtcd:
+	default:
+		return []error{fmt.Errorf("store.backend %q: want %q or %q", s.Backend, StoreEmbedded, StoreEtcd)}
+	}
+	var errs []error
+	e := s.Etcd
+	if len(e.Endpoints) == 0 {
+		errs = append(errs, errors.New("store.etcd.endpoints is required with the etcd store: the members' client URLs, like https://etcd-0.etcd:2379"))
+	}
+	for _, ep := range e.Endpoints {
+		if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
+			errs = append(errs, fmt.Errorf("store.etcd.endpoints entry %q: want an http:// or https:// URL, like https://etcd-0.etcd:2379", ep))
+		}
+	}
+	if e.DialTimeoutSeconds <= 0 {
+		errs = append(errs, errors.New("store.etcd.dial_timeout_seconds must be positive"))
+	}
+	if (e.CertFile == "") != (e.KeyFile == "") {
+		errs = append(errs, errors.New("store.etcd.cert_file and store.etcd.key_file go together: set both or neither"))
+	}
+	if e.PasswordFile != "" && e.PasswordEnv != "" {
+		errs = append(errs, errors.New("store.etcd.password_file and store.etcd.password_env: set one, not both"))
+	}
+	if (e.PasswordFile != "" || e.PasswordEnv != "") && e.Username == "" {
+		errs = append(errs, errors.New("store.etcd.password_file or password_env needs store.etcd.username"))
+	}
+	if e.Username != "" && e.PasswordFile == "" && e.PasswordEnv == "" {
+		errs = append(errs, errors.New("store.etcd.username needs its password from store.etcd.password_file (a file holding it) or store.etcd.password_env (the name of a variable holding it); it is never written in the configuration itself"))
+	}
+	return errs
 }

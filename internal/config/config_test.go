@@ -46,6 +46,13 @@ func TestLoadRejects(t *testing.T) {
 		{"bad node selector", `{"backend":"kubernetes","kubernetes":{"node_selector":["pool"]}}`, nil, "want KEY=VALUE"},
 		{"bad toleration effect", `{"backend":"kubernetes","kubernetes":{"tolerations":["a=b:Sometimes"]}}`, nil, "want KEY[=VALUE]:EFFECT"},
 		{"bad pull policy", `{"backend":"kubernetes","kubernetes":{"image_pull_policy":"Maybe"}}`, nil, "want Always, IfNotPresent or Never"},
+		{"unknown store", `{"store":{"backend":"redis"}}`, nil, `store.backend "redis": want "embedded" or "etcd"`},
+		{"etcd without endpoints", `{"store":{"backend":"etcd"}}`, nil, "store.etcd.endpoints is required"},
+		{"etcd endpoint without a scheme", `{"store":{"backend":"etcd","etcd":{"endpoints":["etcd:2379"]}}}`, nil, `entry "etcd:2379": want an http:// or https:// URL`},
+		{"etcd certificate without its key", `{"store":{"backend":"etcd","etcd":{"endpoints":["https://e:2379"],"cert_file":"c.pem"}}}`, nil, "cert_file and store.etcd.key_file go together"},
+		{"etcd user without a password source", `{"store":{"backend":"etcd","etcd":{"endpoints":["https://e:2379"],"username":"mcr"}}}`, nil, "never written in the configuration itself"},
+		{"etcd password in the configuration", `{"store":{"backend":"etcd","etcd":{"endpoints":["https://e:2379"],"username":"mcr","password":"hunter2"}}}`, nil, `unknown field "password"`},
+		{"etcd dial timeout zero", `{"store":{"backend":"etcd","etcd":{"endpoints":["https://e:2379"],"dial_timeout_seconds":0}}}`, nil, "dial_timeout_seconds must be positive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,7 +30,7 @@ func startKubernetesServer(t *testing.T, c *k8stest.Cluster, pools string) *serv
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	k := c.Config()
-	cmd := exec.Command(testutil.ServerBinary(t), "serve", "--http", addr,
+	cmd := exec.Command(testutil.ServerBinary(t), "serve", "--data-dir", t.TempDir(), "--http", addr,
 		"--backend", "kubernetes", "--kubernetes-kubeconfig", k.Kubeconfig, "--kubernetes-namespace", k.Namespace,
 		"--kubernetes-agent-image", k.AgentImage, "--kubernetes-image-pull-policy", k.ImagePullPolicy,
 		"--pool-size", "0", "--pool-sizes", pools, "--sweep-interval-seconds", "2", "--cpus", fmt.Sprint(k8stest.SandboxCPUs))

@@ -154,7 +154,7 @@ func TestPrometheusScrapesServer(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	auditPath := filepath.Join(dir, "audit.log")
-	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--http", addr,
+	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--data-dir", t.TempDir(), "--http", addr,
 		"--http-auth-tokens", tokenName+"="+token+",ops="+operatorToken, "--http-operators", "ops", "--metrics-addr", metricsAddr, "--metrics-on-http-listener=true", "--audit-log", auditPath, "--log-format", "json",
 		"--pool-size", "0", "--pool-sizes", "python=1", "--sweep-interval-seconds", "2"))
 	waitFor(t, "server ready", 60*time.Second, func() bool {
@@ -324,7 +324,7 @@ func auditLines(t *testing.T, path string) []map[string]any {
 // stops the server at start-up with a message that says what to do.
 func TestServeRefusesUnwritableAuditLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing-dir", "audit.log")
-	out, err := exec.Command(testutil.ServerBinary(t), "serve", "--http", "127.0.0.1:0", "--audit-log", path).CombinedOutput()
+	out, err := exec.Command(testutil.ServerBinary(t), "serve", "--data-dir", t.TempDir(), "--http", "127.0.0.1:0", "--audit-log", path).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "audit log "+path+" cannot be opened") || !strings.Contains(string(out), "--audit-log") {
 		t.Fatalf("serve with an unwritable audit log: err %v, output %s", err, out)
 	}
@@ -335,7 +335,7 @@ func TestServeRefusesUnwritableAuditLog(t *testing.T) {
 // with the reason.
 func TestProbesWithoutDocker(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--http", addr,
+	startLogged(t, "server", exec.Command(testutil.ServerBinary(t), "serve", "--data-dir", t.TempDir(), "--http", addr,
 		"--docker-host", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"), "--pool-size", "0", "--pool-sizes", "bash=1"))
 	var code int
 	var body string

@@ -45,7 +45,7 @@ func startServer(t *testing.T, poolSize int) *server {
 	t.Helper()
 	bin := testutil.ServerBinary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "serve", "--http", addr, "--pool-size", "0", "--pool-sizes", "bash="+strconv.Itoa(poolSize), "--sweep-interval-seconds", "2")
+	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--http", addr, "--pool-size", "0", "--pool-sizes", "bash="+strconv.Itoa(poolSize), "--sweep-interval-seconds", "2")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestCrashRecovery(t *testing.T) {
 // TestRefusesOpenListener: a non-loopback address without authentication
 // is refused before anything listens.
 func TestRefusesOpenListener(t *testing.T) {
-	out, err := exec.Command(testutil.ServerBinary(t), "serve", "--http", "0.0.0.0:0").CombinedOutput()
+	out, err := exec.Command(testutil.ServerBinary(t), "serve", "--data-dir", t.TempDir(), "--http", "0.0.0.0:0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--auth-token") {
 		t.Fatalf("serve on 0.0.0.0 without a token: err %v, output %s", err, out)
 	}
@@ -220,7 +220,7 @@ func TestRefusesOpenListener(t *testing.T) {
 // does not have stops the server at start, with the runtimes it does have.
 func TestRefusesARuntimeTheDaemonLacks(t *testing.T) {
 	testutil.RequireDocker(t)
-	out, err := exec.Command(testutil.ServerBinary(t), "serve", "--http", "127.0.0.1:0", "--runtime", "no-such-runtime").CombinedOutput()
+	out, err := exec.Command(testutil.ServerBinary(t), "serve", "--data-dir", t.TempDir(), "--http", "127.0.0.1:0", "--runtime", "no-such-runtime").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), `runtime "no-such-runtime" is configured, and the daemon has `) || !strings.Contains(string(out), "runc") {
 		t.Fatalf("serve --runtime no-such-runtime: err %v, output %s", err, out)
 	}
@@ -234,7 +234,7 @@ func TestShutdownKillsRunsAfterGrace(t *testing.T) {
 	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "bash")
 	bin := testutil.ServerBinary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "serve", "--http", addr, "--pool-size", "0", "--pool-sizes", "bash=1", "--shutdown-grace-seconds", "2")
+	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--http", addr, "--pool-size", "0", "--pool-sizes", "bash=1", "--shutdown-grace-seconds", "2")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

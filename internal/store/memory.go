@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -12,9 +13,10 @@ import (
 // of the packages above the store; the server never uses it, since nothing
 // in it outlives the process.
 type Memory struct {
-	mu   sync.Mutex
-	now  func() time.Time
-	data map[string]memValue
+	mu     sync.Mutex
+	now    func() time.Time
+	data   map[string]memValue
+	closed bool
 }
 
 type memValue struct {
@@ -24,6 +26,15 @@ type memValue struct {
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory { return &Memory{now: time.Now, data: map[string]memValue{}} }
+
+// checkLocked fails a call on a closed store or with a done context, as
+// the real stores do.
+func (m *Memory) checkLocked(ctx context.Context) error {
+	if m.closed {
+		return fmt.Errorf("%w: memory store closed", ErrUnavailable)
+	}
+	return ctx.Err()
+}
 
 func (m *Memory) liveLocked(key string) (memValue, bool) {
 	v, ok := m.data[key]
@@ -42,9 +53,12 @@ func (m *Memory) expiry(ttl time.Duration) time.Time {
 }
 
 // Get implements Store.
-func (m *Memory) Get(_ context.Context, key string) ([]byte, error) {
+func (m *Memory) Get(ctx context.Context, key string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.checkLocked(ctx); err != nil {
+		return nil, err
+	}
 	v, ok := m.liveLocked(key)
 	if !ok {
 		return nil, ErrNotFound
@@ -53,17 +67,23 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, error) {
 }
 
 // Put implements Store.
-func (m *Memory) Put(_ context.Context, key string, value []byte, ttl time.Duration) error {
+func (m *Memory) Put(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.checkLocked(ctx); err != nil {
+		return err
+	}
 	m.data[key] = memValue{value: append([]byte(nil), value...), expires: m.expiry(ttl)}
 	return nil
 }
 
 // Create implements Store.
-func (m *Memory) Create(_ context.Context, key string, value []byte, ttl time.Duration) error {
+func (m *Memory) Create(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.checkLocked(ctx); err != nil {
+		return err
+	}
 	if _, ok := m.liveLocked(key); ok {
 		return ErrExists
 	}
@@ -72,9 +92,12 @@ func (m *Memory) Create(_ context.Context, key string, value []byte, ttl time.Du
 }
 
 // Update implements Store.
-func (m *Memory) Update(_ context.Context, key string, ttl time.Duration, fn func(old []byte) ([]byte, error)) error {
+func (m *Memory) Update(ctx context.Context, key string, ttl time.Duration, fn func(old []byte) ([]byte, error)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.checkLocked(ctx); err != nil {
+		return err
+	}
 	old, ok := m.liveLocked(key)
 	var oldValue []byte
 	if ok {
@@ -97,17 +120,23 @@ func (m *Memory) Update(_ context.Context, key string, ttl time.Duration, fn fun
 }
 
 // Delete implements Store.
-func (m *Memory) Delete(_ context.Context, key string) error {
+func (m *Memory) Delete(ctx context.Context, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.checkLocked(ctx); err != nil {
+		return err
+	}
 	delete(m.data, key)
 	return nil
 }
 
 // List implements Store.
-func (m *Memory) List(_ context.Context, prefix string) ([]Entry, error) {
+func (m *Memory) List(ctx context.Context, prefix string) ([]Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.checkLocked(ctx); err != nil {
+		return nil, err
+	}
 	var out []Entry
 	for k := range m.data {
 		if !strings.HasPrefix(k, prefix) {
@@ -125,4 +154,9 @@ func (m *Memory) List(_ context.Context, prefix string) ([]Entry, error) {
 func (m *Memory) Describe() string { return "memory (tests only)" }
 
 // Close implements Store.
-func (m *Memory) Close() error { return nil }
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}
