@@ -98,7 +98,7 @@ func isExecutable(path string) bool {
 // both must be at paths the Docker daemon sees too.
 func shareAgent(agent, dir string) (string, error) {
 	fail := func(err error) (string, error) {
-		return "", fmt.Errorf("shared_dir %s: %w; it must be a writable directory at the same path for this server and the Docker daemon (see the README's container section)", dir, err)
+		return "", fmt.Errorf("shared_dir %s: %w; it must be a writable directory at the same path for this server and the Docker daemon (see docs/OPERATORS.md#running-the-server-in-a-container)", dir, err)
 	}
 	if fi, err := os.Stat(dir); err != nil {
 		return fail(err)

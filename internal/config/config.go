@@ -602,7 +602,7 @@ func Load(path string, getenv func(string) string) (Config, error) {
 		dec := json.NewDecoder(strings.NewReader(string(data)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			return c, fmt.Errorf("config file %s: %w (see the README's configuration section for the fields)", path, err)
+			return c, fmt.Errorf("config file %s: %w (see docs/OPERATORS.md#configuration for the fields)", path, err)
 		}
 	}
 	if err := applyEnv(&c, getenv); err != nil {
