@@ -92,3 +92,33 @@ func forEachProseLine(text string, fn func(n int, line string)) {
 		fn(i+1, line)
 	}
 }
+
+// repoTopDirs are the top-level directories whose paths the contributor
+// pages name.
+var repoTopDirs = []string{"cmd/", "internal/", "e2e/", "scripts/", "deploy/", "docs/", "conformance/", ".ci/"}
+
+// placeholder matches a path element that stands for a name to fill in
+// (NAME, LANGUAGE, TOOL.snap.json), which no repository path has.
+var placeholder = regexp.MustCompile(`(^|/)[A-Z][A-Z_]+([./]|$)`)
+
+// RepoPaths returns the code spans of a Markdown text that name a path of
+// the repository: a span that starts with one of its top-level directories,
+// holds no space, and has no placeholder element. A trailing "/" is kept off.
+func RepoPaths(text string) []string {
+	var paths []string
+	forEachProseLine(text, func(_ int, line string) {
+		for _, span := range codeSpan.FindAllString(line, -1) {
+			p := strings.Trim(span, "`")
+			if strings.ContainsAny(p, " *{}<>") || strings.Contains(p, "...") || placeholder.MatchString(p) {
+				continue
+			}
+			for _, top := range repoTopDirs {
+				if strings.HasPrefix(p, top) {
+					paths = append(paths, strings.TrimSuffix(p, "/"))
+					break
+				}
+			}
+		}
+	})
+	return paths
+}
