@@ -38,17 +38,12 @@ func (e *Engine) Template(lang languages.Language) sandbox.Template {
 	}
 }
 
-// job turns a validated request into the sandbox job that runs it: the
-// files, then the compile and run stages, or in a session a call of the
-// language's long-lived interpreter (kernel), with a deadline for the whole
-// job. The bool says whether the code goes to that interpreter.
-func (e *Engine) job(v *validated, req Request, runID string, session bool) (sandbox.Job, bool) {
+// job turns a plan into the sandbox job that runs it: the files, then the
+// compile and run stages, or in a session a call of the language's
+// long-lived interpreter (kernel), with a deadline for the whole job.
+func (e *Engine) job(p *Plan, runID string) sandbox.Job {
 	lim := e.cfg.Limits
-	lang := v.lang
-	compileTimeout := lim.CompileTimeoutSeconds
-	if lang.Limits.CompileTimeoutSeconds > 0 {
-		compileTimeout = lang.Limits.CompileTimeoutSeconds
-	}
+	lang, req := p.Language, p.Request
 	env := append([]string(nil), lang.Env...)
 	names := make([]string, 0, len(req.Env))
 	for k := range req.Env {
@@ -59,36 +54,31 @@ func (e *Engine) job(v *validated, req Request, runID string, session bool) (san
 		env = append(env, k+"="+req.Env[k])
 	}
 	request := wire.Request{Workdir: wire.WorkspacePath, OutputLimit: int64(lim.MaxOutputBytes),
-		Artifacts: artifactLimits(e.cfg.Artifacts), Session: session}
-	useKernel := session && lang.Kernel != nil && req.Stdin == "" && len(req.Args) == 0
-	if useKernel {
+		Artifacts: artifactLimits(e.cfg.Artifacts), Session: p.Session}
+	if p.Kernel {
 		request.Op = wire.OpKernel
-		request.Files = v.files[1:] // the code goes to the interpreter, not a file
+		request.Files = p.files[1:] // the code goes to the interpreter, not a file
 		request.Kernel = &wire.KernelCall{Name: lang.Kernel.Name, Argv: lang.Kernel.Run, Env: env,
-			Code: req.Code, TimeoutMs: int64(v.timeout) * 1000}
-	} else {
-		request.Files = v.files
-		request.Entry = lang.Entry
-		request.Architectures, request.ArchitectureRefusal = lang.Architectures, lang.ArchitectureRefusal()
-		if lang.Compiled() {
-			compileEnv := env
-			if lang.TypeErrors != nil && e.cfg.TypeErrorsFatal {
-				// Last, so that it wins; request env cannot name MCR_ variables anyway.
-				compileEnv = append(slices.Clip(env), lang.TypeErrors.FatalEnv)
-			}
-			request.Stages = append(request.Stages, wire.Stage{
-				Name: "compile", Argv: lang.Compile, Env: compileEnv,
-				TimeoutMs: int64(compileTimeout) * 1000, StopOnFailure: true,
-			})
+			Code: req.Code, TimeoutMs: int64(p.Timeout) * 1000}
+		return sandbox.Job{Request: request, Deadline: p.deadline(), RunID: runID}
+	}
+	request.Files = p.files
+	request.Entry = lang.Entry
+	request.Architectures, request.ArchitectureRefusal = lang.Architectures, lang.ArchitectureRefusal()
+	if lang.Compiled() {
+		compileEnv := env
+		if lang.TypeErrors != nil && e.cfg.TypeErrorsFatal {
+			// Last, so that it wins; request env cannot name MCR_ variables anyway.
+			compileEnv = append(slices.Clip(env), lang.TypeErrors.FatalEnv)
 		}
 		request.Stages = append(request.Stages, wire.Stage{
-			Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
-			Stdin: []byte(req.Stdin), TimeoutMs: int64(v.timeout) * 1000,
+			Name: "compile", Argv: lang.Compile, Env: compileEnv,
+			TimeoutMs: int64(p.CompileTimeout) * 1000, StopOnFailure: true,
 		})
 	}
-	deadline := time.Duration(v.timeout)*time.Second + deadlineGrace
-	if lang.Compiled() {
-		deadline += time.Duration(compileTimeout) * time.Second
-	}
-	return sandbox.Job{Request: request, Deadline: deadline, RunID: runID}, useKernel
+	request.Stages = append(request.Stages, wire.Stage{
+		Name: "run", Argv: append(append([]string(nil), lang.Run...), req.Args...), Env: env,
+		Stdin: []byte(req.Stdin), TimeoutMs: int64(p.Timeout) * 1000,
+	})
+	return sandbox.Job{Request: request, Deadline: p.deadline(), RunID: runID}
 }

@@ -48,35 +48,7 @@ func (e *Engine) shape(runID, owner string, lang languages.Language, sres *sandb
 			out.ExitReason = "compilation hit the memory limit; the program was not run"
 		}
 	case run == nil || sres.Incomplete:
-		// The sandbox ended before the agent reported: the run overran its
-		// deadline, the caller left, or memory ran out for the whole sandbox.
-		// What the run printed until then is kept and counted.
-		out.ExitCode, out.Signal = 137, "SIGKILL"
-		if run != nil && run.ExitCode == 0 && run.DurationMs == 0 {
-			out.StdoutBytes = max(out.StdoutBytes, int64(len(run.Stdout)))
-			out.StderrBytes = max(out.StderrBytes, int64(len(run.Stderr)))
-			out.DurationMs = sres.Elapsed.Milliseconds()
-			if out.Compile != nil {
-				out.DurationMs = max(0, out.DurationMs-out.Compile.DurationMs)
-			}
-		}
-		switch {
-		case sres.OOMKilled:
-			out.Status, out.OOMKilled = StatusOOM, true
-			out.ExitReason = "the sandbox ran out of memory; use less memory"
-		case cancelled:
-			out.Status = StatusKilled
-			out.ExitReason = "the request was cancelled; the sandbox was killed"
-		case sres.Killed:
-			out.Status, out.TimedOut = StatusTimeout, true
-			out.ExitReason = "the sandbox overran its deadline and was killed"
-		case strings.Contains(sres.Diagnostics, "failed to create new OS thread") || strings.Contains(sres.Diagnostics, "newosproc"):
-			out.Status = StatusKilled
-			out.ExitReason = "the program used up the process limit (pids_limit) so that the sandbox could not go on; fewer processes or threads"
-		default:
-			out.Status = StatusKilled
-			out.ExitReason = "the sandbox ended unexpectedly"
-		}
+		sandboxEnded(out, run, sres, cancelled)
 	case out.TimedOut:
 		out.Status = StatusTimeout
 		out.ExitReason = "the program hit its time limit and was killed; output up to then is kept"
@@ -95,13 +67,52 @@ func (e *Engine) shape(runID, owner string, lang languages.Language, sres *sandb
 		out.ExitReason = run.Error
 	}
 	if c := stageByName["compile"]; c != nil && lang.TypeErrors != nil {
-		out.TypeErrors = countLines(c.Stderr, lang.TypeErrors.Pattern)
-		if out.TypeErrors > 0 && run != nil {
-			note := fmt.Sprintf("the compiler reported %d type error(s), in compile.stderr; the program was compiled and run despite them", out.TypeErrors)
-			out.ExitReason = strings.TrimPrefix(out.ExitReason+"; "+note, "; ")
-		}
+		noteTypeErrors(out, c, lang.TypeErrors.Pattern, run != nil)
 	}
 	return out
+}
+
+// noteTypeErrors counts the type errors a compile stage reported and, when
+// the program ran despite them, says so.
+func noteTypeErrors(out *Result, compile *sandbox.StageOutput, pattern string, ran bool) {
+	out.TypeErrors = countLines(compile.Stderr, pattern)
+	if out.TypeErrors > 0 && ran {
+		note := fmt.Sprintf("the compiler reported %d type error(s), in compile.stderr; the program was compiled and run despite them", out.TypeErrors)
+		out.ExitReason = strings.TrimPrefix(out.ExitReason+"; "+note, "; ")
+	}
+}
+
+// sandboxEnded says how a run ended whose sandbox ended before the agent
+// reported: the run overran its deadline, the caller left, or memory ran
+// out for the whole sandbox. What the run printed until then is kept and
+// counted.
+func sandboxEnded(out *Result, run *sandbox.StageOutput, sres *sandbox.Result, cancelled bool) {
+	out.ExitCode, out.Signal = 137, "SIGKILL"
+	if run != nil && run.ExitCode == 0 && run.DurationMs == 0 {
+		out.StdoutBytes = max(out.StdoutBytes, int64(len(run.Stdout)))
+		out.StderrBytes = max(out.StderrBytes, int64(len(run.Stderr)))
+		out.DurationMs = sres.Elapsed.Milliseconds()
+		if out.Compile != nil {
+			out.DurationMs = max(0, out.DurationMs-out.Compile.DurationMs)
+		}
+	}
+	switch {
+	case sres.OOMKilled:
+		out.Status, out.OOMKilled = StatusOOM, true
+		out.ExitReason = "the sandbox ran out of memory; use less memory"
+	case cancelled:
+		out.Status = StatusKilled
+		out.ExitReason = "the request was cancelled; the sandbox was killed"
+	case sres.Killed:
+		out.Status, out.TimedOut = StatusTimeout, true
+		out.ExitReason = "the sandbox overran its deadline and was killed"
+	case strings.Contains(sres.Diagnostics, "failed to create new OS thread") || strings.Contains(sres.Diagnostics, "newosproc"):
+		out.Status = StatusKilled
+		out.ExitReason = "the program used up the process limit (pids_limit) so that the sandbox could not go on; fewer processes or threads"
+	default:
+		out.Status = StatusKilled
+		out.ExitReason = "the sandbox ended unexpectedly"
+	}
 }
 
 // countLines counts the lines of text that match pattern (validated when

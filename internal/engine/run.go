@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
@@ -36,236 +35,232 @@ type RunOptions struct {
 	Proxy *egress.Proxy
 }
 
-// Run validates req, runs it in a fresh sandbox and returns the result. A
-// rejected request or a sandbox that could not run returns an *Error.
+// Run prepares req and runs it in a fresh sandbox: Prepare, then RunPlan.
+// A rejected request or a sandbox that could not run returns an *Error.
 func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result, error) {
 	if req.SessionID != "" {
 		return nil, invalid("session_id %q: this path runs one-shot code only; session runs go through the session manager", req.SessionID)
 	}
-	return e.run(ctx, req, opts, nil)
+	plan, err := e.prepare(ctx, req, opts)
+	if err != nil {
+		return nil, err
+	}
+	return e.RunPlan(ctx, plan, opts)
 }
 
-// RunInSession runs req in a session's sandbox: files persist, and for a
-// language with a kernel (and no stdin or args) the code runs as a cell of
-// the session's long-lived interpreter.
-func (e *Engine) RunInSession(ctx context.Context, sb sandbox.Sandbox, req Request, opts RunOptions) (*Result, error) {
-	return e.run(ctx, req, opts, sb)
+// RunPlan runs a one-shot plan in a sandbox of its own: a warm one from the
+// pool, or one made for the run.
+func (e *Engine) RunPlan(ctx context.Context, plan *Plan, opts RunOptions) (*Result, error) {
+	return e.run(ctx, plan, opts, nil)
 }
 
-func (e *Engine) run(ctx context.Context, req Request, opts RunOptions, session sandbox.Sandbox) (res *Result, err error) {
-	start := time.Now()
+// RunOn runs a plan on a sandbox the caller holds (a session's): files
+// persist, and for a language with a kernel (and no stdin or args) the code
+// runs as a cell of the sandbox's long-lived interpreter.
+func (e *Engine) RunOn(ctx context.Context, sb sandbox.Sandbox, plan *Plan, opts RunOptions) (*Result, error) {
+	return e.run(ctx, plan, opts, sb)
+}
+
+// run takes a plan through the four steps of every run: a run slot, the
+// job with its packages and network, a sandbox from its source, the
+// answer. A given sandbox (a session's) is the run's source.
+func (e *Engine) run(ctx context.Context, plan *Plan, opts RunOptions, given sandbox.Sandbox) (res *Result, err error) {
 	e.inflight.Add(1)
 	defer e.inflight.Done()
-	// The language is named once validated: a request's own string is
-	// not a metric label.
-	stats := RunStats{Session: session != nil, QueueWait: opts.QueueWait}
-	if opts.Release != nil {
-		stats.Reached |= StageQueued
+	r := newRun(ctx, plan, opts, given != nil)
+	defer func() { e.obs.RunDone(ctx, r.done(res, err)) }()
+	defer r.release()
+	if err := e.queue(ctx, r); err != nil {
+		return nil, err
 	}
-	defer func() {
-		stats.Total = time.Since(start)
-		if res != nil {
-			stats.Language, stats.Status = res.Language, res.Status
-			stats.StdoutBytes, stats.StderrBytes = res.StdoutBytes, res.StderrBytes
-			if res.Compile != nil {
-				stats.StdoutBytes += res.Compile.StdoutBytes
-				stats.StderrBytes += res.Compile.StderrBytes
-			}
-		} else {
-			stats.Status = CodeOf(err)
-		}
-		e.obs.RunDone(ctx, stats)
-	}()
-	// The run slot: the caller's, or taken below; given back when the run
-	// returns, or handed to the cold sandbox's removal (removeLater). The
-	// principal's quota is given back when the run returns: its next run
-	// need not wait for the removal.
-	var slot, unquota func()
-	if opts.Release != nil {
-		slot, unquota = opts.Release.slot, opts.Release.quota
+	ctx, untrack := e.track(ctx, r)
+	defer untrack()
+	if err := e.equip(ctx, r); err != nil {
+		return nil, err
 	}
-	defer func() {
-		if slot != nil {
-			slot()
-		}
-	}()
-	defer func() {
-		if unquota != nil {
-			unquota()
-		}
-	}()
-	v, err := e.validate(req, opts.Long)
+	if r.proxy != nil && r.proxy != opts.Proxy {
+		defer r.proxy.Close()
+	}
+	sres, err := e.execute(ctx, r, e.source(r, given))
 	if err != nil {
-		return nil, err
+		return nil, e.explain(err, plan.Language)
 	}
-	if session != nil && req.Network != "" {
-		return nil, invalid("network is chosen when the session is created (create_session's network); leave it out of a session's run_code")
+	return e.answer(ctx, r, sres), nil
+}
+
+// run is one run's state on its way through the steps.
+type run struct {
+	plan      *Plan
+	opts      RunOptions
+	id        string
+	owner     string
+	start     time.Time
+	stats     RunStats
+	slot      func() // nil once given back or handed to the sandbox's removal
+	unquota   func()
+	job       sandbox.Job
+	inst      *Installation
+	proxy     *egress.Proxy
+	sandboxID string
+}
+
+// newRun starts a run of plan; a slot the caller holds (opts.Release) is
+// the run's.
+func newRun(ctx context.Context, plan *Plan, opts RunOptions, session bool) *run {
+	r := &run{plan: plan, opts: opts, owner: principal.FromContext(ctx).Name, start: time.Now(),
+		stats: RunStats{Session: session, QueueWait: opts.QueueWait, Language: plan.Language.Name}}
+	if opts.Release != nil {
+		r.slot, r.unquota = opts.Release.slot, opts.Release.quota
+		r.stats.Reached |= StageQueued
 	}
-	if session != nil && len(req.Packages) > 0 {
-		return nil, invalid("a session installs packages with install_packages (or create_session's packages); leave packages out of a session's run_code")
+	return r
+}
+
+// release gives back the principal's quota (its next run need not wait for
+// a removal) and the run slot, unless the cold sandbox's removal took it.
+func (r *run) release() {
+	if r.unquota != nil {
+		r.unquota()
 	}
-	tier, err := e.checkNetwork(req.Network)
+	if r.slot != nil {
+		r.slot()
+	}
+}
+
+// done completes the run's stats for the observer.
+func (r *run) done(res *Result, err error) RunStats {
+	stats := r.stats
+	stats.Total = time.Since(r.start)
+	if res == nil {
+		stats.Status = CodeOf(err)
+		return stats
+	}
+	stats.Language, stats.Status = res.Language, res.Status
+	stats.StdoutBytes, stats.StderrBytes = res.StdoutBytes, res.StderrBytes
+	if res.Compile != nil {
+		stats.StdoutBytes += res.Compile.StdoutBytes
+		stats.StderrBytes += res.Compile.StderrBytes
+	}
+	return stats
+}
+
+// queue takes the run's slot unless the caller brought one.
+func (e *Engine) queue(ctx context.Context, r *run) error {
+	if r.slot != nil {
+		return nil
+	}
+	queued := time.Now()
+	held, err := e.acquire(ctx)
+	r.stats.QueueWait = time.Since(queued)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := e.checkPackages(v.lang, req.Packages); err != nil {
-		return nil, err
-	}
-	owner := principal.FromContext(ctx).Name
-	lang := v.lang
-	stats.Language = lang.Name
+	r.slot, r.unquota = held.slot, held.quota
+	r.stats.Reached |= StageQueued
+	return nil
+}
 
-	if slot == nil {
-		queued := time.Now()
-		var held *Slot
-		held, err = e.acquire(ctx)
-		stats.QueueWait = time.Since(queued)
-		if err != nil {
-			return nil, err
-		}
-		slot, unquota = held.slot, held.quota
-		stats.Reached |= StageQueued
-	}
-
-	runID := newRunID()
+// track lists the run in flight, cancellable by CancelAll, until untrack.
+func (e *Engine) track(ctx context.Context, r *run) (context.Context, func()) {
+	r.id = newRunID()
 	ctx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
 	e.runsMu.Lock()
-	e.runs[runID] = RunInfo{RunID: runID, Language: lang.Name, Owner: owner, Started: start}
-	e.cancels[runID] = cancelRun
+	e.runs[r.id] = RunInfo{RunID: r.id, Language: r.plan.Language.Name, Owner: r.owner, Started: r.start}
+	e.cancels[r.id] = cancelRun
 	e.runsMu.Unlock()
-	defer func() {
+	return ctx, func() {
 		e.runsMu.Lock()
-		delete(e.runs, runID)
-		delete(e.cancels, runID)
+		delete(e.runs, r.id)
+		delete(e.cancels, r.id)
 		e.runsMu.Unlock()
-	}()
-	job, useKernel := e.job(v, req, runID, session != nil)
-	addEnv(&job, opts.Env)
-	var inst *Installation
-	if len(req.Packages) > 0 {
-		if inst, err = e.Install(ctx, lang, req.Packages, runID); err != nil {
-			return nil, err
+		cancelRun()
+	}
+}
+
+// equip builds the run's job and gives it its packages and network: the
+// caller's environment (a session's), the packages installed for the run,
+// the run's own egress proxy or the caller's.
+func (e *Engine) equip(ctx context.Context, r *run) error {
+	r.job = e.job(r.plan, r.id)
+	addEnv(&r.job, r.opts.Env)
+	if len(r.plan.Packages) > 0 {
+		inst, err := e.Install(ctx, r.plan.Language, r.plan.Packages, r.id)
+		if err != nil {
+			return err
 		}
-		addEnv(&job, inst.Env())
+		r.inst = inst
+		addEnv(&r.job, inst.Env())
 	}
-	proxy := e.newProxy(e.Policy(tier, lang), runID)
-	if proxy != nil {
-		defer proxy.Close()
-		addEnv(&job, proxyEnv())
-	} else if opts.Proxy != nil {
-		proxy = opts.Proxy
-	}
-	var sres *sandbox.Result
-	var sandboxID string
-	if session != nil {
-		sandboxID = session.ID()
-		execStart := time.Now()
-		sres, err = session.Call(ctx, job, opts.OnChunk)
-		stats.Exec, stats.Reached = time.Since(execStart), stats.Reached|StageExecuted
+	r.proxy = e.newProxy(e.Policy(r.plan.Network, r.plan.Language), r.id)
+	if r.proxy != nil {
+		addEnv(&r.job, proxyEnv())
 	} else {
-		acquireStart := time.Now()
-		var sb sandbox.Sandbox
-		var warm bool
-		var cerr error
-		if proxy != nil || inst != nil {
-			// A sandbox with network or packages is made for the run: no
-			// warm sandbox has either.
-			t := e.Template(lang)
-			if proxy != nil {
-				t.Egress = proxy
-			}
-			if inst != nil {
-				t.Mounts = append(t.Mounts, inst.Mount())
-			}
-			sb, cerr = e.backend.Create(ctx, t)
-		} else {
-			sb, warm, cerr = e.sandbox(ctx, lang)
-		}
-		stats.Acquire, stats.Warm = time.Since(acquireStart), warm
-		if cerr != nil {
-			return nil, e.explain(cerr, lang)
-		}
-		stats.Reached |= StageAcquired
-		execStart := time.Now()
-		sres, err = sb.Exec(ctx, job, opts.OnChunk)
-		stats.Exec, stats.Reached = time.Since(execStart), stats.Reached|StageExecuted
-		sandboxID = sb.ID()
-		// A pool sandbox can die while idle a moment before the pool
-		// notices; the job never reached it, so it goes to another one.
-		for retry := 0; warm && errors.Is(err, sandbox.ErrDead) && retry < maxDeadRetries; retry++ {
-			e.log.Warn("pool sandbox ended before its job; taking another", "run", runID, "language", lang.Name, "err", err)
-			e.pool.Release(sb)
-			if sb, warm, cerr = e.sandbox(ctx, lang); cerr != nil {
-				return nil, e.explain(cerr, lang)
-			}
-			sandboxID = sb.ID()
-			sres, err = sb.Exec(ctx, job, opts.OnChunk)
-		}
-		if warm {
-			e.pool.Release(sb) // removed in the background; never reused
-		} else {
-			e.removeLater(sb, slot)
-			slot = nil
-		}
+		r.proxy = r.opts.Proxy
 	}
-	if err != nil {
-		return nil, e.explain(err, lang)
-	}
-	out := e.shape(runID, owner, lang, sres, ctx.Err() != nil)
-	out.SandboxID = sandboxID
-	out.Artifacts = e.keepArtifacts(runID, owner, sres.Artifacts)
-	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
-	if inst != nil {
-		out.Packages, out.PackagesCached = inst.Installed, inst.Cached
-	}
-	if proxy != nil {
-		r := proxy.Report()
-		out.Network = &r
-		if d := describeDenied(r); d != "" && out.Status != StatusOK {
-			out.ExitReason = strings.TrimSpace(out.ExitReason + " (" + d + ")")
-		}
-	}
-	out.TotalMs = time.Since(start).Milliseconds()
-	if session != nil && !useKernel && lang.Kernel != nil {
-		out.ExitReason = strings.TrimSpace(out.ExitReason + " (ran as a script in the session's workspace because stdin or args were given; interpreter state was not used)")
-	}
-	e.log.Info("run finished", "run", runID, "language", lang.Name, "status", out.Status,
-		"exit_code", out.ExitCode, "duration_ms", out.DurationMs, "total_ms", out.TotalMs, "session", session != nil)
-	return out, nil
+	return nil
 }
 
 // maxDeadRetries bounds how many more pool sandboxes a run tries when the
 // one it took had died before its job reached it.
 const maxDeadRetries = 2
 
-// removeLater removes a cold run's sandbox after the run has answered:
-// the removal (about 40 ms of Docker API calls here) is off the run's
-// latency. The run slot stays taken until the container is gone, so no
-// more sandboxes exist than max_concurrent_runs allows, and Wait waits for
-// the removal as for a run.
-func (e *Engine) removeLater(sb sandbox.Sandbox, slot func()) {
-	e.inflight.Add(1)
-	e.removals.Add(1)
-	go func() {
-		defer e.inflight.Done()
-		defer e.removals.Done()
-		sb.Close()
-		if slot != nil {
-			slot()
+// execute acquires a sandbox from src, runs the job on it and gives it
+// back. A pool sandbox can die while idle a moment before the pool notices;
+// the job never reached it, so it goes to another one.
+func (e *Engine) execute(ctx context.Context, r *run, src source) (*sandbox.Result, error) {
+	acquireStart := time.Now()
+	sb, err := src.acquire(ctx)
+	if src.timed() {
+		r.stats.Acquire, r.stats.Warm = time.Since(acquireStart), src.warm()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if src.timed() {
+		r.stats.Reached |= StageAcquired
+	}
+	execStart := time.Now()
+	sres, err := src.exec(ctx, sb, r.job, r.opts.OnChunk)
+	r.stats.Exec, r.stats.Reached = time.Since(execStart), r.stats.Reached|StageExecuted
+	r.sandboxID = sb.ID()
+	for retry := 0; src.warm() && errors.Is(err, sandbox.ErrDead) && retry < maxDeadRetries; retry++ {
+		e.log.Warn("pool sandbox ended before its job; taking another", "run", r.id, "language", r.plan.Language.Name, "err", err)
+		src.release(sb, r)
+		if sb, err = src.acquire(ctx); err != nil {
+			return nil, err
 		}
-	}()
+		r.sandboxID = sb.ID()
+		sres, err = src.exec(ctx, sb, r.job, r.opts.OnChunk)
+	}
+	src.release(sb, r)
+	return sres, err
 }
 
-// sandbox returns a sandbox for one run: a warm one from the pool when the
-// language has a pool, else a new one (the cold path).
-func (e *Engine) sandbox(ctx context.Context, lang languages.Language) (sandbox.Sandbox, bool, error) {
-	if e.pool != nil && e.pool.Has(lang.Name) {
-		sb, err := e.pool.Get(ctx, lang.Name)
-		return sb, true, err
+// answer shapes the sandbox's result into the run's, with its artifacts,
+// packages and network report.
+func (e *Engine) answer(ctx context.Context, r *run, sres *sandbox.Result) *Result {
+	lang := r.plan.Language
+	out := e.shape(r.id, r.owner, lang, sres, ctx.Err() != nil)
+	out.SandboxID = r.sandboxID
+	out.Artifacts = e.keepArtifacts(r.id, r.owner, sres.Artifacts)
+	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
+	if r.inst != nil {
+		out.Packages, out.PackagesCached = r.inst.Installed, r.inst.Cached
 	}
-	sb, err := e.backend.Create(ctx, e.Template(lang))
-	return sb, false, err
+	if r.proxy != nil {
+		rep := r.proxy.Report()
+		out.Network = &rep
+		if d := describeDenied(rep); d != "" && out.Status != StatusOK {
+			out.ExitReason = strings.TrimSpace(out.ExitReason + " (" + d + ")")
+		}
+	}
+	out.TotalMs = time.Since(r.start).Milliseconds()
+	if r.plan.Session && !r.plan.Kernel && lang.Kernel != nil {
+		out.ExitReason = strings.TrimSpace(out.ExitReason + " (ran as a script in the session's workspace because stdin or args were given; interpreter state was not used)")
+	}
+	e.log.Info("run finished", "run", r.id, "language", lang.Name, "status", out.Status,
+		"exit_code", out.ExitCode, "duration_ms", out.DurationMs, "total_ms", out.TotalMs, "session", r.plan.Session)
+	return out
 }
 
 // addEnv appends env to every stage of job, and to its kernel call.

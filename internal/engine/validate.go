@@ -23,13 +23,28 @@ type validated struct {
 // validate checks req against the registry and the operator's limits. Each
 // error says what is wrong and what to do.
 func validate(req Request, reg *languages.Registry, lim config.Limits) (*validated, error) {
-	if strings.TrimSpace(req.Language) == "" {
-		return nil, invalid("language is required; available: %s", strings.Join(reg.Names(), ", "))
+	lang, err := resolve(req.Language, reg)
+	if err != nil {
+		return nil, err
 	}
-	lang, ok := reg.Lookup(req.Language)
+	return check(req, lang, lim)
+}
+
+// resolve finds the language a request names: the one place a call's
+// language is looked up.
+func resolve(name string, reg *languages.Registry) (languages.Language, error) {
+	if strings.TrimSpace(name) == "" {
+		return languages.Language{}, invalid("language is required; available: %s", strings.Join(reg.Names(), ", "))
+	}
+	lang, ok := reg.Lookup(name)
 	if !ok {
-		return nil, invalid("unknown language %q; available: %s (list_languages shows aliases and versions)", req.Language, strings.Join(reg.Names(), ", "))
+		return languages.Language{}, invalid("unknown language %q; available: %s (list_languages shows aliases and versions)", name, strings.Join(reg.Names(), ", "))
 	}
+	return lang, nil
+}
+
+// check checks req, whose language is lang, against the operator's limits.
+func check(req Request, lang languages.Language, lim config.Limits) (*validated, error) {
 	if strings.TrimSpace(req.Code) == "" {
 		return nil, invalid("code is empty; give the program's source code in code")
 	}
@@ -74,7 +89,16 @@ func validate(req Request, reg *languages.Registry, lim config.Limits) (*validat
 		timeout = req.TimeoutSeconds
 	}
 	timeout = min(timeout, lim.MaxTimeoutSeconds)
+	files, err := checkFiles(req, lang, lim)
+	if err != nil {
+		return nil, err
+	}
+	return &validated{lang: lang, files: files, timeout: timeout}, nil
+}
 
+// checkFiles decodes the request's files within the limits, after the
+// code's own file.
+func checkFiles(req Request, lang languages.Language, lim config.Limits) ([]wire.File, error) {
 	if len(req.Files) > lim.MaxFiles {
 		return nil, invalid("%d files given, the limit is %d; pack them into an archive file instead", len(req.Files), lim.MaxFiles)
 	}
@@ -102,7 +126,7 @@ func validate(req Request, reg *languages.Registry, lim config.Limits) (*validat
 		}
 		files = append(files, wire.File{Path: f.Path, Data: data})
 	}
-	return &validated{lang: lang, files: files, timeout: timeout}, nil
+	return files, nil
 }
 
 // DecodeFile checks an input file's path and decodes its content within the
@@ -128,20 +152,4 @@ func DecodeFile(f InputFile, lim config.Limits) ([]byte, error) {
 		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d per file", f.Path, len(data), lim.MaxFileBytes)
 	}
 	return data, nil
-}
-
-// Validate checks req without running it; long applies the limits of
-// executions that outlive a request.
-func (e *Engine) Validate(req Request, long bool) error {
-	_, err := e.validate(req, long)
-	return err
-}
-
-func (e *Engine) validate(req Request, long bool) (*validated, error) {
-	lim := e.cfg.Limits
-	if long {
-		lim.MaxTimeoutSeconds = e.cfg.Executions.MaxDurationSeconds
-		lim.TimeoutSeconds = e.cfg.Executions.MaxDurationSeconds
-	}
-	return validate(req, e.reg, lim)
 }

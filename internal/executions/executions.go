@@ -235,7 +235,8 @@ func (m *Manager) retention() time.Duration {
 // Start validates req, takes a run slot (or answers busy) and starts the run
 // in the background, owned by ctx's principal.
 func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, error) {
-	if err := m.eng.Validate(req, true); err != nil {
+	plan, err := m.eng.Prepare(ctx, req, true)
+	if err != nil {
 		return Snapshot{}, err
 	}
 	owner := principal.FromContext(ctx)
@@ -250,13 +251,13 @@ func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, erro
 	}
 	queueWait := time.Since(queued)
 	work := func(ctx context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
-		return m.eng.Run(ctx, req, engine.RunOptions{OnChunk: onChunk, Long: true, Release: release, QueueWait: queueWait})
+		return m.eng.RunPlan(ctx, plan, engine.RunOptions{OnChunk: onChunk, Release: release, QueueWait: queueWait})
 	}
 	summary := fmt.Sprintf("start_execution: %d bytes of code, %d files, %d args, timeout %ds", len(req.Code), len(req.Files), len(req.Args), req.TimeoutSeconds)
 	if req.SessionID != "" {
 		summary += ", session " + req.SessionID
 	}
-	s, err := m.launch(ctx, owner.Name, req.Language, summary, work)
+	s, err := m.launch(ctx, owner.Name, plan.Language.Name, plan.Stages(), summary, work)
 	if err != nil {
 		release.Release()
 	}
@@ -278,20 +279,18 @@ func (m *Manager) Track(ctx context.Context, language string, work Work) (Snapsh
 	if err := m.makeRoom(ctx, owner.Name); err != nil {
 		return Snapshot{}, err
 	}
-	return m.launch(ctx, owner.Name, language, "task", work)
+	stages := []string{"run"}
+	if lang, ok := m.eng.Registry().Lookup(language); ok {
+		language, stages = lang.Name, engine.StagesOf(lang)
+	}
+	return m.launch(ctx, owner.Name, language, stages, "task", work)
 }
 
 // launch records an execution of owner in the store, in the place makeRoom
-// claimed, and runs work in the background. The record is durable before
-// launch returns: the id it answers can be read at once on any replica.
-func (m *Manager) launch(ctx context.Context, owner, language, summary string, work Work) (Snapshot, error) {
-	stages := []string{"run"}
-	if lang, ok := m.eng.Registry().Lookup(language); ok {
-		language = lang.Name
-		if lang.Compiled() {
-			stages = []string{"compile", "run"}
-		}
-	}
+// claimed, and runs work in the background; language and stages name it.
+// The record is durable before launch returns: the id it answers can be
+// read at once on any replica.
+func (m *Manager) launch(ctx context.Context, owner, language string, stages []string, summary string, work Work) (Snapshot, error) {
 	limit := time.Duration(m.cfg.Executions.MaxDurationSeconds)*time.Second + time.Duration(m.cfg.Limits.CompileTimeoutSeconds)*time.Second + time.Minute
 	// The run outlives the request but keeps its values (the principal,
 	// for ownership, metrics and logs).

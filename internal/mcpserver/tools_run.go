@@ -60,8 +60,12 @@ func addRunTools(s *mcp.Server, h *handlers) {
 }
 
 func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in engine.Request) (*mcp.CallToolResult, *engine.Result, error) {
+	run, plan, err := h.prepare(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := engine.RunOptions{}
-	if ps := newProgressStreamer(ctx, req, h.stageNames(in.Language)); ps != nil {
+	if ps := newProgressStreamer(ctx, req, plan.Stages()); ps != nil {
 		opts.OnChunk = ps.OnChunk
 		defer ps.Close()
 	}
@@ -75,13 +79,7 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in eng
 			opts.OnChunk = tr.onChunk
 		}
 	}
-	var res *engine.Result
-	var err error
-	if in.SessionID != "" {
-		res, err = h.sessions.Run(ctx, in, opts)
-	} else {
-		res, err = h.eng.Run(ctx, in, opts)
-	}
+	res, err := run(ctx, plan, opts)
 	if tr != nil {
 		tr.result = res
 	}
@@ -92,6 +90,20 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in eng
 	out.Content = append(out.Content, h.artifactContent(ctx, res.Artifacts)...)
 	return out, res, nil
 }
+
+// prepare checks a run_code call once, as a one-shot run or as a call in
+// its session, and returns the plan with what runs it.
+func (h *handlers) prepare(ctx context.Context, in engine.Request) (runPlan, *engine.Plan, error) {
+	if in.SessionID != "" {
+		plan, err := h.sessions.Prepare(ctx, in)
+		return h.sessions.RunPlan, plan, err
+	}
+	plan, err := h.eng.Prepare(ctx, in, false)
+	return h.eng.RunPlan, plan, err
+}
+
+// runPlan runs a prepared plan.
+type runPlan func(context.Context, *engine.Plan, engine.RunOptions) (*engine.Result, error)
 
 // artifactContent returns images as image blocks (within the inline cap)
 // and every other kept file as a resource link.
@@ -136,10 +148,11 @@ func resultContent(res any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}
 }
 
-// stageNames lists a language's stages in order, for progress messages.
+// stageNames lists a language's stages in order, for the progress messages
+// of a task (run_code's own are its plan's).
 func (h *handlers) stageNames(language string) []string {
-	if l, ok := h.eng.Registry().Lookup(language); ok && l.Compiled() {
-		return []string{"compile", "run"}
+	if l, ok := h.eng.Registry().Lookup(language); ok {
+		return engine.StagesOf(l)
 	}
 	return []string{"run"}
 }

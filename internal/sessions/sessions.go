@@ -175,6 +175,16 @@ func (s *session) touch() {
 // Run runs req in the session; req.Language must be the session's (or
 // empty).
 func (m *Manager) Run(ctx context.Context, req engine.Request, opts engine.RunOptions) (*engine.Result, error) {
+	plan, err := m.Prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return m.RunPlan(ctx, plan, opts)
+}
+
+// Prepare checks req as a call in its session (req.SessionID), whose
+// language it takes: req.Language must be the session's (or empty).
+func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan, error) {
 	s, err := m.get(ctx, req.SessionID)
 	if err != nil {
 		return nil, err
@@ -185,12 +195,27 @@ func (m *Manager) Run(ctx context.Context, req engine.Request, opts engine.RunOp
 		}
 	}
 	req.Language = s.lang.Name
+	plan, err := m.eng.PrepareInSession(ctx, req, s.lang)
+	if err != nil {
+		s.touch() // a call the engine refuses counts as a use, as one it runs
+		return nil, err
+	}
+	return plan, nil
+}
+
+// RunPlan runs a plan that Prepare made in its session's sandbox, one call
+// at a time.
+func (m *Manager) RunPlan(ctx context.Context, plan *engine.Plan, opts engine.RunOptions) (*engine.Result, error) {
+	s, err := m.get(ctx, plan.Request.SessionID)
+	if err != nil {
+		return nil, err
+	}
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	defer s.touch()
 	opts.Env = append(opts.Env, s.extras.Env...)
 	opts.Proxy = s.extras.Proxy
-	return m.eng.RunInSession(ctx, s.sb, req, opts)
+	return m.eng.RunOn(ctx, s.sb, plan, opts)
 }
 
 // InstallResult is install_packages' result.

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -190,13 +191,13 @@ func TestCrunServesColdRunsWarmPoolsAndSessions(t *testing.T) {
 			}
 		})
 	}
-	l, _ := reg.Lookup("python")
-	sb, err := e.NewSession(ctx, l, time.Minute)
+	m := sessions.NewManager(e)
+	s, err := m.Create(ctx, "python", 0, engine.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, step := range []struct{ code, want string }{{"x = 41", ""}, {"x + 1", "42"}} {
-		r, err := e.RunInSession(ctx, sb, engine.Request{Language: "python", Code: step.code}, engine.RunOptions{})
+		r, err := m.Run(ctx, engine.Request{SessionID: s.SessionID, Code: step.code}, engine.RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +205,7 @@ func TestCrunServesColdRunsWarmPoolsAndSessions(t *testing.T) {
 			t.Errorf("session step %d: status %s, value %q, stderr %q; want %q", i, r.Status, r.Value, r.Stderr, step.want)
 		}
 	}
-	sb.Close()
+	m.Shutdown()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := e.Close(cctx); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/k8stest"
 )
 
@@ -256,19 +257,19 @@ func TestClusterTimeoutAndCancellationKillThePod(t *testing.T) {
 func TestClusterSessionKeepsState(t *testing.T) {
 	c := k8stest.Require(t)
 	e, _ := testEngine(t, c, nil)
-	lang, _ := languages.Builtin().Lookup("python")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := e.NewSession(ctx, lang, 5*time.Minute)
+	m := sessions.NewManager(e)
+	defer m.Shutdown()
+	s, err := m.Create(ctx, "python", 0, engine.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	first, err := e.RunInSession(ctx, s, engine.Request{Language: "python", Code: "x = 41\nopen('note.txt', 'w').write('kept')"}, engine.RunOptions{})
+	first, err := m.Run(ctx, engine.Request{SessionID: s.SessionID, Code: "x = 41\nopen('note.txt', 'w').write('kept')"}, engine.RunOptions{})
 	if err != nil || first.Status != engine.StatusOK {
 		t.Fatalf("first call: %v %+v", err, first)
 	}
-	second, err := e.RunInSession(ctx, s, engine.Request{Language: "python", Code: "print(x + 1, open('note.txt').read())"}, engine.RunOptions{})
+	second, err := m.Run(ctx, engine.Request{SessionID: s.SessionID, Code: "print(x + 1, open('note.txt').read())"}, engine.RunOptions{})
 	if err != nil || second.Status != engine.StatusOK || second.Stdout != "42 kept\n" {
 		t.Fatalf("second call: %v status %s stdout %q stderr %q", err, second.Status, second.Stdout, second.Stderr)
 	}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+)
+
+// Plan is one call resolved and checked, once: its language, stages,
+// limits, network and packages. [Engine.Prepare] makes it for a one-shot
+// run and [Engine.PrepareInSession] for a call in a session; [Engine.RunPlan]
+// and [Engine.RunOn] run it, and callers read from it what they show before
+// the run (the stages of progress messages, an execution's language).
+type Plan struct {
+	// Request is the call as asked.
+	Request Request
+	// Language is the request's language, from the registry.
+	Language languages.Language
+	// Timeout is the run stage's time limit in seconds.
+	Timeout int
+	// CompileTimeout is the compile stage's time limit in seconds.
+	CompileTimeout int
+	// Network is the run's tier: none, packages or allowlist.
+	Network string
+	// Packages are installed before the run.
+	Packages []string
+	// Session says the plan is a call in a session's sandbox.
+	Session bool
+	// Kernel says the code goes to the session's long-lived interpreter
+	// (a language with a kernel, and no stdin or args).
+	Kernel bool
+
+	files []wire.File // the code's file first
+}
+
+// Stages names the plan's stages in order, as its output reports them.
+func (p *Plan) Stages() []string { return StagesOf(p.Language) }
+
+// StagesOf names the stages of a run of lang in order.
+func StagesOf(lang languages.Language) []string {
+	if lang.Compiled() {
+		return []string{"compile", "run"}
+	}
+	return []string{"run"}
+}
+
+// Prepare resolves and checks req for a one-shot run; long applies the
+// limits of executions that outlive a request. Each error says what is
+// wrong and what to do; the observer counts a refused call as a run.
+func (e *Engine) Prepare(ctx context.Context, req Request, long bool) (*Plan, error) {
+	return e.prepare(ctx, req, RunOptions{Long: long})
+}
+
+func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Plan, error) {
+	lang, err := resolve(req.Language, e.reg)
+	if err != nil {
+		return nil, e.refuse(ctx, err, opts, false)
+	}
+	p, err := e.plan(req, lang, opts.Long, false)
+	if err == nil {
+		p.Network, err = e.checkNetwork(req.Network)
+	}
+	if err == nil {
+		err = e.checkPackages(lang, req.Packages)
+	}
+	if err != nil {
+		return nil, e.refuse(ctx, err, opts, false)
+	}
+	return p, nil
+}
+
+// PrepareInSession checks req as a call in a session of lang, whose
+// network and packages are the session's own.
+func (e *Engine) PrepareInSession(ctx context.Context, req Request, lang languages.Language) (*Plan, error) {
+	p, err := e.plan(req, lang, false, true)
+	switch {
+	case err != nil:
+	case req.Network != "":
+		err = invalid("network is chosen when the session is created (create_session's network); leave it out of a session's run_code")
+	case len(req.Packages) > 0:
+		err = invalid("a session installs packages with install_packages (or create_session's packages); leave packages out of a session's run_code")
+	}
+	if err != nil {
+		return nil, e.refuse(ctx, err, RunOptions{}, true)
+	}
+	p.Network = egress.TierNone
+	return p, nil
+}
+
+// plan checks req against the limits and lays out its stages.
+func (e *Engine) plan(req Request, lang languages.Language, long, session bool) (*Plan, error) {
+	lim := e.cfg.Limits
+	if long {
+		lim.MaxTimeoutSeconds = e.cfg.Executions.MaxDurationSeconds
+		lim.TimeoutSeconds = e.cfg.Executions.MaxDurationSeconds
+	}
+	v, err := check(req, lang, lim)
+	if err != nil {
+		return nil, err
+	}
+	compile := e.cfg.Limits.CompileTimeoutSeconds
+	if lang.Limits.CompileTimeoutSeconds > 0 {
+		compile = lang.Limits.CompileTimeoutSeconds
+	}
+	return &Plan{
+		Request: req, Language: lang, Timeout: v.timeout, CompileTimeout: compile,
+		Packages: req.Packages, Session: session, files: v.files,
+		Kernel: session && lang.Kernel != nil && req.Stdin == "" && len(req.Args) == 0,
+	}, nil
+}
+
+// deadline is how long the whole job may take in its sandbox.
+func (p *Plan) deadline() time.Duration {
+	d := time.Duration(p.Timeout)*time.Second + deadlineGrace
+	if p.Language.Compiled() {
+		d += time.Duration(p.CompileTimeout) * time.Second
+	}
+	return d
+}
+
+// refuse counts a call turned down before its run as a run whose status is
+// the error's code, gives back the slot the caller brought, and returns err.
+func (e *Engine) refuse(ctx context.Context, err error, opts RunOptions, session bool) error {
+	start := time.Now()
+	if opts.Release != nil {
+		opts.Release.Release()
+	}
+	stats := RunStats{Session: session, QueueWait: opts.QueueWait, Status: CodeOf(err), Total: time.Since(start)}
+	if opts.Release != nil {
+		stats.Reached |= StageQueued
+	}
+	e.obs.RunDone(ctx, stats)
+	return err
+}
