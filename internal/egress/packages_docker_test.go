@@ -114,7 +114,7 @@ func TestAJavaScriptSessionInstallsPackagesAndRequiresThem(t *testing.T) {
 	defer m.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	info, err := m.Create(ctx, "javascript", 0, engine.SessionOptions{Packages: []string{"lodash@4"}})
+	info, err := m.Create(ctx, "javascript", 0, sessions.Options{Packages: []string{"lodash@4"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,22 +7,9 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
-
-// NewSession starts a sandbox for a session of lang that may live for life.
-func (e *Engine) NewSession(ctx context.Context, lang languages.Language, life time.Duration) (sandbox.Sandbox, error) {
-	t := e.Template(lang)
-	t.MaxLife = life + time.Duration(e.cfg.Limits.MaxTimeoutSeconds)*time.Second + deadlineGrace
-	t.Purpose = "session-" + lang.Name
-	sb, err := e.backend.Create(ctx, t)
-	if err != nil {
-		return nil, e.explain(err, lang)
-	}
-	return sb, nil
-}
 
 // RunInfo describes a run in flight.
 type RunInfo struct {

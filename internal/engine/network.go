@@ -10,9 +10,9 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
 
-// checkNetwork validates a requested tier ("" is none) against the
+// CheckNetwork validates a requested tier ("" is none) against the
 // operator's maximum and returns it.
-func (e *Engine) checkNetwork(tier string) (string, error) {
+func (e *Engine) CheckNetwork(tier string) (string, error) {
 	if tier == "" {
 		tier = egress.TierNone
 	}
@@ -31,8 +31,8 @@ func (e *Engine) checkNetwork(tier string) (string, error) {
 // "-"), a path or a URL.
 var packageSpec = regexp.MustCompile(`^[A-Za-z0-9@_][A-Za-z0-9@/._\-=<>!~^*,+\[\] ]{0,199}$`)
 
-// checkPackages validates the packages of a request for lang.
-func (e *Engine) checkPackages(lang languages.Language, specs []string) error {
+// CheckPackages validates the packages of a request for lang.
+func (e *Engine) CheckPackages(lang languages.Language, specs []string) error {
 	if len(specs) == 0 {
 		return nil
 	}
@@ -95,6 +95,17 @@ func (e *Engine) Policy(tier string, lang languages.Language) *egress.Policy {
 func proxyEnv() []string {
 	u := "http://" + wire.EgressListen
 	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u, "NO_PROXY=", "no_proxy="}
+}
+
+// Egress makes the egress proxy of tier for a sandbox of lang, logging as
+// name, and the environment that points the sandbox's programs at it; nil
+// for the tier none.
+func (e *Engine) Egress(tier string, lang languages.Language, name string) (*egress.Proxy, []string) {
+	proxy := e.newProxy(e.Policy(tier, lang), name)
+	if proxy == nil {
+		return nil, nil
+	}
+	return proxy, proxyEnv()
 }
 
 // newProxy makes the proxy of one sandbox, logging as the run.

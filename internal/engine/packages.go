@@ -69,10 +69,10 @@ func (in *Installation) Env() []string {
 	return []string{"PYTHONPATH=" + PackagesPath + "/python"}
 }
 
-// cacheDir is the host directory of installed packages: the daemon must
+// CacheDir is the host directory of installed packages: the daemon must
 // see it at the same path, so a server with a shared directory keeps it
 // there.
-func (e *Engine) cacheDir() (string, error) {
+func (e *Engine) CacheDir() (string, error) {
 	dir := e.cfg.Packages.CacheDir
 	if dir == "" && e.cfg.SharedDir != "" {
 		dir = filepath.Join(e.cfg.SharedDir, "packages")
@@ -119,10 +119,10 @@ var installLocks sync.Map // key -> *sync.Mutex
 // --only-binary :all:), so nothing a package ships runs with the cache
 // writable.
 func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []string, runID string) (*Installation, error) {
-	if err := e.checkPackages(lang, specs); err != nil {
+	if err := e.CheckPackages(lang, specs); err != nil {
 		return nil, err
 	}
-	root, err := e.cacheDir()
+	root, err := e.CacheDir()
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
 	}

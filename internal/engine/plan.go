@@ -61,10 +61,10 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 	}
 	p, err := e.plan(req, lang, opts.Long, false)
 	if err == nil {
-		p.Network, err = e.checkNetwork(req.Network)
+		p.Network, err = e.CheckNetwork(req.Network)
 	}
 	if err == nil {
-		err = e.checkPackages(lang, req.Packages)
+		err = e.CheckPackages(lang, req.Packages)
 	}
 	if err != nil {
 		return nil, e.refuse(ctx, err, opts, false)

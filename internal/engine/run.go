@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -191,12 +192,9 @@ func (e *Engine) equip(ctx context.Context, r *run) error {
 		r.inst = inst
 		addEnv(&r.job, inst.Env())
 	}
-	r.proxy = e.newProxy(e.Policy(r.plan.Network, r.plan.Language), r.id)
-	if r.proxy != nil {
-		addEnv(&r.job, proxyEnv())
-	} else {
-		r.proxy = r.opts.Proxy
-	}
+	proxy, env := e.Egress(r.plan.Network, r.plan.Language, r.id)
+	addEnv(&r.job, env)
+	r.proxy = cmp.Or(proxy, r.opts.Proxy)
 	return nil
 }
 

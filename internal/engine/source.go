@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
@@ -100,6 +101,24 @@ func (held) exec(ctx context.Context, sb sandbox.Sandbox, job sandbox.Job, onChu
 func (held) release(sandbox.Sandbox, *run) {}
 func (held) warm() bool                    { return false }
 func (held) timed() bool                   { return false }
+
+// HeldTemplate returns the template of a sandbox of lang that a caller
+// holds for many runs (RunOn) during life: it may outlive life by one run.
+func (e *Engine) HeldTemplate(lang languages.Language, life time.Duration) sandbox.Template {
+	t := e.Template(lang)
+	t.MaxLife = life + time.Duration(e.cfg.Limits.MaxTimeoutSeconds)*time.Second + deadlineGrace
+	return t
+}
+
+// NewSandbox makes a sandbox of t for lang that the caller holds (see
+// HeldTemplate and RunOn) and closes; an error says what to do.
+func (e *Engine) NewSandbox(ctx context.Context, lang languages.Language, t sandbox.Template) (sandbox.Sandbox, error) {
+	sb, err := e.backend.Create(ctx, t)
+	if err != nil {
+		return nil, e.explain(err, lang)
+	}
+	return sb, nil
+}
 
 // removeLater removes a cold run's sandbox after the run has answered:
 // the removal (about 40 ms of Docker API calls here) is off the run's

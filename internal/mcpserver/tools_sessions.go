@@ -127,7 +127,7 @@ package manager's own message.`,
 }
 
 func (h *handlers) createSession(ctx context.Context, _ *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, sessions.Info, error) {
-	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds, engine.SessionOptions{Network: in.Network, Packages: in.Packages})
+	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds, sessions.Options{Network: in.Network, Packages: in.Packages})
 	if err != nil {
 		return nil, info, err
 	}

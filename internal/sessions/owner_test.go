@@ -8,6 +8,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 )
 
 func as(name string, operator bool) context.Context {
@@ -32,7 +33,7 @@ func TestSessionsBelongToTheirPrincipal(t *testing.T) {
 	cfg.Quotas.Sessions = 1
 	m := fakeManager(t, &cfg)
 	alice, bob, ops := as("alice", false), as("bob", false), as("ops", true)
-	info, err := m.Create(alice, "bash", 0, engine.SessionOptions{})
+	info, err := m.Create(alice, "bash", 0, sessions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +70,10 @@ func TestSessionsBelongToTheirPrincipal(t *testing.T) {
 	}
 
 	// Alice is at her quota; bob is not affected.
-	if _, err := m.Create(alice, "bash", 0, engine.SessionOptions{}); err == nil || !strings.Contains(err.Error(), "quota") || !strings.Contains(err.Error(), "quotas.sessions") || engine.CodeOf(err) != engine.CodeQuota {
+	if _, err := m.Create(alice, "bash", 0, sessions.Options{}); err == nil || !strings.Contains(err.Error(), "quota") || !strings.Contains(err.Error(), "quotas.sessions") || engine.CodeOf(err) != engine.CodeQuota {
 		t.Errorf("alice over her quota: %v", err)
 	}
-	bobs, err := m.Create(bob, "bash", 0, engine.SessionOptions{})
+	bobs, err := m.Create(bob, "bash", 0, sessions.Options{})
 	if err != nil {
 		t.Fatalf("bob is refused while alice is at her quota: %v", err)
 	}

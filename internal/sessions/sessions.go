@@ -58,7 +58,7 @@ type session struct {
 	owner    string // principal name
 	lang     languages.Language
 	sb       sandbox.Sandbox
-	extras   *engine.SessionExtras
+	extras   *extras
 	created  time.Time
 	idle     time.Duration
 	callMu   sync.Mutex // one call at a time
@@ -95,7 +95,7 @@ func invalid(format string, args ...any) error {
 
 // Create starts a session of language for ctx's principal; idleSeconds 0
 // means the default.
-func (m *Manager) Create(ctx context.Context, language string, idleSeconds int, opts engine.SessionOptions) (Info, error) {
+func (m *Manager) Create(ctx context.Context, language string, idleSeconds int, opts Options) (Info, error) {
 	owner := principal.FromContext(ctx).Name
 	reg := m.eng.Registry()
 	lang, ok := reg.Lookup(language)
@@ -132,7 +132,7 @@ func (m *Manager) Create(ctx context.Context, language string, idleSeconds int, 
 	}
 	m.creating[owner]++
 	m.mu.Unlock()
-	sb, extras, err := m.eng.NewSessionWith(ctx, lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second, opts)
+	sb, extras, err := m.start(ctx, lang, opts)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.creating[owner]--; m.creating[owner] <= 0 {
@@ -213,8 +213,8 @@ func (m *Manager) RunPlan(ctx context.Context, plan *engine.Plan, opts engine.Ru
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	defer s.touch()
-	opts.Env = append(opts.Env, s.extras.Env...)
-	opts.Proxy = s.extras.Proxy
+	opts.Env = append(opts.Env, s.extras.env...)
+	opts.Proxy = s.extras.proxy
 	return m.eng.RunOn(ctx, s.sb, plan, opts)
 }
 
@@ -236,7 +236,7 @@ func (m *Manager) InstallPackages(ctx context.Context, id string, specs []string
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	defer s.touch()
-	in, err := m.eng.InstallInSession(ctx, s.lang, s.extras, specs, "install-"+id)
+	in, err := m.install(ctx, s.lang, s.extras, specs, "install-"+id)
 	if err != nil {
 		return InstallResult{}, err
 	}
@@ -345,7 +345,7 @@ func (m *Manager) drop(s *session) {
 	s.mu.Unlock()
 	if !already {
 		s.sb.Close()
-		s.extras.Close()
+		s.extras.close()
 	}
 }
 
@@ -401,7 +401,7 @@ func (m *Manager) info(s *session) Info {
 	}
 	return Info{SessionID: s.id, Language: s.lang.Name, Stateful: s.lang.Kernel != nil, CreatedAt: s.created,
 		LastUsedAt: s.lastUsed, IdleTimeoutSeconds: int(s.idle.Seconds()), ExpiresAt: expires, Calls: s.calls,
-		SandboxID: s.sb.ID(), Network: s.extras.Tier, Packages: s.extras.Installed()}
+		SandboxID: s.sb.ID(), Network: s.extras.tier, Packages: s.extras.packages()}
 }
 
 // reap closes sessions past their idle timeout or maximum life.

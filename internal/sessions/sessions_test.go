@@ -47,7 +47,7 @@ func run(t *testing.T, m *sessions.Manager, id, code string) *engine.Result {
 
 func create(t *testing.T, m *sessions.Manager, lang string, idle int) string {
 	t.Helper()
-	info, err := m.Create(context.Background(), lang, idle, engine.SessionOptions{})
+	info, err := m.Create(context.Background(), lang, idle, sessions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestSessionLimits(t *testing.T) {
 	ctx := context.Background()
 	short := create(t, m, "bash", 1)
 	create(t, m, "bash", 0)
-	if _, err := m.Create(ctx, "bash", 0, engine.SessionOptions{}); err == nil || !strings.Contains(err.Error(), "limit") {
+	if _, err := m.Create(ctx, "bash", 0, sessions.Options{}); err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("cap: %v", err)
 	}
 	testutil.Eventually(t, 30*time.Second, func() bool {
@@ -116,10 +116,10 @@ func TestSessionLimits(t *testing.T) {
 	if _, err := m.Run(ctx, engine.Request{SessionID: short, Code: "true"}, engine.RunOptions{}); err == nil || !strings.Contains(err.Error(), "unknown session") {
 		t.Fatalf("idle session still there: %v", err)
 	}
-	if _, err := m.Create(ctx, "bash", 0, engine.SessionOptions{}); err != nil {
+	if _, err := m.Create(ctx, "bash", 0, sessions.Options{}); err != nil {
 		t.Fatalf("a slot should be free after expiry: %v", err)
 	}
-	if _, err := m.Create(ctx, "bash", 999999, engine.SessionOptions{}); err == nil {
+	if _, err := m.Create(ctx, "bash", 999999, sessions.Options{}); err == nil {
 		t.Error("idle timeout above the maximum accepted")
 	}
 }

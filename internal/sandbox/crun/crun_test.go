@@ -192,7 +192,7 @@ func TestCrunServesColdRunsWarmPoolsAndSessions(t *testing.T) {
 		})
 	}
 	m := sessions.NewManager(e)
-	s, err := m.Create(ctx, "python", 0, engine.SessionOptions{})
+	s, err := m.Create(ctx, "python", 0, sessions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

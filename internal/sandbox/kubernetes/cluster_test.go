@@ -261,7 +261,7 @@ func TestClusterSessionKeepsState(t *testing.T) {
 	defer cancel()
 	m := sessions.NewManager(e)
 	defer m.Shutdown()
-	s, err := m.Create(ctx, "python", 0, engine.SessionOptions{})
+	s, err := m.Create(ctx, "python", 0, sessions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

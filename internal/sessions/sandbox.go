@@ -1,4 +1,4 @@
-package engine
+package sessions
 
 import (
 	"context"
@@ -13,132 +13,134 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
-// SessionOptions are what create_session asks for besides the language.
-type SessionOptions struct {
+// Options are what create_session asks for besides the language.
+type Options struct {
 	// Network is the session's tier ("" is none), for all its calls.
 	Network string
 	// Packages are installed before the session starts.
 	Packages []string
 }
 
-// SessionExtras are a session's network and packages: its proxy, and the
+// extras are a session's network and packages: its proxy, and the
 // directory of its packages, which its sandbox sees read-only at
-// PackagesPath. Installing more replaces the directory's contents with
-// hard links to a cache entry: nothing is copied, and the sandbox sees the
-// new files at once without a new mount.
-type SessionExtras struct {
-	Tier  string
-	Proxy *egress.Proxy
-	// Env is what every call of the session gets: the proxy and the
+// engine.PackagesPath. Installing more replaces the directory's contents
+// with hard links to a cache entry: nothing is copied, and the sandbox sees
+// the new files at once without a new mount.
+type extras struct {
+	tier  string
+	proxy *egress.Proxy
+	// env is what every call of the session gets: the proxy and the
 	// packages' paths.
-	Env []string
+	env []string
 
 	installMu sync.Mutex // one install at a time
 	mu        sync.Mutex // guards specs and installed
 	dir       string     // "" when the session takes no packages
 	specs     []string
-	installed []InstalledPackage
+	installed []engine.InstalledPackage
 }
 
-// Installed lists the session's packages.
-func (x *SessionExtras) Installed() []InstalledPackage {
-	if x == nil {
-		return nil
-	}
+// packages lists the session's packages.
+func (x *extras) packages() []engine.InstalledPackage {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return append([]InstalledPackage(nil), x.installed...)
+	return append([]engine.InstalledPackage(nil), x.installed...)
 }
 
-// Close stops the session's proxy and removes its packages' links.
-func (x *SessionExtras) Close() {
-	if x == nil {
-		return
-	}
-	x.Proxy.Close()
+// close stops the session's proxy and removes its packages' links.
+func (x *extras) close() {
+	x.proxy.Close()
 	if x.dir != "" {
 		_ = os.RemoveAll(x.dir)
 	}
 }
 
-// NewSessionWith starts a session's sandbox with its network and packages.
-// A language with a package manager gets a packages directory whenever the
+// start starts a session's sandbox with its network and packages. A
+// language with a package manager gets a packages directory whenever the
 // operator allows the packages tier, so that install_packages can add to
 // it later.
-func (e *Engine) NewSessionWith(ctx context.Context, lang languages.Language, life time.Duration, opts SessionOptions) (sandbox.Sandbox, *SessionExtras, error) {
-	tier, err := e.checkNetwork(opts.Network)
+func (m *Manager) start(ctx context.Context, lang languages.Language, opts Options) (sandbox.Sandbox, *extras, error) {
+	tier, err := m.eng.CheckNetwork(opts.Network)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := e.checkPackages(lang, opts.Packages); err != nil {
+	if err := m.eng.CheckPackages(lang, opts.Packages); err != nil {
 		return nil, nil, err
 	}
-	x := &SessionExtras{Tier: tier}
+	x := &extras{tier: tier}
 	ok := false
 	defer func() {
 		if !ok {
-			x.Close()
+			x.close()
 		}
 	}()
-	t := e.Template(lang)
-	t.MaxLife = life + time.Duration(e.cfg.Limits.MaxTimeoutSeconds)*time.Second + deadlineGrace
+	t := m.eng.HeldTemplate(lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second)
 	t.Purpose = "session-" + lang.Name
-	if p := e.Policy(tier, lang); p != nil {
-		x.Proxy = e.newProxy(p, "session")
-		t.Egress = x.Proxy
-		x.Env = append(x.Env, proxyEnv()...)
+	x.proxy, x.env = m.eng.Egress(tier, lang, "session")
+	if x.proxy != nil {
+		t.Egress = x.proxy
 	}
-	if lang.Packages != "" && egress.Rank(e.cfg.Network.MaxTier) >= egress.Rank(egress.TierPackages) {
-		root, err := e.cacheDir()
-		if err != nil {
-			return nil, nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
+	if lang.Packages != "" && egress.Rank(m.eng.Config().Network.MaxTier) >= egress.Rank(egress.TierPackages) {
+		if err := m.packagesDir(x, lang); err != nil {
+			return nil, nil, err
 		}
-		if err := os.MkdirAll(filepath.Join(root, "sessions"), 0o755); err != nil {
-			return nil, nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
-		}
-		dir, err := os.MkdirTemp(filepath.Join(root, "sessions"), "s")
-		if err == nil {
-			err = os.Chmod(dir, 0o755)
-		}
-		for _, sub := range []string{"node_modules", "python"} {
-			if err == nil {
-				err = os.Mkdir(filepath.Join(dir, sub), 0o755)
-			}
-		}
-		if err != nil {
-			return nil, nil, &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("making the session's packages directory: %v", err)}
-		}
-		x.dir = dir
-		in := &Installation{Manager: lang.Packages}
-		x.Env = append(x.Env, in.Env()...)
-		t.Mounts = append(t.Mounts, sandbox.Mount{Source: dir, Target: PackagesPath})
+		t.Mounts = append(t.Mounts, sandbox.Mount{Source: x.dir, Target: engine.PackagesPath})
 		if len(opts.Packages) > 0 {
-			if _, err := e.InstallInSession(ctx, lang, x, opts.Packages, "session"); err != nil {
+			if _, err := m.install(ctx, lang, x, opts.Packages, "session"); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
-	sb, err := e.backend.Create(ctx, t)
+	sb, err := m.eng.NewSandbox(ctx, lang, t)
 	if err != nil {
-		return nil, nil, e.explain(err, lang)
+		return nil, nil, err
 	}
 	ok = true
 	return sb, x, nil
 }
 
-// InstallInSession installs specs for a session, on top of what it has:
-// the cache entry of all its packages together (so their versions are
-// resolved together) replaces what the session's directory held.
-func (e *Engine) InstallInSession(ctx context.Context, lang languages.Language, x *SessionExtras, specs []string, runID string) (*Installation, error) {
-	if x == nil || x.dir == "" {
-		if lang.Packages == "" {
-			return nil, e.checkPackages(lang, specs)
+// packagesDir makes the session's own packages directory in the package
+// cache, empty, and points the session's programs at it.
+func (m *Manager) packagesDir(x *extras, lang languages.Language) error {
+	root, err := m.eng.CacheDir()
+	if err != nil {
+		return &engine.Error{Code: engine.CodeInternal, Err: err, Message: err.Error()}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "sessions"), 0o755); err != nil {
+		return &engine.Error{Code: engine.CodeInternal, Err: err, Message: err.Error()}
+	}
+	dir, err := os.MkdirTemp(filepath.Join(root, "sessions"), "s")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	for _, sub := range []string{"node_modules", "python"} {
+		if err == nil {
+			err = os.Mkdir(filepath.Join(dir, sub), 0o755)
 		}
-		return nil, invalid("this server does not install packages (network.max_tier is %q; packages needs at least \"packages\")", e.cfg.Network.MaxTier)
+	}
+	if err != nil {
+		return &engine.Error{Code: engine.CodeInternal, Err: err, Message: fmt.Sprintf("making the session's packages directory: %v", err)}
+	}
+	x.dir = dir
+	in := &engine.Installation{Manager: lang.Packages}
+	x.env = append(x.env, in.Env()...)
+	return nil
+}
+
+// install installs specs for a session, on top of what it has: the cache
+// entry of all its packages together (so their versions are resolved
+// together) replaces what the session's directory held.
+func (m *Manager) install(ctx context.Context, lang languages.Language, x *extras, specs []string, runID string) (*engine.Installation, error) {
+	if x.dir == "" {
+		if lang.Packages == "" {
+			return nil, m.eng.CheckPackages(lang, specs)
+		}
+		return nil, invalid("this server does not install packages (network.max_tier is %q; packages needs at least \"packages\")", m.eng.Config().Network.MaxTier)
 	}
 	if len(specs) == 0 {
 		return nil, invalid("packages is empty; name at least one, like requests==2.32.3 or lodash@4")
@@ -148,12 +150,12 @@ func (e *Engine) InstallInSession(ctx context.Context, lang languages.Language, 
 	x.mu.Lock()
 	all := append(append([]string(nil), x.specs...), specs...)
 	x.mu.Unlock()
-	in, err := e.Install(ctx, lang, all, runID)
+	in, err := m.eng.Install(ctx, lang, all, runID)
 	if err != nil {
 		return nil, err
 	}
 	if err := relink(in.Dir, x.dir); err != nil {
-		return nil, &Error{Code: CodeInternal, Err: err, Message: fmt.Sprintf("placing the packages in the session: %v", err)}
+		return nil, &engine.Error{Code: engine.CodeInternal, Err: err, Message: fmt.Sprintf("placing the packages in the session: %v", err)}
 	}
 	x.mu.Lock()
 	x.specs, x.installed = all, in.Installed
