@@ -52,6 +52,9 @@ func (e *Engine) Run(ctx context.Context, req Request, opts RunOptions) (*Result
 // RunPlan runs a one-shot plan in a sandbox of its own: a warm one from the
 // pool, or one made for the run.
 func (e *Engine) RunPlan(ctx context.Context, plan *Plan, opts RunOptions) (*Result, error) {
+	if plan.Session {
+		return nil, invalid("a session's call runs in the session's sandbox; the session manager runs it")
+	}
 	return e.run(ctx, plan, opts, nil)
 }
 
@@ -59,6 +62,9 @@ func (e *Engine) RunPlan(ctx context.Context, plan *Plan, opts RunOptions) (*Res
 // persist, and for a language with a kernel (and no stdin or args) the code
 // runs as a cell of the sandbox's long-lived interpreter.
 func (e *Engine) RunOn(ctx context.Context, sb sandbox.Sandbox, plan *Plan, opts RunOptions) (*Result, error) {
+	if !plan.Session {
+		return nil, invalid("a one-shot plan runs in a sandbox of its own; PrepareInSession makes a plan for a held sandbox")
+	}
 	return e.run(ctx, plan, opts, sb)
 }
 
