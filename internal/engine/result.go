@@ -39,14 +39,7 @@ func (e *Engine) shape(runID, owner string, lang languages.Language, sres *sandb
 		out.Status, out.ExitCode = StatusError, 126
 		out.ExitReason = "the sandbox refused the request: " + sres.AgentError
 	case out.Compile != nil && (out.Compile.ExitCode != 0 || out.Compile.TimedOut) && run == nil:
-		out.Status, out.ExitCode = StatusCompileError, out.Compile.ExitCode
-		out.ExitReason = "compilation failed; the compiler's messages are in compile.stderr and compile.stdout; the program was not run"
-		if out.Compile.TimedOut {
-			out.ExitReason = "compilation hit its time limit; the program was not run"
-		}
-		if out.Compile.OOMKilled {
-			out.ExitReason = "compilation hit the memory limit; the program was not run"
-		}
+		out.Status, out.ExitCode, out.ExitReason = StatusCompileError, out.Compile.ExitCode, compileFailure(out.Compile)
 	case run == nil || sres.Incomplete:
 		sandboxEnded(out, run, sres, cancelled)
 	case out.TimedOut:
@@ -70,6 +63,17 @@ func (e *Engine) shape(runID, owner string, lang languages.Language, sres *sandb
 		noteTypeErrors(out, c, lang.TypeErrors.Pattern, run != nil)
 	}
 	return out
+}
+
+// compileFailure says why a compile stage stopped the program from running.
+func compileFailure(c *Stage) string {
+	switch {
+	case c.OOMKilled:
+		return "compilation hit the memory limit; the program was not run"
+	case c.TimedOut:
+		return "compilation hit its time limit; the program was not run"
+	}
+	return "compilation failed; the compiler's messages are in compile.stderr and compile.stdout; the program was not run"
 }
 
 // noteTypeErrors counts the type errors a compile stage reported and, when
