@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
@@ -105,11 +106,11 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.fail("register the runtime with the daemon, or set runtime to \"auto\" (crun when registered, else the daemon's default)", "OCI runtime: %v", err)
 			return
 		}
-		if errors.Is(err, docker.ErrLimitsUnenforced) {
+		if errors.Is(err, dockerengine.ErrLimitsUnenforced) {
 			d.fail("use a rootful engine, or a rootless one on a cgroup v2 host with systemd (docs/SECURITY.md#rootless-docker)", "resource limits: %v", err)
 			return
 		}
-		if errors.Is(err, docker.ErrSocketPermission) {
+		if errors.Is(err, dockerengine.ErrSocketPermission) {
 			d.fail("give this user the socket's group (`sudo usermod -aG docker $USER`, then log in again), or use a daemon of its own", "Docker daemon: %v", err)
 			return
 		}
@@ -171,7 +172,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.warn("%s: image has no runtime version label; rebuild with `mcp-code-runner images build --force %s`", l.Name, l.Name)
 		}
 	}
-	list, err := docker.ListContainers(vctx, cli, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", docker.LabelManaged+"=true")})
+	list, err := dockerengine.ListContainers(vctx, cli, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", docker.LabelManaged+"=true")})
 	if err == nil {
 		if n := len(list.Items); n > 0 {
 			d.warn("%d sandbox container(s) exist now (runs in flight, or left by a dead server; `serve` removes orphans at start and every %ds)", n, cfg.SweepIntervalSeconds)

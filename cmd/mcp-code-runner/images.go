@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 func init() { subcommands = append(subcommands, newImagesCmd) }
@@ -216,11 +216,11 @@ func imagesSetup(cmd *cobra.Command, g *globalOptions) (*client.Client, *languag
 // imagesConnect connects to the Docker daemon cfg names and checks that it
 // answers.
 func imagesConnect(cmd *cobra.Command, cfg config.Config) (*client.Client, error) {
-	cli, err := docker.NewClient(cfg.DockerHost)
+	cli, err := dockerengine.NewClient(cfg.DockerHost)
 	if err != nil {
 		return nil, err
 	}
-	if err := docker.Ping(cmd.Context(), cli); err != nil {
+	if err := dockerengine.Ping(cmd.Context(), cli); err != nil {
 		cli.Close()
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -235,7 +236,7 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr string, 
 // sandboxes' limits) stops the server.
 func startupChecks(ctx context.Context, st *stack) error {
 	if err := st.backend.Check(ctx); err != nil {
-		if errors.Is(err, docker.ErrRuntimeMissing) || errors.Is(err, docker.ErrLimitsUnenforced) {
+		if errors.Is(err, docker.ErrRuntimeMissing) || errors.Is(err, dockerengine.ErrLimitsUnenforced) {
 			return err
 		}
 		st.log.Error("the sandbox backend is not reachable; run_code will fail until it is", "backend", st.cfg.Backend, "err", err, "fix", "run `mcp-code-runner doctor`")

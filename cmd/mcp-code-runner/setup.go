@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 func init() { subcommands = append(subcommands, newSetupCmd) }
@@ -103,7 +103,7 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 	}
 
 	fmt.Fprintf(out, "[1/4] the container engine\n")
-	cli, err := docker.NewClient(cfg.DockerHost)
+	cli, err := dockerengine.NewClient(cfg.DockerHost)
 	if err != nil {
 		return err
 	}

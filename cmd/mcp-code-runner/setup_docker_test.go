@@ -13,6 +13,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
@@ -73,7 +74,7 @@ func TestRunLeavesNoSandboxBehind(t *testing.T) {
 // (the command what) is still there.
 func noContainersOf(t *testing.T, b *docker.Backend, what string, pid int) {
 	t.Helper()
-	left, err := docker.ListContainers(context.Background(), b.Client(), client.ContainerListOptions{
+	left, err := dockerengine.ListContainers(context.Background(), b.Client(), client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(pid)),
 	})

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -221,7 +222,7 @@ func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backe
 // newCrunBackend makes the crun backend with the agent and a client of the
 // configured Docker daemon, whose images it runs.
 func newCrunBackend(cfg config.Config, log *slog.Logger) (*crun.Backend, error) {
-	cli, err := docker.NewClient(cfg.DockerHost)
+	cli, err := dockerengine.NewClient(cfg.DockerHost)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +242,7 @@ func newCrunBackend(cfg config.Config, log *slog.Logger) (*crun.Backend, error) 
 // newDockerBackend connects to the configured Docker daemon and makes the
 // backend with the agent (shared through shared_dir when one is set).
 func newDockerBackend(cfg config.Config, log *slog.Logger) (*docker.Backend, error) {
-	cli, err := docker.NewClient(cfg.DockerHost)
+	cli, err := dockerengine.NewClient(cfg.DockerHost)
 	if err != nil {
 		return nil, err
 	}

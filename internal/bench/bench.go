@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
@@ -563,14 +564,14 @@ func oneContainer(ctx context.Context, cli *client.Client, b *docker.Backend, t 
 	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
 		return err
 	}
-	_, err = docker.WaitExit(ctx, cli, c.ID, wait)
+	_, err = dockerengine.WaitExit(ctx, cli, c.ID, wait)
 	return err
 }
 
 // poolMemory sums the memory of our idle pooled containers, per language
 // (the purpose label). A container removed meanwhile is left out.
 func poolMemory(ctx context.Context, cli *client.Client) (map[string]memUse, error) {
-	list, err := docker.ListContainers(ctx, cli, client.ContainerListOptions{
+	list, err := dockerengine.ListContainers(ctx, cli, client.ContainerListOptions{
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+fmt.Sprint(os.Getpid())),
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -98,7 +99,7 @@ func ownLabel() client.Filters {
 }
 
 func (v dockerView) running(ctx context.Context) ([]string, error) {
-	list, err := docker.ListContainers(ctx, v.b.Client(), client.ContainerListOptions{Filters: ownLabel()})
+	list, err := dockerengine.ListContainers(ctx, v.b.Client(), client.ContainerListOptions{Filters: ownLabel()})
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}

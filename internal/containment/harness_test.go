@@ -38,6 +38,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -130,7 +131,7 @@ func checkNoLeftovers(t *testing.T, cli *client.Client) {
 // with their state, to tell a leak from a slow removal.
 func describeLeftovers(t *testing.T, cli *client.Client) []string {
 	t.Helper()
-	list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
+	list, err := dockerengine.ListContainers(context.Background(), cli, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
@@ -154,7 +155,7 @@ func TestContainerImageRunsPython(t *testing.T) {
 // whose label contains part, or "".
 func sandboxOwnerHost(t *testing.T, cli *client.Client, part string) string {
 	t.Helper()
-	list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
+	list, err := dockerengine.ListContainers(context.Background(), cli, client.ContainerListOptions{
 		All: true, Filters: make(client.Filters).Add("label", docker.LabelManaged+"=true"),
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
@@ -70,7 +71,7 @@ func startServer(t *testing.T, poolSize int) *server {
 
 func containersOf(t *testing.T, cli *client.Client, pid int) []string {
 	t.Helper()
-	list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
+	list, err := dockerengine.ListContainers(context.Background(), cli, client.ContainerListOptions{
 		All: true, Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(pid)),
 	})
 	if err != nil {

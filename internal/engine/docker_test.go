@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
@@ -805,7 +806,7 @@ func TestColdSandboxRemovedAfterTheAnswer(t *testing.T) {
 	testutil.RequireImage(t, b, languages.Builtin(), "bash")
 	cli := b.Client()
 	count := func() int {
-		list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{All: true,
+		list, err := dockerengine.ListContainers(context.Background(), cli, client.ContainerListOptions{All: true,
 			Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid()))})
 		if err != nil {
 			t.Error(err)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 // TestBuildAll builds every image but the optional variants, on-demand ones
@@ -57,9 +57,9 @@ func TestBuildAll(t *testing.T) {
 // fails under CI=true and is skipped otherwise.
 func requireDocker(ctx context.Context, t *testing.T) *client.Client {
 	t.Helper()
-	cli, err := docker.NewClient("")
+	cli, err := dockerengine.NewClient("")
 	if err == nil {
-		err = docker.Ping(ctx, cli)
+		err = dockerengine.Ping(ctx, cli)
 	}
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -13,8 +13,8 @@ import (
 	"github.com/moby/moby/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 // binfmtDir is where the kernel lists the binfmt_misc handlers that run
@@ -48,7 +48,7 @@ func ParsePlatform(s string) (ocispec.Platform, error) {
 	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
 		return ocispec.Platform{}, fmt.Errorf("platform %q: want OS/ARCHITECTURE, one of %s", s, supportedPlatforms())
 	}
-	p := ocispec.Platform{OS: strings.ToLower(parts[0]), Architecture: docker.GoArch(parts[1])}
+	p := ocispec.Platform{OS: strings.ToLower(parts[0]), Architecture: dockerengine.GoArch(parts[1])}
 	if len(parts) == 3 && (p.Architecture != "arm64" || !strings.EqualFold(parts[2], "v8")) {
 		return ocispec.Platform{}, fmt.Errorf("platform %q: variant %q is not built; the images build for %s", s, parts[2], supportedPlatforms())
 	}
@@ -79,7 +79,7 @@ func DaemonPlatform(ctx context.Context, cli *client.Client) (ocispec.Platform, 
 	if err != nil {
 		return ocispec.Platform{}, fmt.Errorf("asking the Docker daemon for its platform: %w", err)
 	}
-	return ocispec.Platform{OS: res.Info.OSType, Architecture: docker.GoArch(res.Info.Architecture)}, nil
+	return ocispec.Platform{OS: res.Info.OSType, Architecture: dockerengine.GoArch(res.Info.Architecture)}, nil
 }
 
 // checkEmulation reports whether this machine can run programs of arch (a
@@ -88,7 +88,7 @@ func DaemonPlatform(ctx context.Context, cli *client.Client) (ocispec.Platform, 
 // the F flag, so that the interpreter works inside the chroot too. Its error
 // names the packages and the command that fix it.
 func checkEmulation(dir, hostArch, arch string) error {
-	if docker.GoArch(hostArch) == arch {
+	if dockerengine.GoArch(hostArch) == arch {
 		return nil
 	}
 	names, ok := archNames[arch]
@@ -99,7 +99,7 @@ func checkEmulation(dir, hostArch, arch string) error {
 	fix := fmt.Sprintf("install qemu-user-static with `apt-get install -y qemu-user-static binfmt-support` (as root; it registers the handler), "+
 		"or register it yourself with `cat /usr/lib/binfmt.d/%s.conf > %s/register` (binfmt_misc mounted with `mount -t binfmt_misc binfmt_misc %s`), then retry",
 		names.binfmt, dir, dir)
-	why := fmt.Sprintf("bootstrapping Debian for linux/%s on this linux/%s machine runs %s programs, which needs qemu-user-static and its binfmt_misc handler %s", arch, docker.GoArch(hostArch), arch, handler)
+	why := fmt.Sprintf("bootstrapping Debian for linux/%s on this linux/%s machine runs %s programs, which needs qemu-user-static and its binfmt_misc handler %s", arch, dockerengine.GoArch(hostArch), arch, handler)
 	data, err := os.ReadFile(handler)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

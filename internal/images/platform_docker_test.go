@@ -14,7 +14,7 @@ import (
 	"github.com/moby/moby/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 )
 
 // TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor
@@ -51,7 +51,7 @@ func TestALoadedRootFileSystemIsLabelledWithThePlatformItWasBootstrappedFor(t *t
 			if err != nil {
 				t.Fatal(err)
 			}
-			if img.Os != "linux" || docker.GoArch(img.Architecture) != p.Architecture {
+			if img.Os != "linux" || dockerengine.GoArch(img.Architecture) != p.Architecture {
 				t.Errorf("the daemon holds %s as %s/%s, want %s", tag, img.Os, img.Architecture, platform)
 			}
 			if img.Config == nil || len(img.Config.Env) != 1 || img.Config.Env[0] != "PATH="+rootPath {

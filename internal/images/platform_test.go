@@ -18,8 +18,8 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 // TestTheImagesBuildForEveryArchitectureTheRegistryKnows: a language's
@@ -55,8 +55,8 @@ func TestDaemonArchitecturesAreNamedAsGoNamesThem(t *testing.T) {
 		{"i686", "i686"},         // nor 32-bit x86
 		{"arm64/v8", "arm64/v8"}, // a platform string is no machine name
 	} {
-		if got := docker.GoArch(tc.machine); got != tc.want {
-			t.Errorf("docker.GoArch(%q) = %q, want %q", tc.machine, got, tc.want)
+		if got := dockerengine.GoArch(tc.machine); got != tc.want {
+			t.Errorf("dockerengine.GoArch(%q) = %q, want %q", tc.machine, got, tc.want)
 		}
 	}
 }

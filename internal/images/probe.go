@@ -15,8 +15,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 // A probe runs a language's measuring commands (its version, its
@@ -34,7 +34,7 @@ type probe struct {
 // newProbe returns the probe for images of platform on the daemon of cli,
 // which runs daemon.
 func newProbe(ctx context.Context, cli *client.Client, platform, daemon ocispec.Platform) (probe, error) {
-	podman, err := docker.IsPodman(ctx, cli)
+	podman, err := dockerengine.IsPodman(ctx, cli)
 	if err != nil {
 		return probe{}, fmt.Errorf("asking the daemon which engine it is: %w", err)
 	}
@@ -132,7 +132,7 @@ func (p probe) run(ctx context.Context, image string, l languages.Language, cmd 
 		logConfig = container.LogConfig{} // the engine's default keeps the output for ContainerLogs
 		// Podman raises nofile and nproc to their maxima unless told,
 		// which a root engine without CAP_SYS_RESOURCE may not do.
-		ulimits = []*container.Ulimit{{Name: "nofile", Soft: 1024, Hard: 1024}, {Name: "nproc", Soft: docker.PodmanNproc, Hard: docker.PodmanNproc}}
+		ulimits = []*container.Ulimit{{Name: "nofile", Soft: 1024, Hard: 1024}, {Name: "nproc", Soft: dockerengine.PodmanNproc, Hard: dockerengine.PodmanNproc}}
 	}
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Image: image,
@@ -153,7 +153,7 @@ func (p probe) run(ctx context.Context, image string, l languages.Language, cmd 
 			LogConfig:      logConfig,
 			Tmpfs: map[string]string{
 				"/tmp":             "rw,nosuid,nodev,size=64m",
-				wire.WorkspacePath: "rw,nosuid,nodev,size=16m,mode=0755," + docker.TmpfsOwner(podman),
+				wire.WorkspacePath: "rw,nosuid,nodev,size=16m,mode=0755," + dockerengine.TmpfsOwner(podman),
 			},
 			Resources: container.Resources{Memory: memory, MemorySwap: memory, PidsLimit: &pids, Ulimits: ulimits},
 		},
@@ -183,7 +183,7 @@ func (p probe) run(ctx context.Context, image string, l languages.Language, cmd 
 	}
 	var status int64
 	if podman {
-		if status, err = docker.WaitExit(ctx, cli, created.ID, wait); err != nil {
+		if status, err = dockerengine.WaitExit(ctx, cli, created.ID, wait); err != nil {
 			return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
 		}
 		logs, err := cli.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
@@ -198,7 +198,7 @@ func (p probe) run(ctx context.Context, image string, l languages.Language, cmd 
 		return "", "", fmt.Errorf("reading the output of %q: %w", strings.Join(cmd, " "), err)
 	}
 	if !podman {
-		if status, err = docker.WaitExit(ctx, cli, created.ID, wait); err != nil {
+		if status, err = dockerengine.WaitExit(ctx, cli, created.ID, wait); err != nil {
 			return "", "", fmt.Errorf("waiting for %q: %w", strings.Join(cmd, " "), err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/moby/moby/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 )
 
 // RootTag is the local tag of the bare Debian trixie image that the "root"
@@ -109,7 +109,7 @@ func imageIDFor(ctx context.Context, cli *client.Client, ref string, platform oc
 	if err != nil {
 		return "", fmt.Errorf("inspecting image %s: %w", ref, err)
 	}
-	if res.Architecture != "" && platform.Architecture != "" && docker.GoArch(res.Architecture) != platform.Architecture {
+	if res.Architecture != "" && platform.Architecture != "" && dockerengine.GoArch(res.Architecture) != platform.Architecture {
 		return "", nil
 	}
 	return res.ID, nil
@@ -120,10 +120,10 @@ func imageIDFor(ctx context.Context, cli *client.Client, ref string, platform oc
 // then replaced).
 func rootState(ctx context.Context, cli *client.Client, ref string, platform ocispec.Platform) string {
 	res, err := cli.ImageInspect(ctx, ref)
-	if err != nil || res.Architecture == "" || docker.GoArch(res.Architecture) == platform.Architecture {
+	if err != nil || res.Architecture == "" || dockerengine.GoArch(res.Architecture) == platform.Architecture {
 		return "is missing"
 	}
-	return fmt.Sprintf("is for linux/%s, not linux/%s as this build asks (it is replaced)", docker.GoArch(res.Architecture), platform.Architecture)
+	return fmt.Sprintf("is for linux/%s, not linux/%s as this build asks (it is replaced)", dockerengine.GoArch(res.Architecture), platform.Architecture)
 }
 
 // bootstrap runs debootstrap for platform's architecture into a temporary

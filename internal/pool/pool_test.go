@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -104,7 +105,7 @@ func TestPoolReplacesDeadSandbox(t *testing.T) {
 	cli := testutil.RequireDocker(t)
 	// Only this test process's own: test binaries of other packages run at
 	// the same time, with bash sandboxes of their own.
-	list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
+	list, err := dockerengine.ListContainers(context.Background(), cli, client.ContainerListOptions{
 		Filters: make(client.Filters).Add("label", "io.mcp-code-runner.purpose=bash").
 			Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 	})

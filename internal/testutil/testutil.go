@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -120,11 +121,11 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 // unreachable, except under CI=true, where it fails.
 func RequireDocker(t testing.TB) *client.Client {
 	t.Helper()
-	cli, err := docker.NewClient("")
+	cli, err := dockerengine.NewClient("")
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err = docker.Ping(ctx, cli)
+		err = dockerengine.Ping(ctx, cli)
 	}
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -201,7 +202,7 @@ func NoLeftovers(t testing.TB, cli *client.Client) {
 	var n int
 	var listErr error
 	if !WaitFor(leftoverGrace, func() bool {
-		list, err := docker.ListContainers(context.Background(), cli, client.ContainerListOptions{
+		list, err := dockerengine.ListContainers(context.Background(), cli, client.ContainerListOptions{
 			All:     true,
 			Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
 		})

@@ -21,8 +21,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
 
 // DefaultStateDir holds the backend's bundles, image roots and crun's own
@@ -38,7 +38,7 @@ type Backend struct {
 	cli   *client.Client
 	opts  Options
 	crun  string
-	owner string // "<pid>-<start>": this process, in every sandbox's ID
+	owner sandbox.Owner // this process, in every sandbox's ID (Owner.NameFields)
 	log   *slog.Logger
 	roots *imageRoots
 	// prepareMu guards hosts, the /etc/hosts every sandbox sees, set once
@@ -89,14 +89,13 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	pid := os.Getpid()
-	owner := fmt.Sprintf("%d-%s", pid, sandbox.ProcessStart(pid))
+	owner := sandbox.CurrentOwner()
 	backendSeqMu.Lock()
 	backendSeq++
 	seq := backendSeq
 	backendSeqMu.Unlock()
 	b := &Backend{cli: cli, opts: opts, crun: path, owner: owner, log: log}
-	b.roots = newImageRoots(filepath.Join(opts.StateDir, "rootfs", owner+"-"+strconv.Itoa(seq)))
+	b.roots = newImageRoots(filepath.Join(opts.StateDir, "rootfs", owner.NameFields()+"-"+strconv.Itoa(seq)))
 	_, err = os.Stat("/sys/fs/cgroup/cgroup.controllers")
 	b.cgroupV2 = err == nil
 	return b, nil
@@ -117,7 +116,7 @@ func (b *Backend) Check(ctx context.Context) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: the crun backend needs root (it mounts the images' roots and makes each sandbox's cgroup); run the server as root or use the docker backend", sandbox.ErrUnavailable)
 	}
-	if err := docker.Ping(ctx, b.cli); err != nil {
+	if err := dockerengine.Ping(ctx, b.cli); err != nil {
 		return fmt.Errorf("%w: the crun backend takes its images from Docker: %w", sandbox.ErrUnavailable, err)
 	}
 	info, err := b.cli.Info(ctx, client.InfoOptions{})
@@ -185,52 +184,53 @@ func (b *Backend) newID(life time.Duration) (id, hostname string) {
 	_, _ = rand.Read(r[:])
 	hostname = hex.EncodeToString(r[:])
 	expires := time.Now().Add(life + expiryMargin).Unix()
-	return fmt.Sprintf("mcr-%s-%d-%s", b.owner, expires, hostname), hostname
+	return fmt.Sprintf("mcr-%s-%d-%s", b.owner.NameFields(), expires, hostname), hostname
 }
 
 // sandboxID is a sandbox's name taken apart.
 type sandboxID struct {
-	pid     int
+	pid     string
 	start   string
+	hostTag string // "" in names made before they carried one
 	expires time.Time
 }
 
-// parseID takes apart a name newID made; ok is false for any other.
+// parseID takes apart a name newID made ("mcr-<pid>-<start>-<host
+// tag>-<expiry>-<host name>", or without the host tag as older servers
+// named them); ok is false for any other.
 func parseID(id string) (s sandboxID, ok bool) {
 	parts := strings.Split(id, "-")
-	if len(parts) != 5 || parts[0] != "mcr" {
+	if (len(parts) != 5 && len(parts) != 6) || parts[0] != "mcr" {
 		return s, false
 	}
-	pid, err := strconv.Atoi(parts[1])
+	if _, err := strconv.Atoi(parts[1]); err != nil {
+		return s, false
+	}
+	hostTag := ""
+	if len(parts) == 6 {
+		hostTag = parts[3]
+	}
+	exp, err := strconv.ParseInt(parts[len(parts)-2], 10, 64)
 	if err != nil {
 		return s, false
 	}
-	exp, err := strconv.ParseInt(parts[3], 10, 64)
-	if err != nil {
-		return s, false
-	}
-	return sandboxID{pid: pid, start: parts[2], expires: time.Unix(exp, 0)}, true
-}
-
-// ownerAlive reports whether the process that made a sandbox still runs.
-func ownerAlive(pid int, start string) bool {
-	return start != "" && sandbox.ProcessStart(pid) == start
+	return sandboxID{pid: parts[1], start: parts[2], hostTag: hostTag, expires: time.Unix(exp, 0)}, true
 }
 
 // Sweep removes the sandboxes, and the image roots, of servers that are
 // gone, and sandboxes past their expiry.
 func (b *Backend) Sweep(ctx context.Context) (int, error) {
 	removed, err := b.removeWhere(ctx, func(s sandboxID) bool {
-		return !ownerAlive(s.pid, s.start) || time.Now().After(s.expires)
+		return !b.owner.AliveNamed(s.pid, s.start, s.hostTag) || time.Now().After(s.expires)
 	})
-	sweepRoots(filepath.Join(b.opts.StateDir, "rootfs"), b.log)
+	sweepRoots(filepath.Join(b.opts.StateDir, "rootfs"), b.owner, b.log)
 	return removed, err
 }
 
 // RemoveOwn removes every sandbox this server process made.
 func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
 	return b.removeWhere(ctx, func(s sandboxID) bool {
-		return fmt.Sprintf("%d-%s", s.pid, s.start) == b.owner
+		return s.pid+"-"+s.start+"-"+s.hostTag == b.owner.NameFields()
 	})
 }
 

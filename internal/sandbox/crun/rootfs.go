@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // imageRoot is one image's root filesystem as this backend's sandboxes see
@@ -159,20 +162,24 @@ func unmountAll(path string) error {
 	return nil
 }
 
-// sweepRoots unmounts and removes the image roots of processes that are
-// gone (a directory "<pid>-<start>-<n>" under dir).
-func sweepRoots(dir string, log *slog.Logger) {
+// sweepRoots unmounts and removes the image roots of servers that are gone
+// as self tells (a directory "<pid>-<start>-<host tag>-<n>" under dir, or
+// "<pid>-<start>-<n>" as older servers named them).
+func sweepRoots(dir string, self sandbox.Owner, log *slog.Logger) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		parts := strings.Split(e.Name(), "-")
-		if len(parts) != 3 {
+		if len(parts) != 3 && len(parts) != 4 {
 			continue
 		}
-		var pid int
-		if _, err := fmt.Sscanf(parts[0], "%d", &pid); err != nil || ownerAlive(pid, parts[1]) {
+		hostTag := ""
+		if len(parts) == 4 {
+			hostTag = parts[2]
+		}
+		if _, err := strconv.Atoi(parts[0]); err != nil || self.AliveNamed(parts[0], parts[1], hostTag) {
 			continue
 		}
 		owned := filepath.Join(dir, e.Name())

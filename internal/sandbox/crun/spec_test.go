@@ -122,11 +122,13 @@ func TestParseIDReadsOwnerAndExpiryFromTheName(t *testing.T) {
 		ok   bool
 		want sandboxID
 	}{
-		{"a sandbox's name", "mcr-4242-99887-1800000000-a1b2c3d4e5f6", true, sandboxID{pid: 4242, start: "99887", expires: time.Unix(1800000000, 0)}},
+		{"a sandbox's name", "mcr-4242-99887-0badcafe-1800000000-a1b2c3d4e5f6", true, sandboxID{pid: "4242", start: "99887", hostTag: "0badcafe", expires: time.Unix(1800000000, 0)}},
+		{"a name without a host tag, as older servers made them", "mcr-4242-99887-1800000000-a1b2c3d4e5f6", true, sandboxID{pid: "4242", start: "99887", expires: time.Unix(1800000000, 0)}},
 		{"another prefix", "xyz-4242-99887-1800000000-a1b2", false, sandboxID{}},
 		{"too few parts", "mcr-4242-1800000000-a1b2", false, sandboxID{}},
 		{"a PID that is not a number", "mcr-x-99887-1800000000-a1b2", false, sandboxID{}},
 		{"an expiry that is not a number", "mcr-1-2-soon-a1b2", false, sandboxID{}},
+		{"too many parts", "mcr-1-2-3-4-1800000000-a1b2", false, sandboxID{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,10 +141,10 @@ func TestParseIDReadsOwnerAndExpiryFromTheName(t *testing.T) {
 }
 
 func TestNewIDIsParsedBack(t *testing.T) {
-	b := &Backend{owner: "123-456"}
+	b := &Backend{owner: sandbox.Owner{Host: "host-a", PID: 123, Start: "456"}}
 	id, host := b.newID(time.Minute)
 	s, ok := parseID(id)
-	if !ok || s.pid != 123 || s.start != "456" || !strings.HasSuffix(id, "-"+host) || s.expires.Before(time.Now().Add(time.Minute)) {
+	if !ok || s.pid != "123" || s.start != "456" || s.hostTag != b.owner.HostTag() || !strings.HasSuffix(id, "-"+host) || s.expires.Before(time.Now().Add(time.Minute)) {
 		t.Errorf("newID = %q (host %q), parsed %+v, %v", id, host, s, ok)
 	}
 }

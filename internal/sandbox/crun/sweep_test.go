@@ -41,8 +41,9 @@ func TestSweepRemovesWhatAGoneServerLeft(t *testing.T) {
 	gone, live := mk(), mk()
 	defer live.Close()
 	// PID 1 runs, but no process ever started at tick "gone".
-	gone.owner = "1-gone"
-	gone.roots = newImageRoots(filepath.Join(state, "rootfs", "1-gone-1"))
+	gone.owner = sandbox.Owner{ID: "gone", Host: live.owner.Host, PID: 1, Start: "gone"}
+	goneRoots := gone.owner.NameFields() + "-1"
+	gone.roots = newImageRoots(filepath.Join(state, "rootfs", goneRoots))
 	reg := languages.Builtin()
 	tmpl := sandbox.Template{Image: reg.ImageOf(mustLang(t, reg, "bash")).Tag, MaxLife: time.Minute,
 		Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 64, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}}
@@ -69,7 +70,7 @@ func TestSweepRemovesWhatAGoneServerLeft(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the gone server's sandbox still runs after the sweep")
 	}
-	if _, err := os.Stat(filepath.Join(state, "rootfs", "1-gone-1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(state, "rootfs", goneRoots)); !os.IsNotExist(err) {
 		t.Errorf("the gone server's image roots remain: %v", err)
 	}
 	if n, err := live.RemoveOwn(ctx); err != nil || n != 1 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -101,7 +102,7 @@ func TestAgentArrivesWhenTheDaemonCannotSeeTheServersFiles(t *testing.T) {
 	}
 
 	// Nothing of the child's is left: no container labelled with its PID.
-	list, err := docker.ListContainers(ctx, cli, client.ContainerListOptions{All: true,
+	list, err := dockerengine.ListContainers(ctx, cli, client.ContainerListOptions{All: true,
 		Filters: make(client.Filters).Add("label", docker.LabelOwnerPID+"="+strconv.Itoa(cmd.Process.Pid))})
 	if err != nil {
 		t.Fatal(err)

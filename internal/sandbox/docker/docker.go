@@ -17,6 +17,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -48,7 +49,7 @@ type Options struct {
 	// ("runc", "crun", "runsc").
 	Runtime string
 	// AllowUnenforcedLimits lets sandboxes run on an engine that cannot set
-	// their memory, pids or CPU limits (Engine.Unenforced); without it such
+	// their memory, pids or CPU limits (dockerengine.Engine.Unenforced); without it such
 	// an engine is refused.
 	AllowUnenforcedLimits bool
 	// Logger receives the backend's logs.
@@ -59,7 +60,7 @@ type Options struct {
 type Backend struct {
 	cli   *client.Client
 	opts  Options
-	owner owner
+	owner sandbox.Owner
 	log   *slog.Logger
 	// useSockets says whether agents are given sockets (socket.go); their
 	// directory is made when the first sandbox needs it, so that a backend
@@ -77,7 +78,7 @@ type Backend struct {
 	// and the agent delivery both read: one call, tens of milliseconds.
 	infoMu sync.Mutex
 	info   *client.SystemInfoResult
-	engine *Engine // what the engine is, once asked (engine.go)
+	engine *dockerengine.Engine // what the engine is, once asked (engine.go)
 	// unenforcedWarning logs once that limits are off (checkLimits).
 	unenforcedWarning sync.Once
 }
@@ -114,7 +115,7 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Backend{cli: cli, opts: opts, owner: currentOwner(), log: log}
+	b := &Backend{cli: cli, opts: opts, owner: sandbox.CurrentOwner(), log: log}
 	b.useSockets.Store(socketsUsable(cli.DaemonHost(), opts.Runtime))
 	return b, nil
 }
@@ -164,8 +165,8 @@ func (b *Backend) Close() error {
 
 // Check pings the daemon and checks that it has the configured runtime.
 func (b *Backend) Check(ctx context.Context) error {
-	if err := Ping(ctx, b.cli); err != nil {
-		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err) // Ping says what to do
+	if err := dockerengine.Ping(ctx, b.cli); err != nil {
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err) // dockerengine.Ping says what to do
 	}
 	if err := b.checkRuntime(ctx); err != nil {
 		return err
@@ -188,7 +189,7 @@ func (b *Backend) Architecture(ctx context.Context) string {
 	if err != nil {
 		return ""
 	}
-	return GoArch(info.Info.Architecture)
+	return dockerengine.GoArch(info.Info.Architecture)
 }
 
 // CheckImage reports whether image is present locally, and built for the
@@ -223,15 +224,15 @@ func imagePlatformMismatch(image, imageOS, imageArch, daemonOS, daemonArch strin
 	if imageArch == "" || daemonArch == "" {
 		return nil
 	}
-	if GoArch(imageArch) == GoArch(daemonArch) && (imageOS == "" || daemonOS == "" || imageOS == daemonOS) {
+	if dockerengine.GoArch(imageArch) == dockerengine.GoArch(daemonArch) && (imageOS == "" || daemonOS == "" || imageOS == daemonOS) {
 		return nil
 	}
 	return fmt.Errorf("%w (%w): image %s is built for %s/%s, but the daemon runs %s/%s, so its programs cannot start; rebuild it on this daemon",
-		sandbox.ErrImageMissing, ErrImagePlatform, image, imageOS, GoArch(imageArch), daemonOS, GoArch(daemonArch))
+		sandbox.ErrImageMissing, ErrImagePlatform, image, imageOS, dockerengine.GoArch(imageArch), daemonOS, dockerengine.GoArch(daemonArch))
 }
 
 // unavailable is the ErrUnavailable of a daemon that could not be reached
 // while doing what, with what to do about it.
 func (b *Backend) unavailable(what string, err error) error {
-	return fmt.Errorf("%w: %s: %v; %s", sandbox.ErrUnavailable, what, err, startDaemonHint)
+	return fmt.Errorf("%w: %s: %v; %s", sandbox.ErrUnavailable, what, err, dockerengine.StartDaemonHint)
 }

@@ -9,18 +9,12 @@ import (
 	"github.com/moby/moby/api/types/mount"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // tmpfsInodes is the most files and directories each tmpfs may hold.
 const tmpfsInodes = 65536
-
-// PodmanNproc is the process limit sandboxes get on Podman, which otherwise
-// raises RLIMIT_NPROC to its maximum and fails to start a container where
-// it may not (a host without CAP_SYS_RESOURCE). The limit counts the
-// processes of the sandbox user in all sandboxes together, so it is far
-// above any one sandbox's pids limit; the pids limit bounds each.
-const PodmanNproc = 8192
 
 // expiryMargin is added to a run's deadline for its expiry label: a container
 // past it is removed by any server's sweep.
@@ -35,10 +29,10 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 	expires := time.Now().Add(t.MaxLife + expiryMargin).Unix()
 	labels := map[string]string{
 		LabelManaged:   "true",
-		LabelOwner:     b.owner.id,
-		LabelOwnerHost: b.owner.host,
-		LabelOwnerPID:  strconv.Itoa(b.owner.pid),
-		LabelOwnerBoot: b.owner.start,
+		LabelOwner:     b.owner.ID,
+		LabelOwnerHost: b.owner.Host,
+		LabelOwnerPID:  strconv.Itoa(b.owner.PID),
+		LabelOwnerBoot: b.owner.Start,
 		LabelExpires:   strconv.FormatInt(expires, 10),
 		LabelPurpose:   t.Purpose,
 	}
@@ -60,14 +54,14 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 	// No separate init: the agent is PID 1 (it reaps orphans, and nothing
 	// else then holds the container's output stream; see agent.BecomeInit).
 	noInit := false
-	// Podman refuses nr_inodes (Engine.Limits says what bounds files there)
+	// Podman refuses nr_inodes (dockerengine.Engine.Limits says what bounds files there)
 	// and uid=/gid=; its own U gives the tmpfs to the container's user.
 	podman := b.cachedEngine().Podman()
 	inodes := fmt.Sprintf(",nr_inodes=%d", tmpfsInodes)
 	if podman {
 		inodes = ""
 	}
-	owner := TmpfsOwner(podman)
+	owner := dockerengine.TmpfsOwner(podman)
 	host := &container.HostConfig{
 		NetworkMode:    "none",
 		CapDrop:        []string{"ALL"},
@@ -99,7 +93,7 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		},
 	}
 	if e := b.cachedEngine(); e.Podman() {
-		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: PodmanNproc, Hard: PodmanNproc})
+		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: dockerengine.PodmanNproc, Hard: dockerengine.PodmanNproc})
 		if e.SeccompProfile != "" {
 			host.SecurityOpt = append(host.SecurityOpt, "seccomp="+e.SeccompProfile)
 		}
@@ -109,14 +103,4 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			BindOptions: &mount.BindOptions{NonRecursive: true}})
 	}
 	return cfg, host
-}
-
-// TmpfsOwner is the tmpfs option that gives a mount to the sandbox user:
-// uid= and gid= on Docker; Podman refuses those, and its own U gives the
-// mount to the container's user.
-func TmpfsOwner(podman bool) string {
-	if podman {
-		return "U"
-	}
-	return fmt.Sprintf("uid=%d,gid=%d", wire.SandboxUID, wire.SandboxGID)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
@@ -64,7 +65,7 @@ func TestTheBackendNamesItsSandboxesArchitectureAsGoNamesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := b.Architecture(context.Background()), docker.GoArch(info.Info.Architecture); got != want || (got != "amd64" && got != "arm64") {
+	if got, want := b.Architecture(context.Background()), dockerengine.GoArch(info.Info.Architecture); got != want || (got != "amd64" && got != "arm64") {
 		t.Errorf("Architecture %q on a daemon that reports %q; want %q", got, info.Info.Architecture, want)
 	}
 }

@@ -42,27 +42,32 @@ func socketsUsable(daemonHost, runtime string) bool {
 }
 
 // socketsDirPrefix starts the name of a server's directory of agent sockets
-// (in the system's temporary directory); the server's PID and start time
-// follow, so that a later server can remove the one a dead server left.
+// (in the system's temporary directory); the server's owner fields
+// (sandbox.Owner.NameFields) follow, so that a later server can remove the
+// one a dead server left.
 const socketsDirPrefix = "mcp-code-runner-sockets-"
 
-func socketsPrefix(o owner) string { return fmt.Sprintf("%s%d-%s-", socketsDirPrefix, o.pid, o.start) }
+func socketsPrefix(o sandbox.Owner) string { return socketsDirPrefix + o.NameFields() + "-" }
 
-// sweepSockets removes the socket directories of servers that are gone.
-func sweepSockets() (removed int) {
+// sweepSockets removes the socket directories of servers that are gone, as
+// self tells (sandbox.Owner.AliveNamed).
+func sweepSockets(self sandbox.Owner) (removed int) {
 	entries, _ := os.ReadDir(os.TempDir())
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), socketsDirPrefix)
-		fields := strings.Split(rest, "-") // pid, start time, random
-		if !ok || !e.IsDir() || len(fields) != 3 {
+		fields := strings.Split(rest, "-") // pid, start time, host tag, random
+		if !ok || !e.IsDir() || len(fields) < 3 || len(fields) > 4 {
 			continue
 		}
-		pid, err := strconv.Atoi(fields[0])
-		if err != nil {
-			continue
+		if _, err := strconv.Atoi(fields[0]); err != nil {
+			continue // not a name this server makes
 		}
-		if s := sandbox.ProcessStart(pid); s != "" && s == fields[1] {
-			continue // its server still runs
+		hostTag := ""
+		if len(fields) == 4 {
+			hostTag = fields[2]
+		}
+		if self.AliveNamed(fields[0], fields[1], hostTag) {
+			continue // its server still runs, or is not this host's to judge
 		}
 		if os.RemoveAll(filepath.Join(os.TempDir(), e.Name())) == nil {
 			removed++

@@ -4,82 +4,39 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
-// owner identifies this server process in container labels, so that a later
-// server can tell whether the process that made a container is still alive.
-type owner struct {
-	id    string // host/pid/start
-	host  string
-	pid   int
-	start string // process start time in clock ticks since boot
-}
-
-func currentOwner() owner {
-	host, _ := os.Hostname()
-	// PIDs name processes only within a PID namespace: a server in a
-	// container on the host's network has the host's name but other PIDs,
-	// and must not take the host's servers for dead (nor they it).
-	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil && !isInitialPIDNamespace(ns) {
-		host += "+" + strings.NewReplacer("pid:[", "pidns", "]", "").Replace(ns)
-	}
-	pid := os.Getpid()
-	start := sandbox.ProcessStart(pid)
-	return owner{id: fmt.Sprintf("%s/%d/%s", host, pid, start), host: host, pid: pid, start: start}
-}
-
-// initialPIDNamespace is the inode of the host's PID namespace, fixed by
-// the kernel (PROC_PID_INIT_INO).
-const initialPIDNamespace = "pid:[4026531836]"
-
-// isInitialPIDNamespace reports whether ns (a /proc/self/ns/pid link) is
-// the host's: servers there keep the plain host name in their labels.
-func isInitialPIDNamespace(ns string) bool { return ns == initialPIDNamespace }
-
-// ownerAlive reports whether the server that labelled a container still runs.
-// It can only tell for servers on this host; for others it answers true and
-// the container's expiry decides.
+// ownerAlive reports whether the server that labelled a container still
+// runs (sandbox.Owner.Alive).
 func (b *Backend) ownerAlive(labels map[string]string) bool {
-	if labels[LabelOwner] == b.owner.id {
-		return true
-	}
-	if labels[LabelOwnerHost] != b.owner.host {
-		return true
-	}
-	pid, err := strconv.Atoi(labels[LabelOwnerPID])
-	if err != nil || pid <= 0 {
-		return false
-	}
-	start := sandbox.ProcessStart(pid)
-	return start != "" && start == labels[LabelOwnerBoot]
+	return b.owner.Alive(sandbox.RecordedOwner(labels[LabelOwner], labels[LabelOwnerHost], labels[LabelOwnerPID], labels[LabelOwnerBoot]))
 }
 
 // Sweep removes our containers whose server is gone, and any of ours past
 // its expiry whoever made it.
 func (b *Backend) Sweep(ctx context.Context) (int, error) {
-	list, err := ListContainers(ctx, b.cli, client.ContainerListOptions{
+	list, err := dockerengine.ListContainers(ctx, b.cli, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", LabelManaged+"=true"),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("listing sandbox containers: %w", err)
 	}
-	if n := sweepSockets(); n > 0 {
+	if n := sweepSockets(b.owner); n > 0 {
 		b.log.Info("removed agent socket directories of servers that are gone", "count", n)
 	}
 	now := time.Now().Unix()
 	removed := 0
 	for _, c := range list.Items {
-		if c.Labels[LabelOwner] == b.owner.id {
+		if c.Labels[LabelOwner] == b.owner.ID {
 			continue // ours: removed by the run or the pool that made it
 		}
 		expires, _ := strconv.ParseInt(c.Labels[LabelExpires], 10, 64)
@@ -117,9 +74,9 @@ func checkStatic(path string) error {
 // RemoveOwn removes every container this server made; it is for shutdown,
 // after the runs in flight have ended.
 func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
-	list, err := ListContainers(ctx, b.cli, client.ContainerListOptions{
+	list, err := dockerengine.ListContainers(ctx, b.cli, client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", LabelOwner+"="+b.owner.id),
+		Filters: make(client.Filters).Add("label", LabelOwner+"="+b.owner.ID),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("listing own sandbox containers: %w", err)

@@ -386,7 +386,7 @@ func TestClusterSweepDeletesPodsOfDeadServers(t *testing.T) {
 	defer cancel()
 	// A pod made by a "server" whose process is gone: this host, a PID
 	// that is no process's.
-	dead := kubernetes.Owner{ID: "gone", PID: 1 << 22, Start: "1"}
+	dead := kubernetes.Owner{Owner: sandbox.Owner{ID: "gone", PID: 1 << 22, Start: "1"}}
 	dead.Host = c.Backend(t, nil).Owner().Host
 	dead.ID = fmt.Sprintf("%s/%d/%s", dead.Host, dead.PID, dead.Start)
 	left := c.Backend(t, func(o *kubernetes.Options) { o.Pod.Owner = dead })

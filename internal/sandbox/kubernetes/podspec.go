@@ -85,10 +85,7 @@ type PodOptions struct {
 // Owner identifies a server process in pod labels and annotations, so that
 // a later server can tell whether the one that made a pod is still alive.
 type Owner struct {
-	ID    string // host/pid/start
-	Host  string
-	PID   int
-	Start string // process start time in clock ticks since boot
+	sandbox.Owner
 	// Pod is namespace/name/uid of the server's Pod when it runs in one.
 	Pod string
 }

@@ -28,7 +28,7 @@ var testOptions = PodOptions{
 	Namespace:          "sandboxes",
 	AgentImage:         "localhost/mcp-code-runner/agent:1",
 	EphemeralStorageMB: 128,
-	Owner:              Owner{ID: "host-a/42/1234", Host: "host-a", PID: 42, Start: "1234"},
+	Owner:              Owner{Owner: sandbox.Owner{ID: "host-a/42/1234", Host: "host-a", PID: 42, Start: "1234"}},
 }
 
 var testNow = time.Unix(1_800_000_000, 0)

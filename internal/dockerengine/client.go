@@ -1,4 +1,11 @@
-package docker
+// Package dockerengine speaks to the container engine behind the Docker API
+// (Docker Engine, Docker Desktop, rootful or rootless, or Podman's
+// Docker-compatible service) for every package that makes containers: the
+// docker and crun sandbox backends and the image builds. It connects and
+// pings with advice, tells the engines apart, and works around their
+// quirks (Podman's races with a container's exit, its tmpfs and nproc
+// options, architectures named as uname or as Go names them).
+package dockerengine
 
 import (
 	"context"
@@ -26,8 +33,8 @@ func NewClient(host string) (*client.Client, error) {
 	return cli, nil
 }
 
-// startDaemonHint says what to do about a daemon that does not answer.
-const startDaemonHint = "start the Docker daemon (`make docker`, `systemctl start docker` or `dockerd &`) and check that this user may use its socket"
+// StartDaemonHint says what to do about a daemon that does not answer.
+const StartDaemonHint = "start the Docker daemon (`make docker`, `systemctl start docker` or `dockerd &`) and check that this user may use its socket"
 
 // Ping checks that the daemon answers within a few seconds and returns a
 // message that says what to do when it does not.
@@ -51,5 +58,5 @@ func pingError(host string, err error, uid int) error {
 			"(`sudo usermod -aG docker $USER`, then log in again), run the server as a user that may, "+
 			"or point it at a daemon of this user's own (rootless Docker: --docker-host unix://$XDG_RUNTIME_DIR/docker.sock)", ErrSocketPermission, uid, host, err)
 	}
-	return fmt.Errorf("the Docker daemon at %s is not reachable (%v): %s", host, err, startDaemonHint)
+	return fmt.Errorf("the Docker daemon at %s is not reachable (%v): %s", host, err, StartDaemonHint)
 }
