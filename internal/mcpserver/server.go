@@ -78,6 +78,7 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 			MaxTTL:     time.Duration(deps.Engine.Config().Executions.TaskMaxTTLSeconds) * time.Second,
 			MaxKept:    deps.Engine.Config().Executions.MaxKept,
 			Stages:     h.stageNames,
+			Store:      deps.Engine.Store(),
 		},
 	}, log)
 	addRunTools(s, h)

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // MCP Tasks: a client that speaks them gets a long run_code as a task
@@ -45,6 +46,13 @@ import (
 // A task is an execution (internal/executions) running the tool's own
 // handler: one engine for long runs, so a task is also listed by
 // list_executions, and Shutdown, quotas and cancellation treat both alike.
+//
+// Every task is also a record in the state store (TaskConfig.Store),
+// written before the CreateTaskResult goes and final before tasks/result
+// returns: tasks/get, tasks/result, tasks/list and tasks/cancel on any
+// server sharing the store, or after a restart, find it by its id. The
+// server running a task keeps it in memory as well (its progress
+// listeners, its end as a channel).
 
 const (
 	tasksExtension       = "io.modelcontextprotocol/tasks"
@@ -91,12 +99,22 @@ type TaskConfig struct {
 	// Stages names a language's output stages, for progress; nil means one
 	// stage, "run".
 	Stages func(language string) []string
+	// Store keeps the tasks' records; nil keeps them in this process's
+	// memory (the conformance fixtures).
+	Store store.Store
 }
 
 // taskRunner runs a task's work in the background and cancels it.
 type taskRunner interface {
 	Track(ctx context.Context, language string, work executions.Work) (executions.Snapshot, error)
 	Cancel(ctx context.Context, id string) (executions.Snapshot, error)
+}
+
+// executionReader reads an execution's state: how the Tasks layer learns
+// that the server running another's task stopped (its execution ended
+// interrupted while the task's record still says working).
+type executionReader interface {
+	Get(ctx context.Context, id string, wait time.Duration, stdoutOffset, stderrOffset int64) (executions.Snapshot, error)
 }
 
 // taskLayer holds the tasks of one server.
@@ -108,6 +126,7 @@ type taskLayer struct {
 	maxKept int
 	stages  func(language string) []string
 	log     *slog.Logger
+	st      store.Store
 
 	mu    sync.Mutex
 	tools map[string]bool // tools that support tasks
@@ -123,6 +142,10 @@ func newTaskLayer(s *mcp.Server, cfg TaskConfig, log *slog.Logger) *taskLayer {
 		log:     log,
 		tools:   map[string]bool{},
 		tasks:   map[string]*task{},
+		st:      cfg.Store,
+	}
+	if tl.st == nil {
+		tl.st = store.NewMemory()
 	}
 	if cfg.Executions != nil {
 		tl.runner = cfg.Executions
@@ -220,13 +243,18 @@ type task struct {
 	ttl     time.Duration
 	done    chan struct{}
 
+	// remote is a task read from the store: another server's, or one a
+	// stopped server left; it has no listeners and its done is closed
+	// only when it has ended.
+	remote bool
+
 	mu        sync.Mutex
 	expiry    *time.Timer
 	updated   time.Time
 	status    string
 	message   string
-	result    *mcp.CallToolResult
-	err       error
+	result    json.RawMessage // the CallToolResult, once completed
+	err       *jsonrpc.Error  // the call's protocol error, once failed
 	cancelled bool
 	// session receives the progress of a 2025-era task made over a
 	// long-lived connection (stdio); over stateless HTTP the original
@@ -435,7 +463,7 @@ func (tl *taskLayer) start(ctx context.Context, next mcp.MethodHandler, req *mcp
 		if err == nil && callRes == nil {
 			err = fmt.Errorf("tool %s returned no result", t.tool)
 		}
-		t.finish(callRes, err)
+		t.finish(callRes, err, tl)
 		if err != nil {
 			return tr.result, err
 		}
@@ -443,6 +471,9 @@ func (tl *taskLayer) start(ctx context.Context, next mcp.MethodHandler, req *mcp
 	}
 	// Registered before the execution starts, so that a tasks/get right
 	// after the answer finds it, and the run can never finish unseen.
+	if err := tl.save(ctx, t, true); err != nil {
+		return toolError(fmt.Errorf("the task could not be recorded: the server's state store did not answer (%v); try again shortly", err)), nil
+	}
 	tl.mu.Lock()
 	tl.pruneLocked()
 	tl.tasks[t.id] = t
@@ -452,6 +483,7 @@ func (tl *taskLayer) start(ctx context.Context, next mcp.MethodHandler, req *mcp
 		tl.mu.Lock()
 		delete(tl.tasks, t.id)
 		tl.mu.Unlock()
+		tl.forget(t.id)
 		// Over quota (or another refusal): the answer a plain call gets.
 		return toolError(err), nil
 	}
@@ -461,6 +493,9 @@ func (tl *taskLayer) start(ctx context.Context, next mcp.MethodHandler, req *mcp
 	t.execID = snap.ExecutionID
 	t.expiry = time.AfterFunc(ttl, func() { tl.expire(t) })
 	t.mu.Unlock()
+	if err := tl.save(ctx, t, false); err != nil {
+		tl.log.Warn("a task's execution id was not written to the state store", "task", t.id, "err", err)
+	}
 	tl.log.Debug("task created", "task", t.id, "execution", snap.ExecutionID, "tool", t.tool, "owner", owner, "ttl", ttl)
 	view := t.view()
 	if modern {
@@ -478,10 +513,20 @@ func toolError(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
 }
 
-// finish records the call's outcome; a cancelled task stays cancelled.
-func (t *task) finish(res *mcp.CallToolResult, err error) {
+// finish records the call's outcome, in the store before anyone waiting is
+// told; a cancelled task stays cancelled.
+func (t *task) finish(res *mcp.CallToolResult, err error, tl *taskLayer) {
 	t.mu.Lock()
-	t.result, t.err = res, err
+	if res != nil {
+		if data, merr := json.Marshal(res); merr == nil {
+			t.result = data
+		} else if err == nil {
+			err = fmt.Errorf("the tool's result could not be encoded: %w", merr)
+		}
+	}
+	if err != nil {
+		t.err = rpcError(err)
+	}
 	if !t.cancelled {
 		t.updated = time.Now()
 		switch {
@@ -496,6 +541,9 @@ func (t *task) finish(res *mcp.CallToolResult, err error) {
 		}
 	}
 	t.mu.Unlock()
+	if serr := tl.save(context.Background(), t, false); serr != nil {
+		tl.log.Error("a task's end was not written to the state store: only this server knows it", "task", t.id, "err", serr)
+	}
 	close(t.done)
 }
 
@@ -530,8 +578,8 @@ type taskView struct {
 	ID, Status, Message string
 	Created, Updated    time.Time
 	TTL                 time.Duration
-	Result              *mcp.CallToolResult
-	Err                 error
+	Result              json.RawMessage
+	Err                 *jsonrpc.Error
 }
 
 func (t *task) view() taskView {
@@ -583,7 +631,11 @@ func (v taskView) modern(resultType string, detailed bool) map[string]any {
 		case taskCompleted:
 			out["result"] = v.Result
 		case taskFailed:
-			out["error"] = rpcError(v.Err)
+			if v.Err != nil {
+				out["error"] = v.Err
+			} else {
+				out["error"] = rpcError(nil)
+			}
 		}
 	}
 	return out
@@ -611,6 +663,13 @@ func (tl *taskLayer) lookup(ctx context.Context, method, id string) (*task, erro
 	tl.mu.Lock()
 	t, ok := tl.tasks[id]
 	tl.mu.Unlock()
+	if !ok {
+		var err error
+		if t, err = tl.load(ctx, id); err != nil {
+			return nil, err
+		}
+		ok = t != nil
+	}
 	if !ok || !principal.FromContext(ctx).Uses(t.owner) {
 		return nil, invalidParams("%s: unknown task id %q: it never existed, belongs to another client, or passed its ttl (at most %ds) and was forgotten",
 			method, id, int(tl.maxTTL.Seconds()))
@@ -636,6 +695,7 @@ func (tl *taskLayer) pruneLocked() {
 	sort.Slice(ended, func(i, j int) bool { return ended[i].created.Before(ended[j].created) })
 	for _, t := range ended[:min(len(ended), len(tl.tasks)-tl.maxKept+1)] {
 		delete(tl.tasks, t.id)
+		tl.forget(t.id)
 		t.mu.Lock()
 		if t.expiry != nil {
 			t.expiry.Stop()
@@ -659,6 +719,7 @@ func (tl *taskLayer) expire(t *task) {
 	t.cancelled, t.status, t.message, t.updated = true, taskCancelled, "the task passed its ttl while running", time.Now()
 	execID := t.execID
 	t.mu.Unlock()
+	tl.forget(t.id)
 	tl.log.Info("task expired while running; cancelling it", "task", t.id, "execution", execID, "owner", t.owner)
 	ctx := principal.WithContext(context.Background(), principal.Principal{Name: t.owner})
 	_, _ = tl.runner.Cancel(ctx, execID)
@@ -680,6 +741,9 @@ func (tl *taskLayer) cancel(ctx context.Context, t *task) bool {
 	t.cancelled, t.status, t.message, t.updated = true, taskCancelled, "the task was cancelled by request", time.Now()
 	execID := t.execID
 	t.mu.Unlock()
+	if err := tl.save(ctx, t, false); err != nil {
+		tl.log.Warn("a task's cancellation was not written to the state store", "task", t.id, "err", err)
+	}
 	// executions.Cancel kills the sandbox and waits for the run to end.
 	waitCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), taskCancelWait)
 	defer stop()
@@ -687,17 +751,25 @@ func (tl *taskLayer) cancel(ctx context.Context, t *task) bool {
 	return true
 }
 
-// list returns ctx's principal's tasks, newest first.
+// list returns ctx's principal's tasks, newest first: the store's, with
+// this server's own in their place.
 func (tl *taskLayer) list(ctx context.Context) []*task {
 	p := principal.FromContext(ctx)
 	tl.mu.Lock()
 	out := make([]*task, 0, len(tl.tasks))
+	local := map[string]bool{}
 	for _, t := range tl.tasks {
+		local[t.id] = true
 		if p.Uses(t.owner) {
 			out = append(out, t)
 		}
 	}
 	tl.mu.Unlock()
+	for _, t := range tl.stored(ctx) {
+		if !local[t.id] && p.Uses(t.owner) {
+			out = append(out, tl.reconcile(ctx, t))
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].created.After(out[j].created) })
 	return out
 }

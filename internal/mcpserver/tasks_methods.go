@@ -95,31 +95,36 @@ func (tl *taskLayer) result(ctx context.Context, ss *mcp.ServerSession, p *taskP
 	if err != nil {
 		return nil, err
 	}
-	l := &taskListener{ctx: ctx, session: ss}
-	t.mu.Lock()
-	t.listeners[l] = struct{}{}
-	t.mu.Unlock()
-	defer func() {
+	if t.remote {
+		// Another server's task: its record says when it ends.
+		if t, err = tl.waitRemote(ctx, t); err != nil {
+			return nil, err
+		}
+	} else {
+		l := &taskListener{ctx: ctx, session: ss}
 		t.mu.Lock()
-		delete(t.listeners, l)
+		t.listeners[l] = struct{}{}
 		t.mu.Unlock()
-	}()
-	select {
-	case <-t.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		defer func() {
+			t.mu.Lock()
+			delete(t.listeners, l)
+			t.mu.Unlock()
+		}()
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	v := t.view()
 	if v.Err != nil {
-		return nil, rpcError(v.Err)
-	}
-	data, err := json.Marshal(v.Result)
-	if err != nil {
-		return nil, err
+		return nil, v.Err
 	}
 	var fields map[string]any
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, err
+	if v.Result != nil {
+		if err := json.Unmarshal(v.Result, &fields); err != nil {
+			return nil, err
+		}
 	}
 	meta, _ := fields["_meta"].(map[string]any)
 	delete(fields, "_meta")
