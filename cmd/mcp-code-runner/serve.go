@@ -93,7 +93,7 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			go sweepLoop(ctx, st)
 			st.engine.StartPool()
 			go logPool(ctx, st)
-			execs := executions.NewManager(st.engine, executions.WithLogger(st.log))
+			execs := executions.NewManager(st.engine, executions.WithLogger(st.log), executions.WithReplica(replicaName(st.cfg)))
 			// What a stopped server left running ends as interrupted
 			// before anyone can ask for it.
 			if err := execs.Recover(ctx); err != nil {
@@ -301,4 +301,17 @@ func logPool(ctx context.Context, st *stack) {
 				"waiting", s.Waiting, "served", s.Served, "waited", s.Waited, "failures", s.Failures, "error", s.Error, "grow_blocked", s.GrowBlocked)
 		}
 	}
+}
+
+// replicaName names this server in the records of the executions it runs.
+// On the embedded store it is the same at every start ("local"): one
+// server per data directory, so the next one ends what the last left
+// running. Replicas sharing etcd each need their own: the host name (the
+// pod's name on Kubernetes) and the process id.
+func replicaName(cfg config.Config) string {
+	if cfg.Store.Backend != config.StoreEtcd {
+		return "local"
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }

@@ -212,7 +212,9 @@ func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backe
 		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})
 		sb = st.metrics.Backend(backend)
 	}
-	st.engine = engine.New(cfg, reg, sb, log, opts...)
+	// Outputs and artifacts, then executions and tasks above the engine,
+	// live in the state store.
+	st.engine = engine.New(cfg, reg, sb, log, append(opts, engine.WithStore(state))...)
 	if st.metrics != nil {
 		st.engine.SetObserver(st.metrics)
 	}
