@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
@@ -780,14 +783,24 @@ func TestCancelKillsSandbox(t *testing.T) {
 	e, b := testutil.Engine(t, nil)
 	testutil.RequireImage(t, b, languages.Builtin(), "bash")
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(1500*time.Millisecond, cancel)
-	start := time.Now()
-	r, err := e.Run(ctx, engine.Request{Language: "bash", Code: "echo started; sleep 60"}, engine.RunOptions{})
+	defer cancel()
+	// The cancel comes once the program has printed, not after a fixed
+	// time: under load the sandbox may take longer than any timer to start.
+	var once sync.Once
+	var cancelled atomic.Int64
+	onChunk := func(c sandbox.Chunk) {
+		if strings.Contains(string(c.Data), "started") {
+			once.Do(func() { cancelled.Store(time.Now().UnixNano()); cancel() })
+		}
+	}
+	r, err := e.Run(ctx, engine.Request{Language: "bash", Code: "echo started; sleep 60"}, engine.RunOptions{OnChunk: onChunk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("cancel took %s to end the run", took)
+	if at := cancelled.Load(); at == 0 {
+		t.Fatal("the program's output never arrived, so the run was never cancelled")
+	} else if took := time.Since(time.Unix(0, at)); took > 30*time.Second {
+		t.Errorf("cancel took %s to end the run (the program sleeps 60 s)", took)
 	}
 	if r.Status != engine.StatusKilled || r.Stdout != "started\n" {
 		t.Errorf("got status %s stdout %q; want killed with partial output", r.Status, r.Stdout)

@@ -138,7 +138,10 @@ func (m *Manager) packagesDir(x *extras, lang languages.Language) error {
 func (m *Manager) install(ctx context.Context, lang languages.Language, x *extras, specs []string, runID string) (*engine.Installation, error) {
 	if x.dir == "" {
 		if lang.Packages == "" {
-			return nil, m.eng.CheckPackages(lang, specs)
+			if err := m.eng.CheckPackages(lang, specs); err != nil {
+				return nil, err
+			}
+			return nil, invalid("%s has no package manager on this server, so a session of it takes no packages; use a language that list_languages shows with one", lang.Name)
 		}
 		return nil, invalid("this server does not install packages (network.max_tier is %q; packages needs at least \"packages\")", m.eng.Config().Network.MaxTier)
 	}

@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,21 @@ func testSessionCancel(t *testing.T, newManager func(t *testing.T) *sessions.Man
 	}
 	if r := run(t, m, id, "print('alive')"); r.Stdout != "alive\n" {
 		t.Fatalf("session unusable after cancel: %+v", r)
+	}
+}
+
+// TestInstallingNothingIntoASessionWithoutAPackageManagerIsRefused: a
+// session of a language that has no package manager, asked to install an
+// empty list, answers with an invalid-request error (it once returned no
+// installation and no error, and the caller dereferenced it).
+func TestInstallingNothingIntoASessionWithoutAPackageManagerIsRefused(t *testing.T) {
+	m := fakeManager(t, nil)
+	id := create(t, m, "bash", 60)
+	for _, specs := range [][]string{nil, {}} {
+		_, err := m.InstallPackages(context.Background(), id, specs)
+		var ee *engine.Error
+		if !errors.As(err, &ee) || ee.Code != engine.CodeInvalid {
+			t.Errorf("InstallPackages(%q) = %v; want an invalid-request error", specs, err)
+		}
 	}
 }
