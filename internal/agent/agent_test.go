@@ -14,17 +14,16 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
 
-func TestEveryWarmProgramOfTheContractIsBuiltIn(t *testing.T) {
-	for _, name := range wire.WarmPrograms {
-		if _, ok := warmPrograms[name]; !ok {
-			t.Errorf("wire.WarmPrograms names %q, which the agent does not have", name)
+func TestEveryKernelAndWarmProgramOfTheRegistryIsBuiltIn(t *testing.T) {
+	for _, l := range languages.Builtin().Languages() {
+		if l.Kernel != nil && !wire.HasProgram(l.Kernel.Name) {
+			t.Errorf("language %s: kernel %q is not built in", l.Name, l.Kernel.Name)
 		}
-	}
-	for name := range warmPrograms {
-		if !wire.HasWarmProgram(name) {
-			t.Errorf("the agent's warm program %q is missing from wire.WarmPrograms", name)
+		if l.Warm != nil && !wire.HasWarmProgram(l.Warm.Name) {
+			t.Errorf("language %s: warm program %q is not built in", l.Name, l.Warm.Name)
 		}
 	}
 }
@@ -211,7 +210,7 @@ f()
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := startWarmIn(t, wire.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Env: env, Replaces: []string{"python3", "-u", "main.py"}})
+			dir := startWarmIn(t, wire.Warm{Name: "python_warm.py", Argv: []string{"python3", "-u", "-c", "{program}"}, Env: env, Replaces: []string{"python3", "-u", "main.py"}})
 			stages, stdout, stderr, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
 				Files: []wire.File{{Path: "main.py", Data: []byte(script)}},
 				Stages: []wire.Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py", "a b", "c"}, Env: c.env,
@@ -241,7 +240,7 @@ f()
 // compile: Python's own message, exit code 1.
 func TestWarmInterpreterReportsSyntaxErrors(t *testing.T) {
 	requireHostCommand(t, "python3")
-	dir := startWarmIn(t, wire.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}, Replaces: []string{"python3", "-u", "main.py"}})
+	dir := startWarmIn(t, wire.Warm{Name: "python_warm.py", Argv: []string{"python3", "-u", "-c", "{program}"}, Replaces: []string{"python3", "-u", "main.py"}})
 	stages, _, stderr, _ := serve(t, wire.Request{Workdir: dir, OutputLimit: 4096,
 		Files:  []wire.File{{Path: "main.py", Data: []byte("print('ok'\n")}},
 		Stages: []wire.Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, TimeoutMs: unhurried}}})

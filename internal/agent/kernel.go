@@ -3,7 +3,6 @@ package agent
 import (
 	"bufio"
 	"bytes"
-	"embed"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,9 +15,6 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"golang.org/x/sys/unix"
 )
-
-//go:embed kernels/python_kernel.py kernels/javascript_kernel.js kernels/python_warm.py kernels/node_warm.cjs
-var kernelFiles embed.FS
 
 // kernelMark ends each cell's output on stdout and on stderr.
 var kernelMark = []byte("\x00\x1eMCR-CELL-END\x1e\x00")
@@ -110,7 +106,7 @@ func (s *kstream) loop() {
 
 // startKernel launches the interpreter with the kernel program.
 func startKernel(call *wire.KernelCall, workdir string) (*kernel, error) {
-	src, err := kernelFiles.ReadFile("kernels/" + call.Name + "_kernel." + map[string]string{"python": "py", "javascript": "js"}[call.Name])
+	src, err := wire.Program(call.Name)
 	if err != nil {
 		return nil, fmt.Errorf("no kernel named %q", call.Name)
 	}

@@ -18,10 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// warmPrograms are the programs a Warm may name (wire.WarmPrograms), by
-// their files among the embedded kernels.
-var warmPrograms = map[string]string{"python": "kernels/python_warm.py", "node": "kernels/node_warm.cjs"}
-
 // warmProc is the started warm interpreter, waiting for its job.
 type warmProc struct {
 	spec  wire.Warm
@@ -80,13 +76,9 @@ func StartWarm(spec string) error {
 			return fmt.Errorf("warm interpreter: making the script FIFO: %w", err)
 		}
 	} else {
-		file, ok := warmPrograms[w.Name]
-		if !ok {
-			return fmt.Errorf("%s names an unknown warm program %q", wire.WarmEnv, w.Name)
-		}
-		program, err := kernelFiles.ReadFile(file)
+		program, err := wire.Program(w.Name)
 		if err != nil {
-			return fmt.Errorf("warm program %s: %w", w.Name, err)
+			return fmt.Errorf("%s names an unknown warm program %q", wire.WarmEnv, w.Name)
 		}
 		if slices.Contains(argv, "{program_file}") {
 			// An interpreter that loads its program from a file gets it
@@ -103,7 +95,7 @@ func StartWarm(spec string) error {
 			if programDir, err = os.MkdirTemp("", ".mcr-warm-"); err != nil {
 				return fmt.Errorf("warm program %s: %w", w.Name, err)
 			}
-			path := filepath.Join(programDir, filepath.Base(file))
+			path := filepath.Join(programDir, w.Name)
 			err := os.WriteFile(path, program, 0o400)
 			if err == nil {
 				err = os.WriteFile(filepath.Join(programDir, "package.json"), []byte("{}\n"), 0o400)

@@ -14,7 +14,7 @@ import (
 
 // nodeWarm is the JavaScript language's warm interpreter, as the engine
 // describes it to the agent.
-var nodeWarm = wire.Warm{Name: "node", Argv: []string{"node", "--require", "{program_file}", "main.js"}, Replaces: []string{"node", "main.js"}}
+var nodeWarm = wire.Warm{Name: "node_warm.cjs", Argv: []string{"node", "--require", "{program_file}", "main.js"}, Replaces: []string{"node", "main.js"}}
 
 // TestWarmNodeRunsTheScriptAsNode runs each program with the node this
 // host has, twice: handed to a warm node (started with the preload before

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/entry"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
 
 //go:embed registry.json
@@ -165,7 +166,7 @@ type TypeErrors struct {
 
 // Kernel is a language's session interpreter.
 type Kernel struct {
-	// Name picks the kernel program built into the agent.
+	// Name is the file of the kernel program built in (wire.Program).
 	Name string `json:"name"`
 	// Run starts the interpreter; "{kernel}" stands for the program's path.
 	Run []string `json:"run"`
@@ -173,8 +174,8 @@ type Kernel struct {
 
 // WarmInterpreter is a language's pre-started interpreter.
 type WarmInterpreter struct {
-	// Name picks the program built into the agent that the interpreter runs,
-	// or is "script": the language's own run command is started with a FIFO
+	// Name is the file of the program built in (wire.Program) that the
+	// interpreter runs, or is "script": the language's own run command is started with a FIFO
 	// in place of its file, and reads the script from it when the run comes
 	// (for interpreters that read their script as a stream, like bash).
 	Name string `json:"name"`
@@ -280,6 +281,9 @@ func New(f File) (*Registry, error) {
 		}
 	}
 	langs := slices.Clone(f.Languages)
+	for i := range langs {
+		langs[i].Warm, langs[i].Kernel = programFiles(langs[i].Warm, langs[i].Kernel)
+	}
 	sort.Slice(langs, func(i, j int) bool { return langs[i].Name < langs[j].Name })
 	for i, l := range langs {
 		switch {
@@ -295,6 +299,10 @@ func New(f File) (*Registry, error) {
 			return nil, fmt.Errorf("language %q: a script warm interpreter has no run command of its own, and the language's run command must name its file", l.Name)
 		case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") || a == "{program_file}" })):
 			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program} or {program_file}", l.Name)
+		case l.Warm != nil && !wire.HasWarmProgram(l.Warm.Name):
+			return nil, fmt.Errorf("language %q: warm program %q is not built in (the programs are the files of internal/agent/wire/programs)", l.Name, l.Warm.Name)
+		case l.Kernel != nil && !wire.HasProgram(l.Kernel.Name):
+			return nil, fmt.Errorf("language %q: kernel %q is not built in (the programs are the files of internal/agent/wire/programs)", l.Name, l.Kernel.Name)
 		}
 		for _, a := range l.Architectures {
 			if !slices.Contains(KnownArchitectures, a) {
@@ -423,4 +431,27 @@ func (r *Registry) Images() []Image {
 		}
 	}
 	return out
+}
+
+// legacyWarm and legacyKernel are the program names registries used before
+// they named the program's file; a registry file written then still loads.
+var (
+	legacyWarm   = map[string]string{"python": "python_warm.py", "node": "node_warm.cjs"}
+	legacyKernel = map[string]string{"python": "python_kernel.py", "javascript": "javascript_kernel.js"}
+)
+
+// programFiles names the warm and kernel programs of a language by their
+// files, as wire.Program reads them, when a registry names them the old way.
+func programFiles(w *WarmInterpreter, k *Kernel) (*WarmInterpreter, *Kernel) {
+	if w != nil {
+		if file, ok := legacyWarm[w.Name]; ok {
+			w = &WarmInterpreter{Name: file, Run: w.Run}
+		}
+	}
+	if k != nil {
+		if file, ok := legacyKernel[k.Name]; ok {
+			k = &Kernel{Name: file, Run: k.Run}
+		}
+	}
+	return w, k
 }

@@ -76,7 +76,11 @@ func TestNewRejects(t *testing.T) {
 	}{
 		{"unknown image", lang(func(l *Language) { l.Image = "nope" }), "unknown image"},
 		{"no run", lang(func(l *Language) { l.Run = nil }), "run command is required"},
-		{"warm without its program", lang(func(l *Language) { l.Warm = &WarmInterpreter{Name: "python", Run: []string{"python3"}} }), "warm needs a name"},
+		{"warm without its program", lang(func(l *Language) { l.Warm = &WarmInterpreter{Name: "python_warm.py", Run: []string{"python3"}} }), "warm needs a name"},
+		{"a warm program that is not built in", lang(func(l *Language) {
+			l.Warm = &WarmInterpreter{Name: "ruby_warm.rb", Run: []string{"ruby", "-e", "{program}"}}
+		}), "warm program \"ruby_warm.rb\" is not built in"},
+		{"a kernel that is not built in", lang(func(l *Language) { l.Kernel = &Kernel{Name: "../kernel", Run: []string{"sh", "{kernel}"}} }), "is not built in"},
 		{"file with dir", lang(func(l *Language) { l.File = "a/b" }), "plain file name"},
 		{"upper-case name", lang(func(l *Language) { l.Name = "X" }), "lower case"},
 		{"alias clash", File{Images: img, Languages: []Language{

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 )
 
@@ -85,8 +84,8 @@ type Request struct {
 // KernelCall runs code in a session's long-lived interpreter, whose
 // variables and imports persist from call to call.
 type KernelCall struct {
-	// Name picks the kernel program embedded in the agent ("python",
-	// "javascript").
+	// Name picks the kernel program built in (Program), as the language
+	// registry names it.
 	Name string `json:"name"`
 	// Argv starts the interpreter; "{kernel}" is replaced by the path of
 	// the kernel program.
@@ -201,7 +200,8 @@ type Prestart struct {
 // the script's path made absolute, and gets the working directory as a
 // first field before those.
 type Warm struct {
-	// Name picks the program built into the agent ("python", "node").
+	// Name picks the program built in (Program), as the language registry
+	// names it, or is ScriptWarm.
 	Name string `json:"name"`
 	// Argv starts the interpreter; "{program}" is replaced by the program's
 	// source, and an argument "{program_file}" by the path of a file that
@@ -228,11 +228,8 @@ type Warm struct {
 // ScriptWarm is the Warm.Name of script-reading interpreters.
 const ScriptWarm = "script"
 
-// WarmPrograms are the programs built into the agent that a Warm may name,
-// besides ScriptWarm.
-var WarmPrograms = []string{"python", "node"}
-
-// HasWarmProgram reports whether the agent has a warm program of that name.
+// HasWarmProgram reports whether a Warm may name name: ScriptWarm or a
+// program built in.
 func HasWarmProgram(name string) bool {
-	return name == ScriptWarm || slices.Contains(WarmPrograms, name)
+	return name == ScriptWarm || HasProgram(name)
 }

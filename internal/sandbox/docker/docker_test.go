@@ -145,7 +145,7 @@ func TestContainerConfigCarriesWhatStartsAhead(t *testing.T) {
 		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8}}
 	warm := base
 	warm.Prestart = &wire.Prestart{Argv: []string{"server"}, Env: []string{"A=1"}}
-	warm.Warm = &wire.Warm{Name: "python", Argv: []string{"python3", "-c", "{program}"}, Replaces: []string{"python3", "main.py"}}
+	warm.Warm = &wire.Warm{Name: "python_warm.py", Argv: []string{"python3", "-c", "{program}"}, Replaces: []string{"python3", "main.py"}}
 
 	coldCfg, coldHost := b.ContainerConfig(base)
 	warmCfg, warmHost := b.ContainerConfig(warm)

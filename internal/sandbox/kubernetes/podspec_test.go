@@ -21,7 +21,7 @@ var testTemplate = sandbox.Template{
 	Resources: sandbox.Resources{MemoryMB: 256, CPUs: 0.5, PidsLimit: 128, WorkspaceMB: 64, TmpMB: 32, NoFile: 1024, FileSizeMB: 32},
 	MaxLife:   10 * time.Minute,
 	Purpose:   "python",
-	Warm:      &wire.Warm{Name: "python", Argv: []string{"python3", "-u", "-c", "{program}"}},
+	Warm:      &wire.Warm{Name: "python_warm.py", Argv: []string{"python3", "-u", "-c", "{program}"}},
 }
 
 var testOptions = PodOptions{
