@@ -104,7 +104,7 @@ for d in / /usr /etc /opt/mcp-code-runner /tmp /workspace /dev/shm /proc/sys /sy
 done
 echo "/etc/hosts writable: $(test -w /etc/hosts && echo yes || echo no)"
 echo "sizes: tmp $(df -k --output=size /tmp | tail -1 | tr -d ' ') workspace $(df -k --output=size /workspace | tail -1 | tr -d ' ') shm $(df -k --output=size /dev/shm | tail -1 | tr -d ' ')"
-echo "inodes: tmp $(df -i --output=itotal /tmp | tail -1 | tr -d ' ') workspace $(df -i --output=itotal /workspace | tail -1 | tr -d ' ')"
+echo "inodes: tmp $(df --output=itotal /tmp | tail -1 | tr -d ' ') workspace $(df --output=itotal /workspace | tail -1 | tr -d ' ')"
 printf '#!/bin/sh\necho ran\n' > /workspace/x.sh; chmod +x /workspace/x.sh; echo "exec in workspace: $(/workspace/x.sh 2>&1)"
 cp /workspace/x.sh /dev/shm/x.sh; echo "exec in /dev/shm: $(/dev/shm/x.sh >/dev/null 2>&1 && echo ran || echo refused)"
 echo "memory limit: $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max)"
