@@ -44,9 +44,16 @@ func freePort(t *testing.T) int {
 // until it answers.
 func startServer(t *testing.T, poolSize int) *server {
 	t.Helper()
+	return serveOn(t, t.TempDir(), "--pool-size", "0", "--pool-sizes", "bash="+strconv.Itoa(poolSize), "--sweep-interval-seconds", "2")
+}
+
+// serveOn runs `serve --http` on dataDir with the flags given and waits
+// until it answers.
+func serveOn(t *testing.T, dataDir string, flags ...string) *server {
+	t.Helper()
 	bin := testutil.ServerBinary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--http", addr, "--pool-size", "0", "--pool-sizes", "bash="+strconv.Itoa(poolSize), "--sweep-interval-seconds", "2")
+	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--http", addr}, flags...)...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
