@@ -17,6 +17,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"language":"ts","code":"x","files":[{"path":"a/b.txt","content":"aGk=","encoding":"base64"}],"env":{"A":"1"},"args":["x"],"timeout_seconds":5}`,
 		`{"language":"bash","code":"x","files":[{"path":"../x","content":""}]}`,
 		`{"language":"bash","code":"x","env":{"1":"\u0000"}}`,
+		`{"language":"bash","code":"x","env":[{"name":"A","value":"1"},{"name":"A","value":"2"}]}`,
+		`{"language":"bash","code":"x","env":[{"name":"1","value":"\u0000"}]}`,
 		`{"language":"","code":""}`,
 		`{"files":[{"path":"/etc/passwd"}],"timeout_seconds":-1}`,
 	} {

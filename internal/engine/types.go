@@ -15,16 +15,16 @@ type InputFile struct {
 
 // Request is one run_code call.
 type Request struct {
-	Language       string            `json:"language" jsonschema:"language name or alias, e.g. python, javascript, typescript, bash; list_languages gives them all"`
-	Code           string            `json:"code" jsonschema:"the program's source code"`
-	Stdin          string            `json:"stdin,omitempty" jsonschema:"text given to the program on standard input"`
-	Args           []string          `json:"args,omitempty" jsonschema:"command-line arguments passed to the program"`
-	Env            map[string]string `json:"env,omitempty" jsonschema:"environment variables for the program; names are letters, digits and underscores"`
-	Files          []InputFile       `json:"files,omitempty" jsonschema:"extra files written into the workspace (the program's working directory) before it runs"`
-	TimeoutSeconds int               `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit of the run in seconds; at most the operator's maximum"`
-	SessionID      string            `json:"session_id,omitempty" jsonschema:"run in this session (from create_session): its files persist and, for Python and JavaScript, so do variables and imports; the value of a last bare expression is returned"`
-	Network        string            `json:"network,omitempty" jsonschema:"network access of the run: none (the default), packages (the language's package registries only) or allowlist (the operator's list of hosts); at most the operator's maximum. Programs reach it through the HTTP(S)_PROXY the sandbox sets; there is no DNS and no other route. In a session the session's own network applies"`
-	Packages       []string          `json:"packages,omitempty" jsonschema:"packages to install before the run, with the language's package manager, e.g. requests==2.32.3 (Python, pip) or lodash@4 (JavaScript, npm); installed once per set and cached, read-only to the program. Needs the operator's maximum network tier to be at least packages; the program itself keeps the network it asked for"`
+	Language       string      `json:"language" jsonschema:"language name or alias, e.g. python, javascript, typescript, bash; list_languages gives them all"`
+	Code           string      `json:"code" jsonschema:"the program's source code"`
+	Stdin          string      `json:"stdin,omitempty" jsonschema:"text given to the program on standard input"`
+	Args           []string    `json:"args,omitempty" jsonschema:"command-line arguments passed to the program"`
+	Env            Env         `json:"env,omitempty" jsonschema:"environment variables for the program, as name/value pairs; names are letters, digits and underscores"`
+	Files          []InputFile `json:"files,omitempty" jsonschema:"extra files written into the workspace (the program's working directory) before it runs"`
+	TimeoutSeconds int         `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit of the run in seconds; at most the operator's maximum"`
+	SessionID      string      `json:"session_id,omitempty" jsonschema:"run in this session (from create_session): its files persist and, for Python and JavaScript, so do variables and imports; the value of a last bare expression is returned"`
+	Network        string      `json:"network,omitempty" jsonschema:"network access of the run: none (the default), packages (the language's package registries only) or allowlist (the operator's list of hosts); at most the operator's maximum. Programs reach it through the HTTP(S)_PROXY the sandbox sets; there is no DNS and no other route. In a session the session's own network applies"`
+	Packages       []string    `json:"packages,omitempty" jsonschema:"packages to install before the run, with the language's package manager, e.g. requests==2.32.3 (Python, pip) or lodash@4 (JavaScript, npm); installed once per set and cached, read-only to the program. Needs the operator's maximum network tier to be at least packages; the program itself keeps the network it asked for"`
 }
 
 // InstalledPackage is a package an install put in place.

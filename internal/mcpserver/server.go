@@ -81,6 +81,7 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 			Store:      deps.Engine.Store(),
 		},
 	}, log)
+	s.AddReceivingMiddleware(acceptEnvObject)
 	addRunTools(s, h)
 	TaskSupport(s, "run_code")
 	addLanguageTools(s, h)

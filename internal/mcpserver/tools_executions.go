@@ -31,8 +31,9 @@ type ExecutionList struct {
 
 func addExecutionTools(s *mcp.Server, h *handlers) {
 	addTool(s, h, &mcp.Tool{
-		Name:  "start_execution",
-		Title: "Start a long-running execution",
+		InputSchema: requestSchema(),
+		Name:        "start_execution",
+		Title:       "Start a long-running execution",
 		Description: `Start a program like run_code, but return at once with an execution_id instead
 of waiting: for jobs longer than a request may last (up to the operator's
 maximum duration, which is also the default time limit). Follow it with

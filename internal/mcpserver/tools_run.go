@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,18 +15,34 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
+// requestSchema is the input schema of the tools that take an
+// engine.Request, with env advertised as a list of name/value pairs: strict
+// schema conversions (the OpenAI Agents SDK's) refuse an open name-to-value
+// object. The object form is still accepted (acceptEnvObject).
+func requestSchema() *jsonschema.Schema {
+	env, err := jsonschema.For[[]engine.EnvVar](nil)
+	if err != nil {
+		panic(fmt.Sprintf("env schema: %v", err))
+	}
+	in, err := jsonschema.For[engine.Request](&jsonschema.ForOptions{
+		TypeSchemas: map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[engine.Env](): env},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("request input schema: %v", err))
+	}
+	return in
+}
+
 // RunCodeTool describes run_code; lim sets the bounds its schema states.
 func RunCodeTool(lim config.Limits) *mcp.Tool {
-	in, err := jsonschema.For[engine.Request](nil)
-	if err != nil {
-		panic(fmt.Sprintf("run_code input schema: %v", err))
-	}
+	in := requestSchema()
 	minTimeout, maxTimeout := 1.0, float64(lim.MaxTimeoutSeconds)
 	in.Properties["timeout_seconds"].Minimum = &minTimeout
 	in.Properties["timeout_seconds"].Maximum = &maxTimeout
 	maxCode := lim.MaxCodeBytes
 	in.Properties["code"].MaxLength = &maxCode
 	in.Properties["files"].MaxItems = &lim.MaxFiles
+	in.Properties["env"].MaxItems = &lim.MaxEnv
 	in.Properties["files"].Items.Properties["encoding"].Enum = []any{"text", "base64"}
 	in.Properties["network"].Enum = []any{"none", "packages", "allowlist"}
 	return &mcp.Tool{
