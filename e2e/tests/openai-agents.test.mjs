@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 
 import { Agent, MCPServerStdio, MCPServerStreamableHttp, RunContext, Runner, Usage } from '@openai/agents';
 
-import { BIN, addServerPid, assertNoLeftoverContainers, httpServerFor, needLanguage } from '../lib/harness.mjs';
+import { BIN, addServerPid, assertNoLeftoverContainers, httpServerFor, needLanguage, serverEnv } from '../lib/harness.mjs';
 
 const TOOLS = [
     'cancel_execution', 'close_session', 'create_session', 'get_execution', 'install_packages', 'list_executions',
@@ -100,10 +100,6 @@ function resultIn(text) {
     const json = text.split('\n').reverse().find((l) => l.startsWith('{'));
     assert.ok(json, `no JSON result in ${text.slice(0, 2000)}`);
     return JSON.parse(json);
-}
-
-function serverEnv() {
-    return Object.fromEntries(Object.entries(process.env).filter(([, v]) => typeof v === 'string'));
 }
 
 for (const transport of ['stdio', 'http']) {

@@ -13,7 +13,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { createMCPClient } from '@ai-sdk/mcp';
 import { Experimental_StdioMCPTransport as StdioMCPTransport } from '@ai-sdk/mcp/mcp-stdio';
 
-import { BIN, addServerPid, assertNoLeftoverContainers, httpServerFor, needLanguage, structured } from '../lib/harness.mjs';
+import { BIN, addServerPid, assertNoLeftoverContainers, httpServerFor, needLanguage, serverEnv, structured } from '../lib/harness.mjs';
 
 const TOOLS = [
     'cancel_execution', 'close_session', 'create_session', 'get_execution', 'install_packages', 'list_executions',
@@ -24,10 +24,6 @@ const usage = {
     inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
     outputTokens: { total: 1, text: 1, reasoning: undefined },
 };
-
-function serverEnv() {
-    return Object.fromEntries(Object.entries(process.env).filter(([, v]) => typeof v === 'string'));
-}
 
 for (const transport of ['stdio', 'http']) {
     describe(`Vercel AI SDK MCP client over ${transport}`, () => {
