@@ -62,6 +62,10 @@ type Policy struct {
 	// MaxConnections bounds the connections (tunnels and requests) the
 	// sandbox opens in all; 0 means no bound.
 	MaxConnections int
+	// Secrets are the secrets the run asked for: the proxy terminates the
+	// tunnels to their hosts (with Options.CA) and sets their headers.
+	// Their hosts must also be allowed by Hosts or Private.
+	Secrets []Secret
 }
 
 // HostOfURL returns the host and port ("" when the URL has none) of a

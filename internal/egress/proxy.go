@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -28,10 +29,12 @@ type Resolver interface {
 // on the listener the backend makes for that sandbox alone, so everything
 // it counts and reports is that sandbox's.
 type Proxy struct {
-	policy   Policy
-	log      *slog.Logger
-	resolver Resolver
-	dialer   net.Dialer
+	policy        Policy
+	log           *slog.Logger
+	resolver      Resolver
+	dialer        net.Dialer
+	ca            *CA
+	upstreamRoots *x509.CertPool
 
 	conns atomic.Int64 // connections opened
 	bytes atomic.Int64 // bytes both ways
@@ -50,6 +53,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Resolver looks names up; nil means the host's resolver.
 	Resolver Resolver
+	// CA terminates the tunnels to the hosts of the policy's secrets; with
+	// none, those tunnels are spliced like any other and carry no secret.
+	CA *CA
+	// UpstreamRoots verify the hosts of the policy's secrets; nil means the
+	// system's roots.
+	UpstreamRoots *x509.CertPool
 }
 
 // New returns a proxy enforcing p.
@@ -63,6 +72,7 @@ func New(p Policy, opts Options) *Proxy {
 		r = opts.Resolver
 	}
 	return &Proxy{policy: p, log: log.With("tier", p.Tier), resolver: r, dialer: net.Dialer{Timeout: 20 * time.Second},
+		ca: opts.CA, upstreamRoots: opts.UpstreamRoots,
 		denied: map[string]string{}, allowed: map[string]bool{}, open: map[net.Conn]struct{}{}}
 }
 
@@ -235,10 +245,14 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
+	src := io.MultiReader(br, c) // br holds anything sent with the CONNECT
+	if secret, bound := p.secretFor(host); bound && p.ca != nil {
+		p.intercept(c, src, host, port, private, secret)
+		return
+	}
 	// The ClientHello: read through a recorder, to be replayed upstream.
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var hello bytes.Buffer
-	src := io.MultiReader(br, c) // br holds anything sent with the CONNECT
 	sni, err := readSNI(io.TeeReader(io.LimitReader(src, helloLimit), &hello))
 	_ = c.SetReadDeadline(time.Time{})
 	switch {

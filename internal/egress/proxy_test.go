@@ -44,6 +44,12 @@ func (r *fakeResolver) names() []string {
 func startProxy(t *testing.T, p Policy, r Resolver) (*Proxy, func() net.Conn) {
 	t.Helper()
 	px := New(p, Options{Resolver: r})
+	return px, serveOnSocket(t, px)
+}
+
+// serveOnSocket serves px on a Unix socket and returns a dialer to it.
+func serveOnSocket(t *testing.T, px *Proxy) func() net.Conn {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "proxy.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -51,7 +57,7 @@ func startProxy(t *testing.T, p Policy, r Resolver) (*Proxy, func() net.Conn) {
 	}
 	go func() { _ = px.Serve(ln) }()
 	t.Cleanup(px.Close)
-	return px, func() net.Conn {
+	return func() net.Conn {
 		c, err := net.Dial("unix", path)
 		if err != nil {
 			t.Fatal(err)
