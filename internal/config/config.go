@@ -226,6 +226,10 @@ type Network struct {
 	// MaxConnections bounds the connections one sandbox opens through the
 	// proxy.
 	MaxConnections int `json:"max_connections"`
+	// Secrets are credentials the proxy writes into requests to their
+	// hosts; a run names the ones it needs and holds only placeholders.
+	// Set in the configuration file only (no environment variable or flag).
+	Secrets []Secret `json:"secrets"`
 }
 
 // Packages configures package installs (run_code's and create_session's
@@ -642,6 +646,9 @@ func walkFields(v reflect.Value, prefix string, fn func(name string, f reflect.V
 			walkFields(f, name, fn)
 			continue
 		}
+		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() != reflect.String {
+			continue // a list of records (network.secrets) is the file's alone
+		}
 		fn(name, f)
 	}
 }
@@ -722,6 +729,7 @@ func (c Config) Validate() error {
 	if c.Network.MaxMB <= 0 || c.Network.MaxConnections <= 0 {
 		errs = append(errs, errors.New("network.max_mb and network.max_connections must be positive"))
 	}
+	errs = append(errs, validateSecrets(c.Network.Secrets)...)
 	if c.Packages.TimeoutSeconds <= 0 || c.Packages.MaxPackages <= 0 || c.Packages.MaxMB <= 0 {
 		errs = append(errs, errors.New("packages.timeout_seconds, packages.max_packages and packages.max_mb must be positive"))
 	}
