@@ -11,9 +11,9 @@ func TestOutputStoreEvictsOldestAndExpired(t *testing.T) {
 	now := time.Unix(1000, 0)
 	s := NewOutputStore(store.NewMemory(), "outputs", 10, 0, time.Minute)
 	s.now = func() time.Time { return now }
-	s.Put("a", "alice", []byte("aaaa"))
-	s.Put("b", "alice", []byte("bbbb"))
-	s.Put("c", "alice", []byte("cccc")) // 12 bytes > 10: a goes
+	mustPut(t, s, "a", "alice", []byte("aaaa"))
+	mustPut(t, s, "b", "alice", []byte("bbbb"))
+	mustPut(t, s, "c", "alice", []byte("cccc")) // 12 bytes > 10: a goes
 	if _, ok := s.Get("a", "alice"); ok {
 		t.Error("oldest output kept past the size cap")
 	}
@@ -27,7 +27,7 @@ func TestOutputStoreEvictsOldestAndExpired(t *testing.T) {
 	if n := len(s.List("alice")); n != 0 {
 		t.Errorf("%d outputs left after expiry", n)
 	}
-	s.Put("big", "alice", make([]byte, 50)) // bigger than the store: kept cut to size
+	mustPut(t, s, "big", "alice", make([]byte, 50)) // bigger than the store: kept cut to size
 	if got, _ := s.Get("big", "alice"); len(got) != 10 {
 		t.Errorf("big output kept at %d bytes", len(got))
 	}
@@ -35,7 +35,7 @@ func TestOutputStoreEvictsOldestAndExpired(t *testing.T) {
 
 func TestOutputStoreAnswersOnlyTheOwner(t *testing.T) {
 	s := NewOutputStore(store.NewMemory(), "outputs", 100, 0, time.Minute)
-	s.Put("mcr://runs/1/stdout", "alice", []byte("alice's output"))
+	mustPut(t, s, "mcr://runs/1/stdout", "alice", []byte("alice's output"))
 	if _, ok := s.Get("mcr://runs/1/stdout", "bob"); ok {
 		t.Error("bob reads alice's output")
 	}
@@ -49,10 +49,10 @@ func TestOutputStoreAnswersOnlyTheOwner(t *testing.T) {
 
 func TestOutputStoreOwnerQuotaPushesOutOnlyTheOwnersOldest(t *testing.T) {
 	s := NewOutputStore(store.NewMemory(), "outputs", 100, 10, time.Minute)
-	s.Put("bob-1", "bob", []byte("bbbb"))
-	s.Put("alice-1", "alice", []byte("aaaa"))
-	s.Put("alice-2", "alice", []byte("aaaa"))
-	s.Put("alice-3", "alice", []byte("aaaa")) // 12 > 10: alice-1 goes
+	mustPut(t, s, "bob-1", "bob", []byte("bbbb"))
+	mustPut(t, s, "alice-1", "alice", []byte("aaaa"))
+	mustPut(t, s, "alice-2", "alice", []byte("aaaa"))
+	mustPut(t, s, "alice-3", "alice", []byte("aaaa")) // 12 > 10: alice-1 goes
 	if _, ok := s.Get("alice-1", "alice"); ok {
 		t.Error("alice's oldest output kept past her quota")
 	}
@@ -62,7 +62,7 @@ func TestOutputStoreOwnerQuotaPushesOutOnlyTheOwnersOldest(t *testing.T) {
 	if got := s.Bytes("alice"); got != 8 {
 		t.Errorf("alice holds %d bytes, want 8", got)
 	}
-	s.Put("alice-big", "alice", make([]byte, 50)) // over the quota alone: cut to it
+	mustPut(t, s, "alice-big", "alice", make([]byte, 50)) // over the quota alone: cut to it
 	if got, _ := s.Get("alice-big", "alice"); len(got) != 10 {
 		t.Errorf("an output over the quota kept at %d bytes, want 10", len(got))
 	}
@@ -99,9 +99,9 @@ func TestOutputStoreKeepsOutputsInTheStateStoreForTheNextServer(t *testing.T) {
 func TestOutputStoreLeavesNoChunksBehindWhatItForgets(t *testing.T) {
 	st := store.NewMemory()
 	s := NewOutputStore(st, "outputs", 2*store.ChunkSize, 0, time.Hour)
-	_ = s.Put("a", "alice", make([]byte, store.ChunkSize+1))
-	_ = s.Put("a", "alice", []byte("short")) // replaced: its two chunks go
-	_ = s.Put("b", "alice", make([]byte, 2*store.ChunkSize))
+	mustPut(t, s, "a", "alice", make([]byte, store.ChunkSize+1))
+	mustPut(t, s, "a", "alice", []byte("short")) // replaced: its two chunks go
+	mustPut(t, s, "b", "alice", make([]byte, 2*store.ChunkSize))
 	left, _ := st.List(t.Context(), "outputs/")
 	var keys []string
 	for _, e := range left {
@@ -110,5 +110,14 @@ func TestOutputStoreLeavesNoChunksBehindWhatItForgets(t *testing.T) {
 	// b alone fills the store: a (replaced, then evicted) leaves nothing.
 	if len(keys) != 3 {
 		t.Errorf("keys left: %v, want b's record and two chunks", keys)
+	}
+}
+
+// mustPut keeps data under uri for owner, failing the test if the store
+// refuses it.
+func mustPut(t *testing.T, s *OutputStore, uri, owner string, data []byte) {
+	t.Helper()
+	if err := s.Put(uri, owner, data); err != nil {
+		t.Fatalf("Put(%q): %v", uri, err)
 	}
 }

@@ -25,7 +25,9 @@ func (m *Manager) Recover(ctx context.Context) error {
 	if _, err := m.interruptOrphans(ctx, true); err != nil {
 		return fmt.Errorf("ending the executions a stopped server left running: %w", err)
 	}
-	go m.heartbeat()
+	// The heartbeat outlives the call that starts it (it stops at
+	// Shutdown), so it keeps ctx's values but not its end.
+	go m.heartbeat(context.WithoutCancel(ctx))
 	return nil
 }
 
@@ -35,7 +37,7 @@ func (m *Manager) beat(ctx context.Context) error {
 
 // heartbeat refreshes this replica's key every heartbeatPeriod and ends
 // the executions of replicas whose key expired.
-func (m *Manager) heartbeat() {
+func (m *Manager) heartbeat(base context.Context) {
 	t := time.NewTicker(heartbeatPeriod)
 	defer t.Stop()
 	for {
@@ -44,7 +46,7 @@ func (m *Manager) heartbeat() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		ctx, cancel := context.WithTimeout(base, storeTimeout)
 		if err := m.beat(ctx); err != nil {
 			m.log.Warn("this server's heartbeat was not written to the state store", "replica", m.replica, "err", err)
 		}

@@ -88,7 +88,7 @@ func TestAFinishedExecutionIsReadFromTheStoreWithItsWholeOutput(t *testing.T) {
 	alice := as("alice", false)
 	inline := e.Config().Limits.InlineOutputBytes
 	long := strings.Repeat("x", 2*inline+7)
-	s, err := here.Track(alice, "python", func(ctx context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
+	s, err := here.Track(alice, "python", func(_ context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
 		onChunk(sandbox.Chunk{Stream: sandbox.Stdout, Data: []byte(long)})
 		onChunk(sandbox.Chunk{Stream: sandbox.Stderr, Data: []byte("warning\n")})
 		return &engine.Result{Status: engine.StatusOK, Stage: engine.Stage{Stdout: "clipped"}}, nil

@@ -22,9 +22,15 @@ import (
 func TestEachRequestIsItsTokensPrincipal(t *testing.T) {
 	t.Parallel()
 	eng := offlineEngine(t)
-	eng.Outputs().Put("mcr://runs/aaaa000000000001/stdout", "alice", []byte("alice's output"))
-	eng.Outputs().Put("mcr://runs/bbbb000000000002/stdout", "bob", []byte("bob's output"))
-	eng.Outputs().Put("mcr://runs/cccc000000000003/stdout", mcpserverBareName, []byte("bare token's output"))
+	if err := eng.Outputs().Put("mcr://runs/aaaa000000000001/stdout", "alice", []byte("alice's output")); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Outputs().Put("mcr://runs/bbbb000000000002/stdout", "bob", []byte("bob's output")); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Outputs().Put("mcr://runs/cccc000000000003/stdout", mcpserverBareName, []byte("bare token's output")); err != nil {
+		t.Fatal(err)
+	}
 	server := mcpserver.New(eng, "test", nil)
 	ts := httptest.NewServer(mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
 		MaxBodyBytes: 1 << 20, Tokens: teamTokens, BearerTokens: []string{"bare-s3cret"},
@@ -85,8 +91,12 @@ func TestOAuthSubjectIsThePrincipal(t *testing.T) {
 	}))
 	t.Cleanup(intro.Close)
 	eng := offlineEngine(t)
-	eng.Outputs().Put("mcr://runs/c000000000000001/stdout", "carol", []byte("carol's"))
-	eng.Outputs().Put("mcr://runs/b000000000000002/stdout", "batch", []byte("batch's"))
+	if err := eng.Outputs().Put("mcr://runs/c000000000000001/stdout", "carol", []byte("carol's")); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Outputs().Put("mcr://runs/b000000000000002/stdout", "batch", []byte("batch's")); err != nil {
+		t.Fatal(err)
+	}
 	server := mcpserver.New(eng, "test", nil)
 	ts := httptest.NewServer(mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
 		MaxBodyBytes: 1 << 20,
@@ -112,7 +122,9 @@ func TestOAuthSubjectIsThePrincipal(t *testing.T) {
 func TestStdioIsTheLocalPrincipal(t *testing.T) {
 	t.Parallel()
 	eng := offlineEngine(t)
-	eng.Outputs().Put("mcr://runs/d000000000000001/stdout", principal.LocalName, []byte("local"))
+	if err := eng.Outputs().Put("mcr://runs/d000000000000001/stdout", principal.LocalName, []byte("local")); err != nil {
+		t.Fatal(err)
+	}
 	cs := connect(t, eng)
 	if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "mcr://runs/d000000000000001/stdout"}); err != nil {
 		t.Errorf("the local principal reads its output: %v", err)

@@ -376,7 +376,7 @@ func (e *Embedded) Sweep(ctx context.Context) (int, error) {
 		index := tx.Bucket(expiresBucket)
 		var expired [][]byte
 		c := index.Cursor()
-		for k, _ := c.First(); k != nil && len(k) >= 8; k, _ = c.Next() {
+		for k, _ := c.First(); len(k) >= 8; k, _ = c.Next() {
 			if int64(binary.BigEndian.Uint64(k)) > now {
 				break
 			}
