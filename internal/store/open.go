@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,7 +21,7 @@ func Open(cfg config.Config) (Store, error) {
 		}
 		return OpenEmbedded(dir, EmbeddedOptions{})
 	case config.StoreEtcd:
-		return nil, errors.New("store.backend etcd: this build has only the embedded store")
+		return OpenEtcd(cfg.Store.Etcd)
 	}
 	return nil, fmt.Errorf("store.backend %q: want %q or %q", cfg.Store.Backend, config.StoreEmbedded, config.StoreEtcd)
 }
