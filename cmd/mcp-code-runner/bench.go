@@ -103,6 +103,7 @@ on a shared machine, compare ratios across runs.`,
 	f.StringVar(&deliveries, "agent-deliveries", "", "compare agent deliveries side by side instead (bind,volume: like --runtimes, under the configured runtime)")
 	f.StringVar(&vary, "vary", "", "compare values of one setting side by side instead (SETTING=V1,V2: run_code through MCP, cold and warm, like --backends, on the Docker backend; for example pool.release_grace_ms=0,30)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
+	g.addSettingFlags(cmd)
 	return cmd
 }
 

@@ -206,8 +206,8 @@ func hostClientSetup(cmd *cobra.Command, g *globalOptions, binary, addr string) 
 		}
 		args = append(args, "--config", abs)
 	}
-	if g.dockerHost != "" {
-		args = append(args, "--docker-host", g.dockerHost)
+	if f := cmd.Flag("docker-host"); f != nil && f.Changed {
+		args = append(args, "--docker-host", f.Value.String())
 	}
 	if f := cmd.Flag("agent-path"); f != nil && f.Changed {
 		abs, err := filepath.Abs(f.Value.String())
@@ -245,5 +245,6 @@ Desktop clients launch this binary on stdio; the HTTP entries need
 	}
 	cmd.Flags().StringVar(&addr, "http", defaultHTTPAddr, "HOST:PORT that `serve --http` listens on")
 	cmd.Flags().StringVar(&binary, "binary", "", "the server binary clients launch (default: this executable)")
+	g.addSettingFlags(cmd, "docker-host", "agent-path")
 	return cmd
 }

@@ -51,6 +51,7 @@ anything is wrong.`,
 		},
 	}
 	cmd.Flags().BoolVar(&noSmoke, "no-smoke", false, "skip the test run in a sandbox")
+	g.addSettingFlags(cmd)
 	return cmd
 }
 

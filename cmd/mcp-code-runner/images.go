@@ -139,12 +139,13 @@ daemon of its own (see docs/ARM64.md).`,
 	cmd.Flags().StringVar(&rootImage, "root-image", "", "image the daemon pulls for the Debian trixie base, e.g. a registry mirror's mirror.example/library/debian:trixie-slim (config root_image, env MCR_ROOT_IMAGE; default: "+images.PullRef+")")
 	cmd.Flags().StringVar(&platform, "platform", platform, "build for this platform, linux/amd64 or linux/arm64 (env MCR_BUILD_PLATFORM; default: the daemon's)")
 	cmd.Flags().StringVar(&caCerts, "ca-certs", caCerts, "PEM file of extra CA certificates npm must trust during builds (env MCR_BUILD_CA_CERTS; default: /usr/local/share/ca-certificates/*.crt)")
+	g.addSettingFlags(cmd, registryFlags...)
 	return cmd
 }
 
 // newImagesListCmd is "images list".
 func newImagesListCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "Show each runtime image: present, size, up to date, runtime versions",
 		Long: `List every image of the language registry with whether it exists, its
@@ -198,6 +199,8 @@ build" to build what is missing or out of date.`,
 			return nil
 		},
 	}
+	g.addSettingFlags(cmd, registryFlags...)
+	return cmd
 }
 
 // imagesSetup loads the configuration and registry and connects to Docker.

@@ -78,5 +78,6 @@ on its image when the image was built (empty while the image is missing);
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	g.addSettingFlags(cmd, registryFlags...)
 	return cmd
 }

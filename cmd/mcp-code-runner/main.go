@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -21,14 +22,18 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// globalOptions are the flags every subcommand shares.
+// globalOptions are the flags every subcommand shares (the log's level and
+// format) and, filled by addSettingFlags, the configuration flags of the
+// command that runs.
 type globalOptions struct {
-	configFile    string
-	dockerHost    string
-	languagesFile string
-	logLevel      string
-	logFormat     string
-	applyFlags    func(*config.Config) error
+	configFile string
+	logLevel   string
+	logFormat  string
+	// quiet discards the log: `run` without -v, whose stdout and stderr
+	// are the program's.
+	quiet bool
+	// applyFlags applies the running command's setting flags.
+	applyFlags func(*config.Config) error
 }
 
 func (g *globalOptions) load() (config.Config, *languages.Registry, error) {
@@ -41,12 +46,6 @@ func (g *globalOptions) load() (config.Config, *languages.Registry, error) {
 			return cfg, nil, err
 		}
 	}
-	if g.dockerHost != "" {
-		cfg.DockerHost = g.dockerHost
-	}
-	if g.languagesFile != "" {
-		cfg.LanguagesFile = g.languagesFile
-	}
 	reg, err := languages.Load(cfg.LanguagesFile)
 	if err != nil {
 		return cfg, nil, err
@@ -56,6 +55,9 @@ func (g *globalOptions) load() (config.Config, *languages.Registry, error) {
 
 // logger writes to stderr only: on stdio, stdout carries MCP messages.
 func (g *globalOptions) logger() *slog.Logger {
+	if g.quiet {
+		return slog.New(slog.DiscardHandler)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
 		level = slog.LevelInfo
@@ -75,6 +77,33 @@ func (g *globalOptions) checkLogFormat() error {
 	return nil
 }
 
+// addSettingFlags gives cmd the flags of the configuration: --config, and a
+// typed flag per setting (config.Flags), all of them or only those named.
+// A flag cmd already has stays its own. Call it after cmd's own flags.
+func (g *globalOptions) addSettingFlags(cmd *cobra.Command, only ...string) {
+	f := cmd.Flags()
+	f.StringVar(&g.configFile, "config", os.Getenv("MCR_CONFIG"), "JSON configuration file (env MCR_CONFIG)")
+	settings := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+	apply := config.Flags(settings)
+	settings.VisitAll(func(fl *pflag.Flag) {
+		if (len(only) == 0 || slices.Contains(only, fl.Name)) && f.Lookup(fl.Name) == nil {
+			f.AddFlag(fl)
+		}
+	})
+	own := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		g.applyFlags = apply
+		if own != nil {
+			return own(c, args)
+		}
+		return nil
+	}
+}
+
+// registryFlags are the settings of the commands that need the language
+// registry and the Docker daemon, and nothing of a server.
+var registryFlags = []string{"docker-host", "languages-file"}
+
 func newRootCmd() *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
@@ -87,20 +116,12 @@ a non-root user and hard limits on time, memory, processes and output.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// Only what every command uses is global; each command has the
+	// settings it reads (addSettingFlags).
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.configFile, "config", os.Getenv("MCR_CONFIG"), "JSON configuration file (env MCR_CONFIG)")
-	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker daemon address (default: DOCKER_HOST or the local socket)")
-	pf.StringVar(&g.languagesFile, "languages-file", "", "JSON file that adds or overrides language registry entries")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error (logs go to stderr)")
 	pf.StringVar(&g.logFormat, "log-format", envOr("MCR_LOG_FORMAT", "text"), "log format: text or json (one JSON object a line; env MCR_LOG_FORMAT)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return g.checkLogFormat() }
-	settings := pflag.NewFlagSet("settings", pflag.ContinueOnError)
-	g.applyFlags = config.Flags(settings)
-	settings.VisitAll(func(f *pflag.Flag) {
-		if f.Name != "docker-host" && f.Name != "languages-file" {
-			pf.AddFlag(f)
-		}
-	})
 
 	for _, add := range subcommands {
 		root.AddCommand(add(g))

@@ -24,6 +24,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		envs    []string
 		files   []string
 		asJSON  bool
+		verbose bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [-l LANG] [FILE|-] [-- ARGS...]",
@@ -31,6 +32,8 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		Long: `Run executes a program exactly as run_code would: in a fresh, hardened
 container. It prints the program's stdout and stderr as they arrive and
 exits with the program's exit code (the compiler's, if compilation fails).
+Standard output carries the program's output only; the server's log is
+written to standard error with -v (or --log-level) alone.
 
 The language is taken from -l or guessed from the file extension. With no
 FILE, or FILE "-", the code is read from standard input.`,
@@ -39,6 +42,7 @@ FILE, or FILE "-", the code is read from standard input.`,
   mcp-code-runner run script.sh -- first second
   mcp-code-runner run --json -l python --stdin "$(cat input.txt)" solve.py`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.quiet = !verbose && !cmd.Flags().Changed("log-level")
 			var progArgs []string
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				progArgs = args[dash:]
@@ -111,14 +115,7 @@ FILE, or FILE "-", the code is read from standard input.`,
 			} else if res.Status != engine.StatusOK && res.Status != engine.StatusError {
 				fmt.Fprintf(os.Stderr, "mcp-code-runner: %s\n", strings.TrimSpace(res.Status+": "+res.ExitReason))
 			}
-			code2 := res.ExitCode
-			if res.Status == engine.StatusCompileError && res.Compile != nil {
-				code2 = res.Compile.ExitCode
-			}
-			if code2 != 0 {
-				return exitCodeError(code2)
-			}
-			return nil
+			return programExit(res)
 		},
 	}
 	f := cmd.Flags()
@@ -128,7 +125,26 @@ FILE, or FILE "-", the code is read from standard input.`,
 	f.StringArrayVarP(&envs, "env", "e", nil, "NAME=value environment variable (repeatable)")
 	f.StringArrayVarP(&files, "file", "f", nil, "extra file copied into the workspace under its base name (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print the whole structured result as JSON instead of the output")
+	f.BoolVarP(&verbose, "verbose", "v", false, "also write the server's log to standard error")
+	g.addSettingFlags(cmd)
 	return cmd
+}
+
+// programExit is what `run` exits with: the program's exit code, the
+// compiler's when compilation failed, and 1 for a run that ended otherwise
+// than normally without a code of its own.
+func programExit(res *engine.Result) error {
+	code := res.ExitCode
+	if res.Status == engine.StatusCompileError && res.Compile != nil {
+		code = res.Compile.ExitCode
+	}
+	if code == 0 && res.Status != engine.StatusOK {
+		code = 1
+	}
+	if code != 0 {
+		return exitCodeError(code)
+	}
+	return nil
 }
 
 // guessLanguage maps a file extension to a language through the registry's

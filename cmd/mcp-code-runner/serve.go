@@ -151,6 +151,7 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
 	cmd.Flags().StringVar(&authToken, "auth-token", "", "require this bearer token on HTTP requests (env MCR_AUTH_TOKEN)")
 	cmd.Flags().StringVar(&auditPath, "audit-log", "", `append the audit log (one JSON line per tool call that runs code or touches a session's files) to this file, or "-" for stdout with --http (setting audit.path)`)
+	g.addSettingFlags(cmd)
 	return cmd
 }
 

@@ -71,6 +71,7 @@ first when it runs in a terminal, unless --yes.`,
 	f.BoolVarP(&o.yes, "yes", "y", false, "do not ask before building images (non-interactive)")
 	f.BoolVar(&o.verbose, "verbose", false, "show the full image build output instead of the progress lines")
 	f.StringVar(&o.addr, "http", defaultHTTPAddr, "HOST:PORT for the HTTP entries of the printed client configuration")
+	g.addSettingFlags(cmd)
 	return cmd
 }
 

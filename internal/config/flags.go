@@ -19,21 +19,29 @@ func FlagName(field string) string {
 	return strings.NewReplacer(".", "-", "_", "-").Replace(field)
 }
 
-// Flags registers one flag per setting on fs and returns a function that
-// applies the flags given on the command line to a Config. Flags override
-// the file and the environment.
+// Flags registers one flag per setting on fs, typed as the setting is (a
+// whole number an Int flag, a number a Float64, a switch a Bool, a list a
+// comma-separated StringSlice) with the setting's default, and returns a
+// function that applies the flags given on the command line to a Config.
+// Only flags given override the file and the environment.
 func Flags(fs *pflag.FlagSet) func(*Config) error {
 	def := Default()
-	names := map[string]string{} // flag -> field
 	walkFields(reflect.ValueOf(&def).Elem(), "", func(name string, f reflect.Value) {
 		flag := FlagName(name)
-		names[flag] = name
 		usage := fmt.Sprintf("setting %s (env %s)", name, envName(name))
 		switch f.Kind() {
+		case reflect.Int:
+			fs.Int(flag, int(f.Int()), usage)
+		case reflect.Int64:
+			fs.Int64(flag, f.Int(), usage)
+		case reflect.Float64:
+			fs.Float64(flag, f.Float(), usage)
+		case reflect.Bool:
+			fs.Bool(flag, f.Bool(), usage)
 		case reflect.Slice:
-			fs.String(flag, "", usage+"; comma-separated")
+			fs.StringSlice(flag, f.Interface().([]string), usage+"; comma-separated")
 		default:
-			fs.String(flag, "", fmt.Sprintf("%s; default %v", usage, f.Interface()))
+			fs.String(flag, f.String(), usage)
 		}
 	})
 	return func(c *Config) error {
@@ -43,8 +51,12 @@ func Flags(fs *pflag.FlagSet) func(*Config) error {
 			if fl == nil || !fl.Changed {
 				return
 			}
-			if err := setField(f, fl.Value.String()); err != nil {
-				errs = append(errs, fmt.Sprintf("--%s=%q: %v", fl.Name, fl.Value.String(), err))
+			raw := fl.Value.String()
+			if list, ok := fl.Value.(pflag.SliceValue); ok {
+				raw = strings.Join(list.GetSlice(), ",")
+			}
+			if err := setField(f, raw); err != nil {
+				errs = append(errs, fmt.Sprintf("--%s=%q: %v", fl.Name, raw, err))
 			}
 		})
 		if len(errs) > 0 {
