@@ -24,12 +24,7 @@ import (
 // python in real sandboxes, and the client configuration for this OS; no
 // container is left behind.
 func TestSetupSkipImagesRunsASandboxEndToEnd(t *testing.T) {
-	b := testutil.Backend(t)
-	reg := languages.Builtin()
-	for _, l := range []string{"bash", "python"} {
-		testutil.RequireImage(t, b, reg, l)
-	}
-	bin := testutil.ServerBinary(t)
+	b, bin := bashAndPythonBinary(t)
 	home := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), bin, "setup", "--skip-images", "--http", "127.0.0.1:9123")
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME=")
@@ -68,6 +63,66 @@ func TestRunLeavesNoSandboxBehind(t *testing.T) {
 		t.Fatalf("run: %v, stdout %q: want exit code 3 and the program's output", err, out)
 	}
 	noContainersOf(t, b, "run", cmd.Process.Pid)
+}
+
+// TestRunPrintsOnlyTheProgramsOutputAndExitsWithItsCode runs the built
+// binary's `run` against the real daemon: stdout is the program's stdout and
+// nothing else, stderr the program's stderr (the server's log only with -v),
+// and the exit code the program's.
+func TestRunPrintsOnlyTheProgramsOutputAndExitsWithItsCode(t *testing.T) {
+	_, bin := bashAndPythonBinary(t)
+	for _, tc := range []struct {
+		name        string
+		args        []string
+		code        string
+		wantStdout  string
+		wantCode    int
+		wantStderr  string // a part of stderr, when not ""
+		wantLogLine bool
+	}{
+		{name: "a program that succeeds", args: []string{"-l", "bash"}, code: "echo hello", wantStdout: "hello\n"},
+		{name: "its own exit code", args: []string{"-l", "bash"}, code: "echo out; echo err >&2; exit 3", wantStdout: "out\n", wantCode: 3, wantStderr: "err\n"},
+		{name: "a runtime error's exit code", args: []string{"-l", "python"}, code: "print('before')\nraise SystemExit(7)", wantStdout: "before\n", wantCode: 7},
+		{name: "a syntax error", args: []string{"-l", "python"}, code: "print(", wantCode: 1, wantStderr: "SyntaxError"},
+		{name: "a timeout is the kill's code, said on stderr", args: []string{"-l", "bash", "-t", "1"}, code: "echo started; sleep 30", wantStdout: "started\n", wantCode: 137, wantStderr: "timeout"},
+		{name: "arguments after --", args: []string{"-l", "bash", "-", "--", "a b", "c"}, code: `echo "$# $1"`, wantStdout: "2 a b\n"},
+		{name: "the server's log with -v, still off stdout", args: []string{"-l", "bash", "-v"}, code: "echo hi", wantStdout: "hi\n", wantLogLine: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), bin, append([]string{"run"}, tc.args...)...)
+			cmd.Stdin = strings.NewReader(tc.code)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			code := 0
+			if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr.String())
+			}
+			if string(out) != tc.wantStdout || code != tc.wantCode {
+				t.Errorf("stdout %q, exit code %d; want %q, %d (stderr %q)", out, code, tc.wantStdout, tc.wantCode, stderr.String())
+			}
+			if tc.wantStderr != "" && !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.wantStderr)
+			}
+			if hasLog := strings.Contains(stderr.String(), "level="); hasLog != tc.wantLogLine {
+				t.Errorf("a log line on stderr: %v, want %v:\n%s", hasLog, tc.wantLogLine, stderr.String())
+			}
+		})
+	}
+}
+
+// bashAndPythonBinary is the real Docker backend, with the bash and python
+// images present, and the built server binary.
+func bashAndPythonBinary(t *testing.T) (*docker.Backend, string) {
+	t.Helper()
+	b := testutil.Backend(t)
+	reg := languages.Builtin()
+	for _, l := range []string{"bash", "python"} {
+		testutil.RequireImage(t, b, reg, l)
+	}
+	return b, testutil.ServerBinary(t)
 }
 
 // noContainersOf fails the test if a container made by the process pid
