@@ -44,8 +44,8 @@ func serveRefused(t *testing.T, env []string, args ...string) string {
 		}
 	case <-time.After(60 * time.Second):
 		_ = cmd.Process.Kill()
-		_ = <-done // killed: its exit status says nothing
-		t.Fatalf("serve still running after 60 s; want a refusal. Output:\n%s", out.String())
+		killed := <-done
+		t.Fatalf("serve still running after 60 s (killed: %v); want a refusal. Output:\n%s", killed, out.String())
 	}
 	if strings.Contains(out.String(), "serving MCP") {
 		t.Errorf("serve listened before it refused:\n%s", out.String())
