@@ -165,7 +165,7 @@ func TestContainerConfigCarriesWhatStartsAhead(t *testing.T) {
 		t.Errorf("%s = %q (%v)", wire.PrestartEnv, got[wire.PrestartEnv], err)
 	}
 	var w wire.Warm
-	if err := json.Unmarshal([]byte(got[wire.WarmEnv]), &w); err != nil || w.Name != "python" || !slices.Equal(w.Replaces, warm.Warm.Replaces) {
+	if err := json.Unmarshal([]byte(got[wire.WarmEnv]), &w); err != nil || w.Name != warm.Warm.Name || !slices.Equal(w.Replaces, warm.Warm.Replaces) {
 		t.Errorf("%s = %q (%v)", wire.WarmEnv, got[wire.WarmEnv], err)
 	}
 	if !reflect.DeepEqual(coldHost, warmHost) {
