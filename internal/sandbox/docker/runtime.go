@@ -14,7 +14,7 @@ import (
 
 // RuntimeAuto (or an empty runtime) picks crun when the daemon has it
 // registered, else the daemon's default runtime. crun creates and starts a
-// container in about half the time runc takes (README, Performance), with
+// container in about half the time runc takes (docs/PERFORMANCE.md), with
 // the same hardening.
 const RuntimeAuto = "auto"
 
