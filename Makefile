@@ -63,10 +63,29 @@ images-all: build docker
 images-ml: build docker
 	$(BIN) images build python-ml
 
-# Set up everything and serve Streamable HTTP on $(ADDR).
-run: images
-	@$(BIN) client-config --http $(ADDR)
-	$(BIN) serve --http $(ADDR)
+# Set up everything and serve Streamable HTTP on $(ADDR). Only the images of
+# the first languages (python, javascript, typescript, bash) are built before
+# serving, so that a fresh machine serves in minutes; the server builds the
+# rest of the default set itself (images.build_on_start), one image at a time
+# at a low CPU priority so that runs keep CPU to spare, its log in
+# $(RUN_BUILD_LOG). list_languages shows each language's image as building,
+# queued or failed until it is available, and a run in one of them waits for
+# its image. The background build stops with the server.
+FIRST_LANGUAGES ?= python javascript typescript bash
+RUN_BUILD_LOG   ?= bin/images-build.log
+run: docker
+	@set -e; t0=$$(date +%s); \
+	$(MAKE) --no-print-directory build; t1=$$(date +%s); \
+	$(BIN) images build $(FIRST_LANGUAGES); t2=$$(date +%s); \
+	echo "run: binary built in $$((t1-t0))s, images of $(FIRST_LANGUAGES) in $$((t2-t1))s"; \
+	echo "run: the server builds the other default images in the background; their log: $(RUN_BUILD_LOG)"; \
+	$(BIN) client-config --http $(ADDR); \
+	( for i in $$(seq 600); do \
+	    if curl -fsS -o /dev/null http://$(ADDR)/readyz 2>/dev/null; then \
+	      echo "run: ready on http://$(ADDR)/mcp $$(( $$(date +%s) - t0 ))s after start"; exit 0; fi; \
+	    sleep 1; done ) & rd=$$!; \
+	trap 'kill $$rd 2>/dev/null || true' EXIT INT TERM; \
+	$(BIN) serve --http $(ADDR) --images-build-on-start --images-build-log $(RUN_BUILD_LOG)
 
 # Serve on stdio (what desktop MCP clients launch).
 serve-stdio: build
@@ -99,13 +118,15 @@ test-fast:
 # hostile battery then runs again under runc, whole, and the language matrix
 # for one language of each image (what a runtime changes is the container,
 # which every language of an image shares), so that both runtimes are proven
-# on every change without running 42 languages twice. The battery runs a
-# third time on the crun backend, which starts the containers itself.
+# on every change without running 42 languages twice. The battery and the
+# egress battery run a third time on the default backend (what serve runs
+# with no backend set: crun, which starts the containers itself, on these
+# machines, which run as root with crun; under CI=true a default of docker fails).
 RUNC_MATRIX_LANGUAGES = bash|python|javascript|ruby|go|c|java|csharp|r|haskell|octave
 test-go: build
 	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -p 1 -count=1 -timeout 45m ./...
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m ./internal/containment/
-	MCR_TEST_BACKEND=crun go test -count=1 -timeout 30m ./internal/containment/
+	MCR_TEST_BACKEND=default go test -p 1 -count=1 -timeout 30m ./internal/containment/ ./internal/egress/
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m -run 'TestLanguagesAgainstDocker/^($(RUNC_MATRIX_LANGUAGES))$$' ./internal/engine/
 
 test-e2e: build
@@ -184,11 +205,12 @@ lint:
 	bash scripts/lint.sh
 
 # Cold vs warm vs bare-process latency, churn ceiling, sustained load, memory.
-# The full bench on the Docker backend, then the Docker and crun backends
-# side by side (latency, churn, cold runs and the sustained load).
+# The full bench on the Docker backend, then the default backend (what
+# serve chooses with no backend set: crun where it can serve) and the Docker
+# backend side by side (latency, churn, cold runs and the sustained load).
 bench: images
-	$(BIN) bench --log-level error
-	$(BIN) bench --log-level error --backends docker,crun --languages python,javascript --runs 50 --cold-runs 20
+	$(BIN) bench --log-level error --backend docker
+	$(BIN) bench --log-level error --backends docker,default --languages python,javascript --runs 50 --cold-runs 20
 
 clean:
 	rm -rf bin

@@ -94,11 +94,13 @@ on a shared machine, compare ratios across runs.`,
 	f.IntVar(&o.ChurnLoops, "churn-loops", 4, "parallel create/start/wait/remove loops for the churn ceiling")
 	f.DurationVar(&o.LoadFor, "load-for", 60*time.Second, "how long to run the sustained load (0 skips it)")
 	f.IntVar(&o.LoadClients, "load-clients", 8, "concurrent MCP clients in the sustained load")
-	f.StringVar(&o.LoadLanguage, "load-language", "python", "language of the sustained load and the burst")
+	f.StringVar(&o.LoadLanguage, "load-language", "", "language of the sustained load and the burst (default: the language registry's load language, roles.load)")
 	f.StringVar(&o.JSONOut, "json", "", "also write the latency rows and the breakdown to this file as JSON (for --compare later)")
 	f.StringVar(&o.Compare, "compare", "", "a file an earlier run wrote with --json: print this run's p50 and p99 against it, as ratios")
+	f.IntVar(&o.StoreRuns, "store-runs", 50, "runs per path and state store (memory, embedded, etcd when a binary is at hand) of the state store's table (0 skips it)")
+	f.DurationVar(&o.ReplicaLoadFor, "replica-load-for", 30*time.Second, "how long to run the sustained load against one server and then two replicas sharing an etcd store (0 skips it)")
 	f.IntVar(&o.Burst, "burst", 50, "concurrent runs in each of the two bursts against a growing pool (0 skips them)")
-	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (docker,crun,kubernetes: cold and warm, --runs and --cold-runs each; then each backend's sandbox churn, cold runs of --load-language and the sustained load, unless --churn-for and --load-for are 0)")
+	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (default,docker,crun,kubernetes; default is what serve chooses with no backend set: cold and warm, --runs and --cold-runs each; then each backend's sandbox churn, cold runs of --load-language and the sustained load, unless --churn-for and --load-for are 0)")
 	f.StringVar(&runtimes, "runtimes", "", "compare OCI runtimes side by side instead (runc,crun: churn ceiling, --cold-runs cold runs and the sustained load of --load-language under each)")
 	f.StringVar(&deliveries, "agent-deliveries", "", "compare agent deliveries side by side instead (bind,volume: like --runtimes, under the configured runtime)")
 	f.StringVar(&vary, "vary", "", "compare values of one setting side by side instead (SETTING=V1,V2: run_code through MCP, cold and warm, like --backends, on the Docker backend; for example pool.release_grace_ms=0,30)")
@@ -189,6 +191,14 @@ func compareBackends(ctx context.Context, g *globalOptions, names, langs []strin
 	for _, name := range names {
 		var b sandbox.Backend
 		switch name {
+		case "default", config.BackendAuto:
+			// What serve runs with no backend set, named after its choice.
+			var choice string
+			b, choice, err = autoBackend(cfg, log)
+			if err == nil {
+				fmt.Fprintf(o.Out, "default backend: %s\n", choice)
+				name = "default (" + strings.Fields(choice)[0] + ")"
+			}
 		case config.BackendDocker:
 			b, err = newDockerBackend(cfg, log)
 		case config.BackendKubernetes:
@@ -196,7 +206,7 @@ func compareBackends(ctx context.Context, g *globalOptions, names, langs []strin
 		case config.BackendCrun:
 			b, err = newCrunBackend(cfg, log)
 		default:
-			return fmt.Errorf("--backends: unknown backend %q (want docker, kubernetes or crun)", name)
+			return fmt.Errorf("--backends: unknown backend %q (want default, docker, kubernetes or crun)", name)
 		}
 		if err != nil {
 			return fmt.Errorf("%s backend: %w", name, err)

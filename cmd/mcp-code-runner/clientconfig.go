@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
 
 func init() { subcommands = append(subcommands, newClientConfigCmd) }
@@ -169,8 +171,11 @@ func writeClientConfig(w io.Writer, s clientSetup) {
 	fmt.Fprintf(w, "  # web UI, against the running HTTP server:\n  %s --web --transport http --server-url %s\n", inspectorCommand, url)
 	fmt.Fprintf(w, "  # command line, over HTTP (--protocol-era legacy|auto|modern picks the protocol era):\n")
 	fmt.Fprintf(w, "  %s --cli --method tools/list %s\n", inspectorCommand, url)
-	fmt.Fprintf(w, "  %s --cli --method tools/call --tool-name run_code --tool-args-json %s %s\n",
-		inspectorCommand, quoteArg(s.GOOS, `{"language":"python","code":"print(6*7)"}`), url)
+	if call := languages.Builtin().Roles().ExampleCall; call != nil {
+		args, _ := json.Marshal(call) // two strings
+		fmt.Fprintf(w, "  %s --cli --method tools/call --tool-name run_code --tool-args-json %s %s\n",
+			inspectorCommand, quoteArg(s.GOOS, string(args)), url)
+	}
 	fmt.Fprintf(w, "  # command line, over stdio:\n  %s --cli --method tools/list -- %s\n", inspectorCommand, stdioLine)
 }
 

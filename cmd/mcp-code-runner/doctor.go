@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,6 +69,8 @@ func (d *doctor) fail(fix string, format string, args ...any) {
 	fmt.Fprintf(d.w, "      fix: %s\n", fix)
 }
 
+func (d *doctor) info(format string, args ...any) { fmt.Fprintf(d.w, "info  "+format+"\n", args...) }
+
 func (d *doctor) warn(format string, args ...any) { fmt.Fprintf(d.w, "warn  "+format+"\n", args...) }
 
 func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
@@ -78,6 +81,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	}
 	d.ok("configuration valid (%d languages, %d images)", len(reg.Languages()), len(reg.Images()))
 	d.store(cfg)
+	d.checkpoint(ctx)
 
 	st, err := newStack(g)
 	if err != nil {
@@ -86,6 +90,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	}
 	defer st.Close()
 	defer waitForRemovals(ctx, st)
+	d.ok("backend: %s", st.backendChoice)
 	if kb, ok := st.backend.(*kubernetes.Backend); ok {
 		d.kubernetes(ctx, kb)
 		return
@@ -221,15 +226,14 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	if !smoke || missing > 0 {
 		return
 	}
-	for _, name := range []string{"bash", "python"} {
+	for _, name := range reg.Roles().Probe {
 		l, ok := reg.Lookup(name)
 		if !ok {
 			continue
 		}
 		msg, err := smokeRun(ctx, st, l)
 		if err != nil {
-			var se *smokeError
-			if errors.As(err, &se) {
+			if se, ok := errors.AsType[*smokeError](err); ok {
 				d.fail(se.fix, "%s", se.problem)
 			} else {
 				d.fail("see the message", "test run (%s): %v", name, err)
@@ -238,14 +242,6 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		}
 		d.ok("%s", msg)
 	}
-}
-
-// smokeCode are the test programs of doctor and setup; they show that the
-// sandbox runs as a non-root user without network. Other languages run their
-// registry example.
-var smokeCode = map[string]string{
-	"bash":   `echo "uid=$(id -u) net=$(ls /sys/class/net | tr '\n' ' ')"`,
-	"python": `import os; print("uid", os.getuid())`,
 }
 
 // smokeError is a failed test run: what went wrong and how to fix it.
@@ -266,10 +262,9 @@ func waitForRemovals(ctx context.Context, st *stack) {
 // smokeRun runs l's test program in a real hardened sandbox and returns a
 // line that says what it printed, or a *smokeError.
 func smokeRun(ctx context.Context, st *stack, l languages.Language) (string, error) {
-	code, ok := smokeCode[l.Name]
-	if !ok {
-		code = l.Example
-	}
+	// The registry's probe shows that the sandbox runs as a non-root user
+	// without network; a language without one runs its example.
+	code := cmp.Or(l.Probe, l.Example)
 	if code == "" {
 		return "", &smokeError{fmt.Sprintf("test run (%s): the language has no example program", l.Name), "add \"example\" to its registry entry"}
 	}
@@ -321,7 +316,7 @@ func (d *doctor) crun(ctx context.Context, st *stack, reg *languages.Registry, c
 		d.fail("run the server as root beside a local Docker daemon with the overlay2 storage driver and crun installed (`make docker`), or use the docker backend", "crun backend: %v", err)
 		return
 	}
-	d.ok("crun backend: %s starts the sandboxes itself (no network; images from Docker at %s)", cb.Binary(), cb.Client().DaemonHost())
+	d.ok("crun backend: %s starts the sandboxes itself (network tiers through each sandbox's egress socket; images from Docker at %s)", cb.Binary(), cb.Client().DaemonHost())
 	missing := 0
 	for _, img := range reg.Images() {
 		if err := cb.CheckImage(ctx, img.Tag); err == nil {
@@ -334,7 +329,7 @@ func (d *doctor) crun(ctx context.Context, st *stack, reg *languages.Registry, c
 	if !smoke || missing > 0 {
 		return
 	}
-	for _, name := range []string{"bash", "python"} {
+	for _, name := range reg.Roles().Probe {
 		if l, ok := reg.Lookup(name); ok {
 			if msg, err := smokeRun(ctx, st, l); err != nil {
 				d.fail("see the message", "%v", err)

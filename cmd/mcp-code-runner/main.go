@@ -78,7 +78,7 @@ func (g *globalOptions) checkLogFormat() error {
 }
 
 // addSettingFlags gives cmd the flags of the configuration: --config, and a
-// typed flag per setting (config.Flags), all of them or only those named.
+// typed flag per setting ([config.Flags]), all of them or only those named.
 // A flag cmd already has stays its own. Call it after cmd's own flags.
 func (g *globalOptions) addSettingFlags(cmd *cobra.Command, only ...string) {
 	f := cmd.Flags()

@@ -9,11 +9,15 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/audit"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/probes"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // openAudit opens the audit log the configuration names, if any. Standard
@@ -55,6 +59,35 @@ func toolObserver(st *stack, auditLog *audit.Log) func(context.Context, mcpserve
 	}
 }
 
+// egressObserver writes an audit line and counts the metrics of every
+// connection a sandbox made through its egress proxy.
+func egressObserver(st *stack, auditLog *audit.Log) engine.EgressObserver {
+	return func(owner, runID string, c egress.Connection) {
+		event := audit.EventEgress
+		if c.Method == egress.MethodApproval {
+			// An answer to an approval, not a connection: no metric.
+			event = audit.EventEgressApproval
+		} else if st.metrics != nil {
+			st.metrics.Egress(owner, c.Allowed, c.Bytes)
+		}
+		if auditLog == nil {
+			return
+		}
+		status := "denied"
+		if c.Allowed {
+			status = "allowed"
+		}
+		if event == audit.EventEgressApproval {
+			status = c.Reason
+		}
+		e := audit.Entry{Time: time.Now().UTC(), Event: event, Principal: owner, RunID: runID, Status: status,
+			Egress: &c}
+		if err := auditLog.Write(e); err != nil {
+			st.log.Error("writing the audit log", "err", err, "event", event)
+		}
+	}
+}
+
 // watchServer registers the gauges read from the server's state at each
 // scrape.
 func watchServer(st *stack, execs *executions.Manager, sess *sessions.Manager) {
@@ -73,7 +106,7 @@ func watchServer(st *stack, execs *executions.Manager, sess *sessions.Manager) {
 // nothing but "ok" or what is broken.
 func probeRoutes(mux *http.ServeMux, st *stack) {
 	mux.Handle("/healthz", probes.Liveness())
-	mux.Handle("/readyz", probes.Readiness(st.backend.Check, st.engine.PoolStats))
+	mux.Handle("/readyz", probes.Readiness(probes.Checks{Backend: st.backend.Check, Store: storeAnswers(st.engine.Store()), Pools: st.engine.PoolStats}))
 }
 
 // metricsDisabledText answers a scrape of a listener that does not serve
@@ -112,7 +145,7 @@ func listenMetrics(ctx context.Context, st *stack) error {
 	if err != nil {
 		return fmt.Errorf("metrics listener on %s: %w", addr, err)
 	}
-	if !mcpserver.IsLoopback(host) {
+	if !transport.IsLoopback(host) {
 		st.log.Warn("the metrics listener is not on loopback and has no authentication: expose it only to your scraper's network", "addr", addr)
 	}
 	mux := http.NewServeMux()
@@ -127,4 +160,14 @@ func listenMetrics(ctx context.Context, st *stack) error {
 	}()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	return nil
+}
+
+// storeAnswers checks that st answers a read: a missing key is an answer.
+func storeAnswers(st store.Store) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if _, err := st.Get(ctx, "readiness"); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return nil
+	}
 }

@@ -52,3 +52,16 @@ func TestOpenAudit(t *testing.T) {
 		t.Fatalf(`"-" with --http: %v %v, want stdout`, l, err)
 	}
 }
+
+func TestReplicaNameIsLocalOnTheEmbeddedStoreAndUniquePerProcessOnEtcd(t *testing.T) {
+	if got := replicaName(config.Config{}); got != "local" {
+		t.Errorf("embedded store: replica %q, want local", got)
+	}
+	etcd := config.Config{Store: config.Store{Backend: config.StoreEtcd}}
+	// Two processes on one host network, each PID 1 in its own namespace,
+	// differ only in the random ending.
+	a, b := replicaName(etcd), replicaName(etcd)
+	if a == b {
+		t.Errorf("two replicas of one host and PID share the name %q", a)
+	}
+}

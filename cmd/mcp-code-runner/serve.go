@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,6 +18,8 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 )
@@ -87,19 +91,39 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			if err := listenMetrics(ctx, st); err != nil {
 				return err
 			}
-			if err := startupChecks(ctx, st); err != nil {
+			// The sweep keeps the sandboxes of the sessions the store
+			// holds: this server re-attaches to them below.
+			if k, ok := st.backend.(interface {
+				SetKeep(func(context.Context) ([]sandbox.Ref, error))
+			}); ok {
+				k.SetKeep(sessions.Sandboxes(st.engine.Store()))
+			}
+			// The builder starts before the checks (which then name the
+			// images it builds) and the warm pool (whose languages it
+			// builds start once their image is built).
+			building, err := startImageBuilds(ctx, st)
+			if err != nil {
+				return err
+			}
+			if err := startupChecks(ctx, st, building); err != nil {
 				return err
 			}
 			go sweepLoop(ctx, st)
 			st.engine.StartPool()
 			go logPool(ctx, st)
-			execs := executions.NewManager(st.engine, executions.WithLogger(st.log), executions.WithReplica(replicaName(st.cfg)))
+			execs := executions.NewManager(st.engine, executions.WithLogger(st.log), executions.WithReplica(st.replica))
 			// What a stopped server left running ends as interrupted
 			// before anyone can ask for it.
 			if err := execs.Recover(ctx); err != nil {
 				return err
 			}
-			sess := sessions.NewManager(st.engine)
+			sess := sessions.NewManager(st.engine, sessions.WithLogger(st.log), sessions.WithReplica(st.replica))
+			st.engine.SetEgressObserver(egressObserver(st, auditLog))
+			// The sessions a stopped server left are re-attached to (or
+			// end) before anyone can ask for them.
+			if err := sess.Recover(ctx); err != nil {
+				return err
+			}
 			watchServer(st, execs, sess)
 			server := mcpserver.NewServer(mcpserver.Deps{Engine: st.engine, Executions: execs, Sessions: sess,
 				OnToolCall: toolObserver(st, auditLog)}, version, st.log)
@@ -120,9 +144,9 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			var serveErr error
 			if httpAddr == "" {
 				st.log.Info("serving MCP on stdio")
-				serveErr = server.Run(ctx, mcpserver.NewStdioTransport())
+				serveErr = server.Run(ctx, transport.NewStdio())
 			} else {
-				serveErr = serveHTTP(ctx, st, server, httpAddr, tokens)
+				serveErr = serveHTTP(ctx, st, server, sess, httpAddr, tokens)
 			}
 			// Stop: runs in flight see their contexts end, their sandboxes are
 			// killed and removed; wait for that, bounded.
@@ -167,46 +191,54 @@ func httpTokens(h config.HTTP, authToken string) ([]config.Token, error) {
 	return tokens, err
 }
 
-func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr string, tokens []config.Token) error {
+func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, sess *sessions.Manager, addr string, tokens []config.Token) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8080", addr)
 	}
 	h := st.cfg.HTTP
-	if !mcpserver.IsLoopback(host) && len(tokens) == 0 && h.OAuthIssuer == "" {
+	if !transport.IsLoopback(host) && len(tokens) == 0 && h.OAuthIssuer == "" {
 		return fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN, or http.oauth_issuer) so that only your clients can run code, or listen on 127.0.0.1", addr)
 	}
 	allowedHosts := st.cfg.HTTP.AllowedHosts
-	if !mcpserver.IsLoopback(host) && host != "" {
+	if !transport.IsLoopback(host) && host != "" {
 		allowedHosts = append(allowedHosts, host)
 	}
 	mux := http.NewServeMux()
-	httpOpts := mcpserver.HTTPOptions{
+	httpOpts := transport.HTTPOptions{
 		AllowedOrigins: h.AllowedOrigins,
 		AllowedHosts:   allowedHosts,
 		MaxBodyBytes:   h.MaxBodyBytes,
 		Tokens:         tokens,
 		RatePerMinute:  h.RatePerMinute,
-		OAuth: mcpserver.OAuthOptions{
+		OAuth: transport.OAuthOptions{
 			Issuer: h.OAuthIssuer, IntrospectionURL: h.OAuthIntrospectionURL,
 			ClientID: h.OAuthClientID, ClientSecret: h.OAuthClientSecret,
 			ResourceURL: h.PublicURL, Scopes: h.OAuthScopes, OperatorScope: h.OAuthOperatorScope,
 		},
 	}
-	handler := mcpserver.HTTPHandler(server, httpOpts)
+	handler := transport.HTTPHandler(server, httpOpts)
 	if st.metrics != nil {
 		handler = st.metrics.CountRejections(handler)
 	}
 	mux.Handle("/mcp", handler)
 	if h.OAuthIssuer != "" {
-		mux.Handle(mcpserver.MetadataPath, handler)
-		mux.Handle(mcpserver.MetadataPath+"/", handler)
+		mux.Handle(transport.MetadataPath, handler)
+		mux.Handle(transport.MetadataPath+"/", handler)
 	}
 	probeRoutes(mux, st)
-	metricsRoute(mux, st, func(next http.Handler) http.Handler { return mcpserver.ProtectForOperators(next, httpOpts) })
+	metricsRoute(mux, st, func(next http.Handler) http.Handler { return transport.ProtectForOperators(next, httpOpts) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	leave, err := joinPeers(ctx, st, sess, mux, ln.Addr())
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("joining the other replicas: %w", err)
+	}
+	if leave != nil {
+		defer leave()
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	names := make([]string, 0, len(tokens))
@@ -235,12 +267,15 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, addr string, 
 // sandboxes a dead server left behind. A configuration the backend cannot
 // honour (a runtime the daemon lacks, an engine that cannot set the
 // sandboxes' limits) stops the server.
-func startupChecks(ctx context.Context, st *stack) error {
+//
+// building are the image tags the background builder makes: the log says
+// so, instead of calling them missing.
+func startupChecks(ctx context.Context, st *stack, building map[string]bool) error {
 	if err := st.backend.Check(ctx); err != nil {
 		if errors.Is(err, docker.ErrRuntimeMissing) || errors.Is(err, dockerengine.ErrLimitsUnenforced) {
 			return err
 		}
-		st.log.Error("the sandbox backend is not reachable; run_code will fail until it is", "backend", st.cfg.Backend, "err", err, "fix", "run `mcp-code-runner doctor`")
+		st.log.Error("the sandbox backend is not reachable; run_code will fail until it is", "backend", st.backendChoice, "err", err, "fix", "run `mcp-code-runner doctor`")
 		return nil
 	}
 	if db, ok := st.backend.(*docker.Backend); ok {
@@ -251,6 +286,10 @@ func startupChecks(ctx context.Context, st *stack) error {
 	for _, img := range st.reg.Images() {
 		if st.reg.Optional(img) {
 			continue // built only when asked for
+		}
+		if building[img.Tag] {
+			st.log.Info("runtime image building in the background; runs in its languages wait for it", "image", img.Tag)
+			continue
 		}
 		if err := st.backend.CheckImage(ctx, img.Tag); err != nil && img.OnDemand {
 			st.log.Info("on-demand runtime image not built; its languages fail until it is", "image", img.Tag, "build", "mcp-code-runner images build "+img.Name)
@@ -304,15 +343,17 @@ func logPool(ctx context.Context, st *stack) {
 	}
 }
 
-// replicaName names this server in the records of the executions it runs.
-// On the embedded store it is the same at every start ("local"): one
-// server per data directory, so the next one ends what the last left
-// running. Replicas sharing etcd each need their own: the host name (the
-// pod's name on Kubernetes) and the process id.
+// replicaName names this server in the records of the executions and
+// sessions it runs. On the embedded store it is the same at every start
+// ("local"): one server per data directory, so the next one ends what the
+// last left running. Replicas sharing etcd each need their own, unique
+// even where host name and process id are not: two pods on the host's
+// network share the node's name and, each in its own PID namespace, both
+// run as PID 1. So the name ends with random bytes, taken once per process.
 func replicaName(cfg config.Config) string {
 	if cfg.Store.Backend != config.StoreEtcd {
 		return "local"
 	}
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), strings.ToLower(rand.Text()[:8]))
 }

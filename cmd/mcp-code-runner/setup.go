@@ -67,7 +67,7 @@ first when it runs in a terminal, unless --yes.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.skipImages, "skip-images", false, "do not build images (the test run needs its languages' images present)")
-	f.StringSliceVar(&o.languages, "languages", nil, "build and test only these languages (comma-separated; default: every image, and a test run in bash and python)")
+	f.StringSliceVar(&o.languages, "languages", nil, "build and test only these languages (comma-separated; default: every image, and a test run in the language registry's probe languages, roles.probe: bash and python)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "do not ask before building images (non-interactive)")
 	f.BoolVar(&o.verbose, "verbose", false, "show the full image build output instead of the progress lines")
 	f.StringVar(&o.addr, "http", defaultHTTPAddr, "HOST:PORT for the HTTP entries of the printed client configuration")
@@ -143,11 +143,11 @@ func runSetup(cmd *cobra.Command, g *globalOptions, o *setupOptions) error {
 }
 
 // setupSmokeLanguages returns the languages of the test run: the ones asked
-// for, else bash and python.
+// for, else the registry's probe languages (roles.probe).
 func setupSmokeLanguages(reg *languages.Registry, asked []string) ([]languages.Language, error) {
 	names := asked
 	if len(names) == 0 {
-		names = []string{"bash", "python"}
+		names = reg.Roles().Probe
 	}
 	var out []languages.Language
 	for _, n := range names {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/moby/moby/client"
+
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
@@ -34,6 +36,12 @@ type stack struct {
 	// store holds the state that outlives a request: serve's is the
 	// configured store, the one-shot commands' is in memory.
 	store store.Store
+	// backendChoice names the backend and why it serves ("crun (auto:
+	// root, crun 1.8.1, local Docker overlay2)", "docker (configured)").
+	backendChoice string
+	// replica names this server in the records it shares with others:
+	// made once, so every manager and the peer directory agree on it.
+	replica string
 }
 
 func (s *stack) Close() {
@@ -48,7 +56,7 @@ func (s *stack) Close() {
 func (s *stack) dockerBackend() (*docker.Backend, error) {
 	b, ok := s.backend.(*docker.Backend)
 	if !ok {
-		return nil, fmt.Errorf("this command needs the Docker sandbox backend, not %T", s.backend)
+		return nil, fmt.Errorf("this command needs the Docker sandbox backend, not %s: pass --backend docker", s.backendChoice)
 	}
 	return b, nil
 }
@@ -112,7 +120,7 @@ func shareAgent(agent, dir string) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	dst := filepath.Join(dir, agentBinaryName+"-"+hex.EncodeToString(sum[:6]))
-	if fi, err := os.Stat(dst); err != nil || fi.Size() != int64(len(data)) { //nolint:gosec // dst is in the operator's shared_dir
+	if fi, err := os.Stat(dst); err != nil || fi.Size() != int64(len(data)) { // dst is in the operator's shared_dir
 		tmp, err := os.CreateTemp(dir, ".agent-*")
 		if err != nil {
 			return fail(err)
@@ -125,7 +133,7 @@ func shareAgent(agent, dir string) (string, error) {
 			werr = os.Chmod(tmp.Name(), 0o755)
 		}
 		if werr == nil {
-			werr = os.Rename(tmp.Name(), dst) //nolint:gosec // dst is in the operator's shared_dir
+			werr = os.Rename(tmp.Name(), dst) // dst is in the operator's shared_dir
 		}
 		if werr != nil {
 			_ = os.Remove(tmp.Name())
@@ -179,7 +187,32 @@ func buildStack(g *globalOptions, serving, stdio bool) (*stack, error) {
 
 // backendStack makes the configured sandbox backend and the engine on it.
 func backendStack(cfg config.Config, reg *languages.Registry, log *slog.Logger, state store.Store) (*stack, error) {
+	st, err := chosenBackendStack(cfg, reg, log, state)
+	if err != nil {
+		return nil, err
+	}
+	// The secrets' values come from the server's environment or files,
+	// read once here; a secret that cannot be read stops the start.
+	if err := st.engine.LoadSecrets(os.Getenv); err != nil {
+		st.Close()
+		return nil, err
+	}
+	log.Info("backend: " + st.backendChoice)
+	return st, nil
+}
+
+// chosenBackendStack makes the sandbox backend cfg names, or the one
+// "auto" chooses, and the engine on it.
+func chosenBackendStack(cfg config.Config, reg *languages.Registry, log *slog.Logger, state store.Store) (*stack, error) {
 	switch cfg.Backend {
+	case "", config.BackendAuto:
+		backend, choice, err := autoBackend(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		st := stackOn(cfg, reg, log, backend, state, engine.WithRuntimeVersions(images.NewLocalVersions(dockerClientOf(backend), reg)))
+		st.backendChoice = choice
+		return st, nil
 	case config.BackendKubernetes:
 		// A pod per sandbox in the configured namespace; the images live
 		// on the nodes, so no local versions are read.
@@ -187,26 +220,38 @@ func backendStack(cfg config.Config, reg *languages.Registry, log *slog.Logger, 
 		if err != nil {
 			return nil, err
 		}
-		return stackOn(cfg, reg, log, backend, state), nil
+		st := stackOn(cfg, reg, log, backend, state)
+		st.backendChoice = "kubernetes (configured)"
+		return st, nil
 	case config.BackendCrun:
 		// Containers the server starts itself, from Docker's images.
 		backend, err := newCrunBackend(cfg, log)
 		if err != nil {
 			return nil, err
 		}
-		return stackOn(cfg, reg, log, backend, state, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg))), nil
+		st := stackOn(cfg, reg, log, backend, state, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg)))
+		st.backendChoice = "crun (configured)"
+		return st, nil
 	}
 	backend, err := newDockerBackend(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	return stackOn(cfg, reg, log, backend, state, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg))), nil
+	st := stackOn(cfg, reg, log, backend, state, engine.WithRuntimeVersions(images.NewLocalVersions(backend.Client(), reg)))
+	st.backendChoice = "docker (configured)"
+	return st, nil
+}
+
+// dockerClientOf returns the Docker client whose images backend runs (the
+// docker and crun backends both take theirs from the Docker daemon).
+func dockerClientOf(backend sandbox.Backend) *client.Client {
+	return backend.(interface{ Client() *client.Client }).Client()
 }
 
 // stackOn builds the engine on backend, observed by the metrics when the
 // configuration serves them.
 func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backend sandbox.Backend, state store.Store, opts ...engine.Option) *stack {
-	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log, store: state}
+	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log, store: state, replica: replicaName(cfg)}
 	sb := backend
 	if cfg.Metrics.Enabled() {
 		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})

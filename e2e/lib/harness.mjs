@@ -64,6 +64,10 @@ export function serverEnv() {
     const dataDir = mkdtempSync(join(tmpdir(), 'mcr-e2e-state-'));
     dataDirs.push(dataDir);
     env.MCR_DATA_DIR = dataDir;
+    // These tests find a server's sandboxes through Docker's labels: the
+    // docker backend, unless the run names one (crun-backend.test.mjs
+    // passes --backend crun, which overrides this).
+    env.MCR_BACKEND ??= 'docker';
     return env;
 }
 

@@ -20,8 +20,9 @@ import { Agent, MCPServerStdio, MCPServerStreamableHttp, RunContext, Runner, Usa
 import { BIN, addServerPid, assertNoLeftoverContainers, httpServerFor, needLanguage, serverEnv } from '../lib/harness.mjs';
 
 const TOOLS = [
-    'cancel_execution', 'close_session', 'create_session', 'get_execution', 'install_packages', 'list_executions',
-    'list_files', 'list_languages', 'list_sessions', 'read_file', 'run_code', 'start_execution', 'write_file',
+    'cancel_execution', 'close_session', 'create_session', 'fork_session', 'get_execution', 'install_packages',
+    'list_executions', 'list_files', 'list_languages', 'list_sessions', 'pause_session', 'read_file', 'run_code',
+    'start_execution', 'write_file',
 ];
 
 /**
@@ -122,7 +123,7 @@ for (const transport of ['stdio', 'http']) {
                 await mcp?.close();
             });
 
-            it('converts all 13 tools in strict mode, each to a schema the API accepts in strict mode', async () => {
+            it('converts all 15 tools in strict mode, each to a schema the API accepts in strict mode', async () => {
                 const agent = new Agent({ name: 'runner', mcpServers: [mcp], mcpConfig: { convertSchemasToStrict: true } });
                 const tools = await agent.getAllTools(new RunContext());
                 assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS);

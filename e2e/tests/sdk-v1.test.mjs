@@ -9,7 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-    BIN, startHttpServer, addServerPid, languages, needLanguage, structured, show, texts,
+    BIN, startHttpServer, addServerPid, serverEnv, languages, needLanguage, structured, show, texts,
     assertNoLeftoverContainers,
 } from '../lib/harness.mjs';
 
@@ -18,9 +18,6 @@ async function runCode(client, args) {
     return structured(await client.callTool({ name: 'run_code', arguments: args }, undefined, { timeout: 120000 }));
 }
 
-function env() {
-    return Object.fromEntries(Object.entries(process.env).filter(([, v]) => typeof v === 'string'));
-}
 
 for (const transport of ['stdio', 'http']) {
     describe(`sdk 1.x over ${transport}`, () => {
@@ -33,7 +30,7 @@ for (const transport of ['stdio', 'http']) {
                 server = await startHttpServer();
                 t = new StreamableHTTPClientTransport(new URL(server.url));
             } else {
-                t = new StdioClientTransport({ command: BIN, args: ['serve'], env: env(), stderr: 'ignore' });
+                t = new StdioClientTransport({ command: BIN, args: ['serve'], env: serverEnv(), stderr: 'ignore' });
             }
             client = new Client({ name: 'mcr-e2e-sdk1', version: '1.0.0' });
             await client.connect(t, { timeout: 30000 });

@@ -18,7 +18,7 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 
 import {
-    BIN, startHttpServer, addServerPid, connect2, languages, needLanguage, show, waitFor,
+    BIN, startHttpServer, addServerPid, serverEnv, connect2, languages, needLanguage, show, waitFor,
     containersRunning, assertNoLeftoverContainers,
 } from '../lib/harness.mjs';
 
@@ -26,9 +26,6 @@ import {
 // expiry tests ask for a TTL below it and the bad-input test one above it.
 const MAX_TTL_SECONDS = 120;
 
-function env() {
-    return Object.fromEntries(Object.entries(process.env).filter(([, v]) => typeof v === 'string'));
-}
 
 /** The server's flags: a small maximum TTL. */
 const ttlArgs = (seconds = MAX_TTL_SECONDS) => ['--executions-task-max-ttl-seconds', String(seconds)];
@@ -97,7 +94,7 @@ for (const transport of ['stdio', 'http']) {
                 t = new Http1(new URL(server.url));
                 pid = server.proc.pid;
             } else {
-                t = new Stdio1({ command: BIN, args: ['serve', ...ttlArgs()], env: env(), stderr: 'ignore' });
+                t = new Stdio1({ command: BIN, args: ['serve', ...ttlArgs()], env: serverEnv(), stderr: 'ignore' });
             }
             client = new Client1({ name: 'mcr-e2e-tasks-v1', version: '1.0.0' });
             await client.connect(t, { timeout: 30000 });

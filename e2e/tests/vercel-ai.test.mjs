@@ -16,8 +16,9 @@ import { Experimental_StdioMCPTransport as StdioMCPTransport } from '@ai-sdk/mcp
 import { BIN, addServerPid, assertNoLeftoverContainers, httpServerFor, needLanguage, serverEnv, structured } from '../lib/harness.mjs';
 
 const TOOLS = [
-    'cancel_execution', 'close_session', 'create_session', 'get_execution', 'install_packages', 'list_executions',
-    'list_files', 'list_languages', 'list_sessions', 'read_file', 'run_code', 'start_execution', 'write_file',
+    'cancel_execution', 'close_session', 'create_session', 'fork_session', 'get_execution', 'install_packages',
+    'list_executions', 'list_files', 'list_languages', 'list_sessions', 'pause_session', 'read_file', 'run_code',
+    'start_execution', 'write_file',
 ];
 
 const usage = {
@@ -48,7 +49,7 @@ for (const transport of ['stdio', 'http']) {
                 await client?.close();
             });
 
-            it('lists and converts all 13 tools', () => {
+            it('lists and converts all 15 tools', () => {
                 assert.deepEqual(Object.keys(tools).sort(), TOOLS);
                 for (const [name, tool] of Object.entries(tools)) {
                     const schema = asSchema(tool.inputSchema).jsonSchema;

@@ -63,12 +63,10 @@ func relay(c net.Conn, socket string) {
 	}
 	defer up.Close()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		_, _ = io.Copy(up, c)
 		_ = up.(*net.UnixConn).CloseWrite()
-	}()
+	})
 	_, _ = io.Copy(c, up)
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()

@@ -141,7 +141,7 @@ func processUsage(pid int) stageUsage {
 		}
 	}
 	if status, err := os.ReadFile(dir + "status"); err == nil {
-		for _, line := range strings.Split(string(status), "\n") {
+		for line := range strings.SplitSeq(string(status), "\n") {
 			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 				u.maxRSSKB, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			}

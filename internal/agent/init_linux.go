@@ -134,12 +134,10 @@ func prewarmThreads(n int) {
 	}
 	var wg sync.WaitGroup
 	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var b [1]byte
 			_, _ = syscall.Read(int(r.Fd()), b[:])
-		}()
+		})
 	}
 	time.Sleep(20 * time.Millisecond)
 	_, _ = w.Write(make([]byte, n))

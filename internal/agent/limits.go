@@ -8,7 +8,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 )
 
-// ApplyLimits sets the per-process limits of spec (wire.Limits as JSON; ""
+// ApplyLimits sets the per-process limits of spec ([wire.Limits] as JSON; ""
 // sets none) on the agent, soft and hard alike, so that every process of the
 // sandbox inherits them whatever the backend. It only lowers a limit: one
 // the sandbox already holds lower stays.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"golang.org/x/sys/unix"
@@ -29,9 +31,11 @@ func Main() error {
 	// else in the sandbox can have connected first.
 	var in io.Reader = os.Stdin
 	var out io.Writer = os.Stdout
-	if path := os.Getenv(wire.SocketEnv); path != "" {
+	var socket *os.File
+	path := os.Getenv(wire.SocketEnv)
+	if path != "" {
 		if conn, err := dialUnix(path); err == nil {
-			in, out = conn, conn
+			in, out, socket = conn, conn, conn
 		} else {
 			fmt.Fprintf(os.Stderr, "agent: %v; serving on standard input and output\n", err)
 			if err := wire.WriteFrame(os.Stdout, wire.Frame{Kind: wire.KindHello}); err != nil {
@@ -51,7 +55,20 @@ func Main() error {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 	}
 	warmUp(wire.WorkspacePath)
+	if grace := reattachGrace(os.Getenv(wire.ReattachEnv)); socket != nil && grace > 0 {
+		return ServeReconnecting(socket, func() (io.ReadWriteCloser, error) { return dialUnix(path) }, grace)
+	}
 	return Serve(in, out)
+}
+
+// reattachGrace reads [wire.ReattachEnv]; anything but a positive number of
+// milliseconds means the sandbox does not wait for its server to return.
+func reattachGrace(v string) time.Duration {
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms <= 0 {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // dialUnix connects to the Unix socket at path. The connection is a plain
@@ -77,7 +94,7 @@ func dialUnix(path string) (*os.File, error) {
 func warmUp(workdir string) {
 	var req wire.Request
 	_ = json.Unmarshal([]byte(`{"op":"run","workdir":"/workspace","output_limit":1,"files":[{"path":"main.sh","data":"ZWNobyBoaQo="}],`+
-		`"stages":[{"name":"run","argv":["bash","main.sh"],"env":["A=b"],"stdin":"eA==","timeout_ms":1}]}`), &req)
+		`"stages":[{"name":"run","argv":["sh","main.sh"],"env":["A=b"],"stdin":"eA==","timeout_ms":1}]}`), &req)
 	_, _ = json.Marshal(wire.StageResult{Name: "run"})
 	_, _ = json.Marshal(wire.Done{})
 	if r, err := os.OpenRoot(workdir); err == nil {

@@ -30,8 +30,31 @@ import (
 // would wait for that goroutine to be scheduled, which on an idle machine
 // costs as much as the run's own setup.
 func Serve(in io.Reader, out io.Writer) error {
-	a := &server{w: &frameWriter{w: out}, kernels: map[string]*kernel{}}
+	a := newServer()
 	defer a.closeKernels()
+	served, err := a.serveConn(in, out, false)
+	if err == io.EOF && served == 0 {
+		return errors.New("reading request: no request before the end of input")
+	}
+	if err == io.EOF {
+		return nil
+	}
+	return err
+}
+
+func newServer() *server { return &server{kernels: map[string]*kernel{}} }
+
+// serveConn serves the requests of one connection to the server until it
+// ends: it returns io.EOF when the input ended between requests, or why it
+// stopped, and how many requests it served. With endCancels, the input's
+// end (the server went away) cancels the request running then: nobody is
+// left to read its result. A one-shot sandbox's server ends its input
+// right after its one request, so there the end cancels nothing.
+func (a *server) serveConn(in io.Reader, out io.Writer, endCancels bool) (served int, err error) {
+	// The watcher's goroutine answers Ready frames through w, not a.w: it
+	// may outlive this connection while the next one's writer takes a.w.
+	w := &frameWriter{w: out}
+	a.w = w
 	// Buffered, so that a frame's header and payload come in one read.
 	r := bufio.NewReaderSize(in, 64<<10)
 	next := func() (wire.Frame, error) {
@@ -39,6 +62,9 @@ func Serve(in io.Reader, out io.Writer) error {
 			f, err := wire.ReadFrame(r)
 			switch {
 			case err != nil:
+				if endCancels {
+					a.cancelCurrent()
+				}
 				return f, err
 			case f.Kind == wire.KindCancel:
 				a.cancelCurrent()
@@ -48,7 +74,7 @@ func Serve(in io.Reader, out io.Writer) error {
 				// from then on.
 				waitWarmReady()
 				waitPrestart()
-				if err := a.w.write(wire.Frame{Kind: wire.KindReady}); err != nil {
+				if err := w.write(wire.Frame{Kind: wire.KindReady}); err != nil {
 					return wire.Frame{}, fmt.Errorf("answering ready: %w", err)
 				}
 			default:
@@ -56,15 +82,14 @@ func Serve(in io.Reader, out io.Writer) error {
 			}
 		}
 	}
-	served := 0
 	f, err := next()
 	for err == nil {
 		if f.Kind != wire.KindRequest {
-			return fmt.Errorf("%w: expected a request, got kind %q", wire.ErrBadFrame, f.Kind)
+			return served, fmt.Errorf("%w: expected a request, got kind %q", wire.ErrBadFrame, f.Kind)
 		}
 		var req wire.Request
 		if err := json.Unmarshal(f.Payload, &req); err != nil {
-			return fmt.Errorf("decoding request: %w", err)
+			return served, fmt.Errorf("decoding request: %w", err)
 		}
 		cancel := a.begin()
 		following := make(chan readResult, 1)
@@ -73,19 +98,16 @@ func Serve(in io.Reader, out io.Writer) error {
 			following <- readResult{f, err}
 		}()
 		if err := a.handle(req, cancel); err != nil {
-			return err
+			return served, err
 		}
 		served++
 		rr := <-following
 		f, err = rr.f, rr.err
 	}
-	if err != io.EOF || served == 0 {
-		if err == io.EOF {
-			return errors.New("reading request: no request before the end of input")
-		}
-		return fmt.Errorf("reading request: %w", err)
+	if err != io.EOF {
+		err = fmt.Errorf("reading request: %w", err)
 	}
-	return nil
+	return served, err
 }
 
 // readResult is a frame read, or why none could be.
@@ -202,7 +224,8 @@ func runRequest(w *frameWriter, req wire.Request, cancel <-chan struct{}) (err e
 }
 
 // applyEntry applies the request's entry-point convention to its code: the
-// code's file name, and the stages' commands with {file} and {main} filled.
+// code's file name, and the stages' commands with {file}, {main} and {form}
+// filled.
 func applyEntry(req *wire.Request) error {
 	code := req.Files[0]
 	p, err := entry.Find(req.Entry, code.Path, code.Data)

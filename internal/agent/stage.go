@@ -223,7 +223,7 @@ func oomKills() int64 {
 	if n == 0 && err != nil {
 		return -1
 	}
-	for _, line := range bytes.Split(buf[:n], []byte("\n")) {
+	for line := range bytes.SplitSeq(buf[:n], []byte("\n")) {
 		if v, ok := bytes.CutPrefix(line, []byte("oom_kill ")); ok {
 			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 				return n

@@ -201,7 +201,7 @@ func StartWarm(spec string) error {
 }
 
 // warmReadyWait bounds how long the agent waits for the warm interpreter
-// to load before it says it is ready (wire.KindReady) anyway: a job that
+// to load before it says it is ready ([wire.KindReady]) anyway: a job that
 // comes sooner waits for the interpreter as it would have.
 const warmReadyWait = 5 * time.Second
 

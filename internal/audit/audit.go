@@ -11,13 +11,17 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 )
 
-// Entry is one audit line.
+// Entry is one audit line: a tool call, or (Event "egress") one connection
+// a sandbox made through its egress proxy.
 type Entry struct {
 	Time        time.Time `json:"time"`
+	Event       string    `json:"event,omitempty"`
 	Principal   string    `json:"principal"`
-	Tool        string    `json:"tool"`
+	Tool        string    `json:"tool,omitempty"`
 	Language    string    `json:"language,omitempty"`
 	CodeSHA256  string    `json:"code_sha256,omitempty"`
 	SessionID   string    `json:"session_id,omitempty"`
@@ -29,13 +33,23 @@ type Entry struct {
 	DurationMs  int64     `json:"duration_ms"`
 	// Error is the tool error the caller got, if any.
 	Error string `json:"error,omitempty"`
+	// Egress is the connection of an "egress" line.
+	Egress *egress.Connection `json:"egress,omitempty"`
 }
+
+// EventEgress marks the line of an egress connection.
+const EventEgress = "egress"
+
+// EventEgressApproval marks the line of a user's answer to approving an
+// egress host (Status approved, declined or unavailable; Egress.Host the
+// host).
+const EventEgressApproval = "egress_approval"
 
 // Audited lists the tools that get an audit line: those that run code or
 // touch a session's files, and the ones that stop such work.
 var Audited = map[string]bool{
 	"run_code": true, "start_execution": true, "cancel_execution": true,
-	"create_session": true, "close_session": true,
+	"create_session": true, "close_session": true, "fork_session": true, "pause_session": true,
 	"write_file": true, "read_file": true, "list_files": true,
 }
 

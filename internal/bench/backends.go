@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -57,8 +59,8 @@ func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Regi
 	sides := make([]*side, 0, len(backends))
 	defer func() {
 		for _, s := range sides {
-			for i := len(s.closeLater) - 1; i >= 0; i-- {
-				s.closeLater[i]()
+			for _, v := range slices.Backward(s.closeLater) {
+				v()
 			}
 		}
 	}()
@@ -102,7 +104,7 @@ func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Regi
 			engine *engine.Engine
 			into   **mcp.ClientSession
 		}{{cold, &s.cold}, {s.warm, &s.hot}} {
-			srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(e.engine, "bench", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+			srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e.engine, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
 			s.closeLater = append(s.closeLater, srv.Close)
 			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)

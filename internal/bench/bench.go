@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -39,7 +41,7 @@ type Options struct {
 	ChurnLoops   int
 	LoadFor      time.Duration // sustained load; 0 skips it
 	LoadClients  int
-	LoadLanguage string
+	LoadLanguage string // empty: the registry's load language (roles.load)
 	// Burst is the number of concurrent runs of LoadLanguage sent at once,
 	// twice, to a pool of PoolSize that may grow to Burst; 0 skips it.
 	Burst int
@@ -47,29 +49,35 @@ type Options struct {
 	// Compare, if set, is such a file of an earlier run, whose rows this
 	// run's are compared with.
 	JSONOut, Compare string
+	// StoreRuns is the number of runs per path and state store of the
+	// state store's table; 0 skips it. ReplicaLoadFor is how long the load
+	// runs against one server and then two replicas sharing an etcd store;
+	// 0 skips it.
+	StoreRuns      int
+	ReplicaLoadFor time.Duration
 	// Varying names what the backends of CompareRuntimes differ in ("OCI
 	// runtime" when empty; "agent delivery").
 	Varying string
 	Out     io.Writer
 }
 
-// hello is the program every path runs.
-var hello = map[string]string{
-	"python":     "print('hi')",
-	"javascript": "console.log('hi')",
-	"bash":       "echo hi",
-	"typescript": "console.log('hi')",
+// shellLanguage is the language whose image the churn measurements start
+// `true` in: the registry's shell role.
+func shellLanguage(reg *languages.Registry) (languages.Language, error) {
+	l, ok := reg.Lookup(reg.Roles().Shell)
+	if !ok {
+		return languages.Language{}, fmt.Errorf("the language registry names no shell language (roles.shell) to measure with")
+	}
+	return l, nil
 }
 
-// bare is the same program as a plain process on the host.
-var bare = map[string][]string{
-	"python":     {"python3", "-c", "print('hi')"},
-	"javascript": {"node", "-e", "console.log('hi')"},
-	"bash":       {"bash", "-c", "echo hi"},
-}
+// hello is the program every path runs, by language: the registry's
+// example, filled in before a language is measured.
+var hello = map[string]string{}
 
 // Run measures everything and prints the tables.
 func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) error {
+	o.LoadLanguage = cmp.Or(o.LoadLanguage, reg.Roles().Load)
 	w := o.Out
 	var ref *Report
 	if o.Compare != "" {
@@ -112,7 +120,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		_ = warm.Close(cctx)
 	}()
 
-	srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(warm, "bench", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(warm, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
 	defer srv.Close()
 	session := func() (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
@@ -124,7 +132,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	}
 	defer cs.Close()
 	raw := newRawClient(srv.URL)
-	coldSrv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(cold, "bench-cold", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	coldSrv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(cold, "bench-cold", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
 	defer coldSrv.Close()
 	coldCS, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: coldSrv.URL, DisableStandaloneSSE: true}, nil)
@@ -162,7 +170,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		// machines are shared) and its idle wake-up costs affect them alike
 		// and their ratios hold within the run.
 		quiet := func() { waitQuiet(warm, lang, settle) }
-		bareTurn := bareSeries(ctx, lang)
+		bareTurn := bareSeries(ctx, l)
 		if bareTurn != nil {
 			bareTurn.before = quiet
 		}
@@ -287,6 +295,16 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 			report.Rows = append(report.Rows, rowOf(o.LoadLanguage, s))
 		}
 	}
+	if o.Runs > 0 {
+		if err := sessionStateSection(ctx, w, cfg, reg, b, min(o.Runs, 10), &report); err != nil {
+			fmt.Fprintf(w, "session state: %v\n", err)
+		}
+	}
+	if o.StoreRuns > 0 {
+		if err := stateSection(ctx, w, cfg, reg, b, o, &report); err != nil {
+			fmt.Fprintf(w, "state store: %v\n", err)
+		}
+	}
 	if o.JSONOut != "" {
 		data, _ := json.MarshalIndent(report, "", "  ")
 		if err := os.WriteFile(o.JSONOut, append(data, '\n'), 0o644); err != nil {
@@ -337,11 +355,12 @@ func waitIdle(e *engine.Engine, lang string, n int, limit time.Duration) {
 	}
 }
 
-// bareSeries runs lang's hello world as a plain process on the host; nil
-// when the host has no such interpreter.
-func bareSeries(ctx context.Context, lang string) *series {
-	argv, ok := bare[lang]
-	if !ok {
+// bareSeries runs l's hello world as a plain process on the host
+// ([languages.Language.HostRun]); nil when the registry says of no such
+// command or the host has no such interpreter.
+func bareSeries(ctx context.Context, l languages.Language) *series {
+	argv := l.HostRun
+	if len(argv) == 0 {
 		return nil
 	}
 	// Prefer the distribution's interpreter: version-manager shims on PATH
@@ -427,15 +446,19 @@ func okStatus(res *mcp.CallToolResult) bool {
 
 // loadSample runs clients concurrent MCP sessions back to back for d.
 func loadSample(ctx context.Context, session func() (*mcp.ClientSession, error), lang string, clients int, d time.Duration) *Sample {
+	return loadSampleOf(ctx, session, lang, hello[lang], clients, d)
+}
+
+// loadSampleOf runs clients concurrent MCP sessions, each calling run_code
+// of code back to back for d.
+func loadSampleOf(ctx context.Context, session func() (*mcp.ClientSession, error), lang, code string, clients int, d time.Duration) *Sample {
 	s := &Sample{Name: "load"}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
 	start := time.Now()
 	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			cs, err := session()
 			if err != nil {
 				mu.Lock()
@@ -446,7 +469,7 @@ func loadSample(ctx context.Context, session func() (*mcp.ClientSession, error),
 			defer cs.Close()
 			for time.Now().Before(stop) {
 				t := time.Now()
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": lang, "code": hello[lang]}})
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": lang, "code": code}})
 				el := time.Since(t)
 				mu.Lock()
 				if err != nil || res.IsError || !okStatus(res) {
@@ -456,7 +479,7 @@ func loadSample(ctx context.Context, session func() (*mcp.ClientSession, error),
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	s.Wall = time.Since(start)
@@ -467,9 +490,9 @@ func loadSample(ctx context.Context, session func() (*mcp.ClientSession, error),
 // machine's daemon can create, start, wait for and remove, under the OCI
 // runtime b gives its sandboxes.
 func churnCeiling(ctx context.Context, b *docker.Backend, reg *languages.Registry, d time.Duration, loops int) (float64, error) {
-	l, ok := reg.Lookup("bash")
-	if !ok {
-		return 0, fmt.Errorf("no bash language to measure with")
+	l, err := shellLanguage(reg)
+	if err != nil {
+		return 0, err
 	}
 	cfgTmpl := engine.New(config.Default(), reg, b, nil).Template(l)
 	cli := b.Client()
@@ -480,9 +503,9 @@ func churnCeiling(ctx context.Context, b *docker.Backend, reg *languages.Registr
 // bash image, through the Docker CLI, on the daemon at host ("" for the
 // CLI's default).
 func dockerRunCeiling(ctx context.Context, reg *languages.Registry, host string, d time.Duration, loops int) (float64, error) {
-	l, ok := reg.Lookup("bash")
-	if !ok {
-		return 0, fmt.Errorf("no bash language to measure with")
+	l, err := shellLanguage(reg)
+	if err != nil {
+		return 0, err
 	}
 	cli, err := exec.LookPath("docker")
 	if err != nil {
@@ -521,9 +544,7 @@ func parallelRate(d time.Duration, loops int, f func() error) (float64, error) {
 	stop := time.Now().Add(d)
 	start := time.Now()
 	for range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for time.Now().Before(stop) {
 				err := f()
 				mu.Lock()
@@ -535,7 +556,7 @@ func parallelRate(d time.Duration, loops int, f func() error) (float64, error) {
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if count == 0 && firstErr != nil {
@@ -617,7 +638,7 @@ func rss() uint64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		var kb uint64
 		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
 			return kb << 10
@@ -656,7 +677,7 @@ func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *d
 		defer cancel()
 		_ = e.Close(cctx)
 	}()
-	srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(e, "bench-burst", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e, "bench-burst", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
 	defer srv.Close()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench-burst", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
@@ -684,9 +705,7 @@ func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *d
 		var wg sync.WaitGroup
 		start := time.Now()
 		for range o.Burst {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				t := time.Now()
 				ok := mcpCall(ctx, cs, lang)()
 				el := time.Since(t)
@@ -697,7 +716,7 @@ func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *d
 				} else {
 					s.Errs++
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		s.Wall = time.Since(start)

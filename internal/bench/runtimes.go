@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 )
@@ -31,6 +33,7 @@ type Runtime struct {
 // LoadClients MCP clients through Streamable HTTP with a warm pool of
 // PoolSize; then each figure's ratio to the first runtime's.
 func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Registry, runtimes []Runtime, o Options) error {
+	o.LoadLanguage = cmp.Or(o.LoadLanguage, reg.Roles().Load)
 	w := o.Out
 	l, ok := reg.Lookup(o.LoadLanguage)
 	if !ok {
@@ -135,7 +138,7 @@ func loadUnder(ctx context.Context, cfg config.Config, reg *languages.Registry, 
 	if err := waitPoolFull(ctx, e, lang, o.PoolSize, 2*time.Minute); err != nil {
 		return nil, err
 	}
-	srv := httptest.NewServer(mcpserver.HTTPHandler(mcpserver.New(e, "bench", nil), mcpserver.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
 	defer srv.Close()
 	session := func() (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
@@ -155,9 +158,9 @@ func sideChurn(ctx context.Context, b sandbox.Backend, reg *languages.Registry, 
 	if db, ok := b.(*docker.Backend); ok && o.Varying != VaryingBackend {
 		return churnCeiling(ctx, db, reg, o.ChurnFor, o.ChurnLoops)
 	}
-	l, ok := reg.Lookup("bash")
-	if !ok {
-		return 0, fmt.Errorf("no bash language to measure with")
+	l, err := shellLanguage(reg)
+	if err != nil {
+		return 0, err
 	}
 	t := engine.New(config.Default(), reg, b, nil).Template(l)
 	return parallelRate(o.ChurnFor, o.ChurnLoops, func() error {

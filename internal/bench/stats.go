@@ -9,7 +9,7 @@ package bench
 import (
 	"fmt"
 	"runtime"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -46,7 +46,7 @@ func (s *Sample) Quantile(q float64) time.Duration {
 		return 0
 	}
 	t := append([]time.Duration(nil), s.Times...)
-	sort.Slice(t, func(i, j int) bool { return t[i] < t[j] })
+	slices.Sort(t)
 	i := int(q*float64(len(t))+0.5) - 1
 	return t[max(0, min(i, len(t)-1))]
 }

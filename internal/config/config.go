@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,10 +66,11 @@ type Limits struct {
 // Config is the whole operator configuration.
 type Config struct {
 	Limits Limits `json:"limits"`
-	// Backend is where sandboxes run: "docker" (the default),
-	// "kubernetes" (one Pod per sandbox; see Kubernetes) or "crun" (one
-	// container per sandbox that the server starts with crun itself, from
-	// the local Docker daemon's images, without network; root only).
+	// Backend is where sandboxes run: "auto" (the default: crun where it
+	// can serve, else docker), "docker", "kubernetes" (one Pod per
+	// sandbox; see Kubernetes) or "crun" (one container per sandbox that
+	// the server starts with crun itself, from the local Docker daemon's
+	// images; root only).
 	Backend string `json:"backend"`
 	// Kubernetes configures the kubernetes backend.
 	Kubernetes Kubernetes `json:"kubernetes"`
@@ -151,6 +154,29 @@ type Config struct {
 	DataDir string `json:"data_dir"`
 	// Store chooses where that state lives.
 	Store Store `json:"store"`
+	// Images holds what serve does about runtime images that are missing.
+	Images Images `json:"images"`
+}
+
+// Images configures serve's background image builder: the default set's
+// images that are missing or out of date, built one at a time while the
+// server serves, so that a fresh machine serves its first languages
+// without waiting for every image.
+type Images struct {
+	// BuildOnStart builds, at start, the default set's images that are
+	// missing or out of date, one at a time, at a low CPU priority.
+	// list_languages shows each missing image's languages as building,
+	// queued or failed, and a run in one of them waits for its image.
+	// Only for the backends that run the local Docker daemon's images
+	// (docker, crun).
+	BuildOnStart bool `json:"build_on_start"`
+	// BuildLog is the file the background builds' output is appended to;
+	// empty keeps only the milestones, in the server's log.
+	BuildLog string `json:"build_log"`
+	// WaitSeconds bounds how long a run waits for its image to be built
+	// in the background, before its own timeout starts; a build that
+	// takes longer answers the run with a busy error that says so.
+	WaitSeconds int `json:"wait_seconds"`
 }
 
 // The state stores.
@@ -166,6 +192,12 @@ type Store struct {
 	Backend string `json:"backend"`
 	// Etcd configures the etcd store.
 	Etcd Etcd `json:"etcd"`
+	// AdvertiseURL is where the other replicas sharing the etcd store
+	// reach this one (http://10.0.0.5:8080, on Kubernetes the pod's IP),
+	// to forward calls for the sessions it holds. Empty: the --http
+	// address when it names one host; a server listening on every
+	// address must be given it, or its sessions answer only through it.
+	AdvertiseURL string `json:"advertise_url"`
 }
 
 // Etcd configures the etcd v3 store. Its password is never in the
@@ -230,6 +262,32 @@ type Network struct {
 	// hosts; a run names the ones it needs and holds only placeholders.
 	// Set in the configuration file only (no environment variable or flag).
 	Secrets []Secret `json:"secrets"`
+	// ApprovableHosts are hosts a run's user may approve when the proxy
+	// denies them: names, "*.example.com" for the names under it, or
+	// "host:port" for a host on a private address reached on that port
+	// (as network.private_hosts once approved). A run denied such a host
+	// asks the user through the MCP client; an approval holds for the
+	// principal for ApprovalTTLSeconds.
+	ApprovableHosts []string `json:"approvable_hosts"`
+	// ApprovalTTLSeconds is how long a user's approval of a host lasts.
+	ApprovalTTLSeconds int `json:"approval_ttl_seconds"`
+}
+
+// RegistryURL returns the registry URL held by the packages setting named
+// setting ("pypi_index_url"), the one a package manager of the language
+// registry installs from.
+func (p Packages) RegistryURL(setting string) (string, bool) {
+	u, ok := p.registries()[setting]
+	return u, ok
+}
+
+// RegistrySettings are the names of the packages settings that hold a
+// registry URL, sorted.
+func (p Packages) RegistrySettings() []string { return slices.Sorted(maps.Keys(p.registries())) }
+
+// registries are the packages settings that hold a registry URL, by name.
+func (p Packages) registries() map[string]string {
+	return map[string]string{"pypi_index_url": p.PypiIndexURL, "npm_registry_url": p.NpmRegistryURL}
 }
 
 // Packages configures package installs (run_code's and create_session's
@@ -294,6 +352,9 @@ type Quotas struct {
 	// Sessions caps one principal's live sessions; the server-wide cap is
 	// sessions.max_sessions.
 	Sessions int `json:"sessions"`
+	// PausedSessions caps one principal's paused sessions (0: no cap
+	// besides sessions.max_sessions); they do not count against Sessions.
+	PausedSessions int `json:"paused_sessions"`
 	// ExecutionsKept caps one principal's executions, running or kept after
 	// the end; its oldest ended ones are forgotten first. The server-wide
 	// cap is executions.max_kept.
@@ -309,6 +370,10 @@ type Quotas struct {
 
 // The sandbox backends.
 const (
+	// BackendAuto is crun where the server runs as root on Linux beside a
+	// local Docker daemon with overlay2 storage and crun, not under gVisor;
+	// docker elsewhere. The server logs which, and why.
+	BackendAuto       = "auto"
 	BackendDocker     = "docker"
 	BackendKubernetes = "kubernetes"
 	BackendCrun       = "crun"
@@ -362,6 +427,16 @@ type Sessions struct {
 	MaxIdleTimeoutSeconds int `json:"max_idle_timeout_seconds"`
 	// MaxLifeSeconds closes a session this old, however busy.
 	MaxLifeSeconds int `json:"max_life_seconds"`
+	// ReplayMaxCells and ReplayMaxBytes bound a session's replay log: the
+	// cells (code run in its interpreter) that fork_session replays in a
+	// new sandbox to rebuild the interpreter's state. A session past
+	// either bound keeps running, but cannot be forked.
+	ReplayMaxCells int `json:"replay_max_cells"`
+	ReplayMaxBytes int `json:"replay_max_bytes"`
+	// IdlePauseSeconds pauses a session unused this long (0: never): its
+	// workspace is kept on disk and its sandbox removed; the next call
+	// resumes it by replaying its cells.
+	IdlePauseSeconds int `json:"idle_pause_seconds"`
 }
 
 // Artifacts configures the files that runs create or change, returned with
@@ -526,7 +601,7 @@ func Default() Config {
 			MaxArgs:               64,
 			MaxEnv:                64,
 		},
-		Backend: BackendDocker,
+		Backend: BackendAuto,
 		Kubernetes: Kubernetes{
 			Namespace:           "mcp-code-runner-sandboxes",
 			EphemeralStorageMB:  256,
@@ -562,13 +637,16 @@ func Default() Config {
 			IdleTimeoutSeconds:    600,
 			MaxIdleTimeoutSeconds: 3600,
 			MaxLifeSeconds:        4 * 3600,
+			ReplayMaxCells:        1000,
+			ReplayMaxBytes:        1 << 20,
 		},
 		Metrics: Metrics{MaxPrincipals: 20},
 		Store: Store{
 			Backend: StoreEmbedded,
 			Etcd:    Etcd{Prefix: "/mcp-code-runner/", DialTimeoutSeconds: 5},
 		},
-		Network: Network{MaxTier: TierNone, MaxMB: 256, MaxConnections: 256},
+		Network: Network{MaxTier: TierNone, MaxMB: 256, MaxConnections: 256, ApprovalTTLSeconds: 3600},
+		Images:  Images{WaitSeconds: 900},
 		Packages: Packages{
 			PypiIndexURL:   "https://pypi.org/simple",
 			NpmRegistryURL: "https://registry.npmjs.org/",
@@ -633,7 +711,7 @@ func envName(field string) string {
 func walkFields(v reflect.Value, prefix string, fn func(name string, f reflect.Value)) {
 	t := v.Type()
 	for i := range t.NumField() {
-		tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		if tag == "" || tag == "-" {
 			continue
 		}
@@ -691,7 +769,7 @@ func setField(f reflect.Value, raw string) error {
 		f.SetBool(b)
 	case reflect.Slice:
 		var parts []string
-		for _, p := range strings.Split(raw, ",") {
+		for p := range strings.SplitSeq(raw, ",") {
 			if p = strings.TrimSpace(p); p != "" {
 				parts = append(parts, p)
 			}
@@ -730,12 +808,13 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("network.max_mb and network.max_connections must be positive"))
 	}
 	errs = append(errs, validateSecrets(c.Network.Secrets)...)
+	errs = append(errs, validateApprovable(c.Network)...)
 	if c.Packages.TimeoutSeconds <= 0 || c.Packages.MaxPackages <= 0 || c.Packages.MaxMB <= 0 {
 		errs = append(errs, errors.New("packages.timeout_seconds, packages.max_packages and packages.max_mb must be positive"))
 	}
-	for name, u := range map[string]string{"packages.pypi_index_url": c.Packages.PypiIndexURL, "packages.npm_registry_url": c.Packages.NpmRegistryURL} {
+	for name, u := range c.Packages.registries() {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			errs = append(errs, fmt.Errorf("%s %q: want an http:// or https:// URL", name, u))
+			errs = append(errs, fmt.Errorf("packages.%s %q: want an http:// or https:// URL", name, u))
 		}
 	}
 	switch c.AgentDelivery {
@@ -773,7 +852,7 @@ func (c Config) Validate() error {
 	if a := c.Artifacts; a.MaxFiles <= 0 || a.MaxFileBytes <= 0 || a.MaxTotalBytes <= 0 || a.InlineImageBytes <= 0 || a.RetentionSeconds <= 0 || a.StoreMB <= 0 {
 		errs = append(errs, errors.New("every artifacts setting must be positive"))
 	}
-	if x := c.Sessions; x.MaxSessions <= 0 || x.IdleTimeoutSeconds <= 0 || x.MaxIdleTimeoutSeconds < x.IdleTimeoutSeconds || x.MaxLifeSeconds <= 0 {
+	if x := c.Sessions; x.MaxSessions <= 0 || x.IdleTimeoutSeconds <= 0 || x.MaxIdleTimeoutSeconds < x.IdleTimeoutSeconds || x.MaxLifeSeconds <= 0 || x.ReplayMaxCells < 0 || x.ReplayMaxBytes < 0 || x.IdlePauseSeconds < 0 {
 		errs = append(errs, errors.New("sessions settings must be positive, with idle_timeout_seconds at most max_idle_timeout_seconds"))
 	}
 	if c.HTTP.OAuthIssuer != "" && (c.HTTP.OAuthIntrospectionURL == "" || c.HTTP.PublicURL == "") {
@@ -781,13 +860,16 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateBackend()...)
 	errs = append(errs, c.Store.validate()...)
+	if c.Images.WaitSeconds <= 0 {
+		errs = append(errs, errors.New("images.wait_seconds must be positive: how long a run may wait for its image's background build"))
+	}
 	if c.HTTP.RatePerMinute < 0 {
 		errs = append(errs, errors.New("http.rate_per_minute must be 0 (no limit) or more"))
 	}
 	if c.Metrics.MaxPrincipals <= 0 {
 		errs = append(errs, errors.New("metrics.max_principals must be positive"))
 	}
-	if q := c.Quotas; q.ConcurrentRuns < 0 || q.Sessions < 0 || q.ExecutionsKept < 0 || q.OutputStoreMB < 0 || q.ArtifactStoreMB < 0 {
+	if q := c.Quotas; q.ConcurrentRuns < 0 || q.Sessions < 0 || q.PausedSessions < 0 || q.ExecutionsKept < 0 || q.OutputStoreMB < 0 || q.ArtifactStoreMB < 0 {
 		errs = append(errs, errors.New("quotas settings must be 0 (no quota) or more"))
 	}
 	if _, err := c.HTTP.tokens(false); err != nil {
@@ -816,11 +898,11 @@ func (c Config) OutputRetention() time.Duration {
 func (c Config) validateBackend() []error {
 	var errs []error
 	switch c.Backend {
-	case "", BackendDocker, BackendCrun:
+	case "", BackendAuto, BackendDocker, BackendCrun:
 		return nil
 	case BackendKubernetes:
 	default:
-		return []error{fmt.Errorf("backend %q: want %q, %q or %q", c.Backend, BackendDocker, BackendKubernetes, BackendCrun)}
+		return []error{fmt.Errorf("backend %q: want %q, %q, %q or %q", c.Backend, BackendAuto, BackendDocker, BackendKubernetes, BackendCrun)}
 	}
 	k := c.Kubernetes
 	if k.Namespace == "" {
@@ -895,6 +977,9 @@ func (s Store) validate() []error {
 		return []error{fmt.Errorf("store.backend %q: want %q or %q", s.Backend, StoreEmbedded, StoreEtcd)}
 	}
 	var errs []error
+	if u := s.AdvertiseURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		errs = append(errs, fmt.Errorf("store.advertise_url %q: want the http:// URL at which the other replicas reach this one, like http://10.0.0.5:8080", u))
+	}
 	e := s.Etcd
 	if len(e.Endpoints) == 0 {
 		errs = append(errs, errors.New("store.etcd.endpoints is required with the etcd store: the members' client URLs, like https://etcd-0.etcd:2379"))

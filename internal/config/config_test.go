@@ -41,7 +41,7 @@ func TestLoadRejects(t *testing.T) {
 		{"default above max", `{"limits":{"timeout_seconds":100}}`, nil, "above limits.max_timeout_seconds"},
 		{"zero limit", `{"limits":{"pids_limit":0}}`, nil, "limits.pids_limit must be positive"},
 		{"bad env", `{}`, map[string]string{"MCR_LIMITS_MEMORY_MB": "lots"}, "MCR_LIMITS_MEMORY_MB"},
-		{"unknown backend", `{"backend":"nomad"}`, nil, `backend "nomad": want "docker", "kubernetes" or "crun"`},
+		{"unknown backend", `{"backend":"nomad"}`, nil, `backend "nomad": want "auto", "docker", "kubernetes" or "crun"`},
 		{"kubernetes without a namespace", `{"backend":"kubernetes","kubernetes":{"namespace":""}}`, nil, "kubernetes.namespace is required"},
 		{"bad node selector", `{"backend":"kubernetes","kubernetes":{"node_selector":["pool"]}}`, nil, "want KEY=VALUE"},
 		{"bad toleration effect", `{"backend":"kubernetes","kubernetes":{"tolerations":["a=b:Sometimes"]}}`, nil, "want KEY[=VALUE]:EFFECT"},

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,14 @@ type Secret struct {
 	// ValueFile is a file holding the value (a trailing newline is not
 	// part of it).
 	ValueFile string `json:"value_file"`
+	// Principals are the clients that may ask for the secret, by their
+	// principal names; empty means every client of the server.
+	Principals []string `json:"principals"`
+}
+
+// Allows reports whether the principal called name may ask for s.
+func (s Secret) Allows(name string) bool {
+	return len(s.Principals) == 0 || slices.Contains(s.Principals, name)
 }
 
 var (
@@ -75,6 +84,11 @@ func validateSecrets(secrets []Secret) []error {
 		}
 		if s.Format != "" && !strings.Contains(s.Format, "{value}") {
 			errs = append(errs, fmt.Errorf("%s: format %q has no {value} where the secret goes, like %q", at, s.Format, "Bearer {value}"))
+		}
+		for _, p := range s.Principals {
+			if strings.TrimSpace(p) == "" {
+				errs = append(errs, fmt.Errorf("%s: principals holds an empty name; list the principal names that may use the secret, or leave principals out for every client", at))
+			}
 		}
 		if (s.ValueEnv == "") == (s.ValueFile == "") {
 			errs = append(errs, fmt.Errorf("%s: give the value's source as value_env (an environment variable) or value_file, exactly one; the value itself never goes in the configuration", at))

@@ -30,6 +30,8 @@ func TestASecretIsValidatedWithoutItsValue(t *testing.T) {
 		{"a format without the value", func(s *Secret) { s.Format = "Bearer" }, "has no {value}"},
 		{"no source of the value", func(s *Secret) { s.ValueEnv = "" }, "exactly one"},
 		{"two sources of the value", func(s *Secret) { s.ValueFile = "/run/secrets/github" }, "exactly one"},
+		{"named principals", func(s *Secret) { s.Principals = []string{"alice"} }, ""},
+		{"an empty principal", func(s *Secret) { s.Principals = []string{"alice", " "} }, "principals holds an empty name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,11 +104,38 @@ func TestASecretsValueComesFromTheEnvironmentOrAFile(t *testing.T) {
 	}
 }
 
+// TestASecretIsForThePrincipalsItNames: a secret with principals is
+// theirs alone; one without is every client's.
+func TestASecretIsForThePrincipalsItNames(t *testing.T) {
+	s := goodSecret()
+	if !s.Allows("anyone") {
+		t.Error("a secret without principals refuses a client")
+	}
+	s.Principals = []string{"alice"}
+	if !s.Allows("alice") || s.Allows("bob") {
+		t.Errorf("a secret for alice: alice %v, bob %v", s.Allows("alice"), s.Allows("bob"))
+	}
+}
+
 // TestSecretsAreNotSetFromTheEnvironment: the list of secrets has no
 // environment variable (its records are the file's), so no MCR_ variable
 // can inject one.
 func TestSecretsAreNotSetFromTheEnvironment(t *testing.T) {
 	if _, ok := EnvNames()["MCR_NETWORK_SECRETS"]; ok {
 		t.Fatal("MCR_NETWORK_SECRETS sets network.secrets")
+	}
+}
+
+// TestAConfigurationWithASecretsValueIsRefused: the value of a secret never
+// sits in the configuration file; a file that gives one does not load.
+func TestAConfigurationWithASecretsValueIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	data := `{"network": {"secrets": [{"name": "github", "hosts": ["api.github.com"], "header": "Authorization", "value": "ghp_plaintext"}]}}`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), `unknown field "value"`) {
+		t.Fatalf("loading a secret with its value: %v, want the unknown field value refused", err)
 	}
 }

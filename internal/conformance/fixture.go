@@ -2,7 +2,7 @@
 // suite (@modelcontextprotocol/conformance): the tools, resources and prompts
 // with fixed names (test_simple_text, slow_compute, test://static-text, ...)
 // that its scenarios call. They are mounted on a server of this project's MCP
-// layer (mcpserver.NewBareServer, served by mcpserver.HTTPHandler) by the
+// layer (mcpserver.NewBareServer, served by transport.HTTPHandler) by the
 // fixture server in ./fixtureserver, so that the suite exercises the
 // product's HTTP handler, guards, cancellation routing and progress and
 // logging plumbing with every scenario it has. The product never imports
@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/tasks"
 )
 
 // ServerName is the fixture server's implementation name.
@@ -57,7 +58,7 @@ func NewServer(version string, log *slog.Logger) *mcp.Server {
 	addInputRequiredTools(s)
 	addTaskTools(s)
 	for _, name := range TaskTools {
-		mcpserver.TaskSupport(s, name)
+		tasks.Support(s, name)
 	}
 	addResources(s)
 	addPrompts(s)
@@ -447,7 +448,7 @@ func addInputRequiredTools(s *mcp.Server) {
 }
 
 // TaskTools names the fixtures the suite's Tasks scenarios (SEP-2663) call
-// as task-supporting tools; the Tasks layer of mcpserver runs a call to them
+// as task-supporting tools; the Tasks layer (mcpserver/tasks) runs a call to them
 // as a task when the client declared the extension, and inline otherwise.
 var TaskTools = []string{"slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input", "test_tool_with_task"}
 

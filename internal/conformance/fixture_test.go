@@ -11,14 +11,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 )
 
 // serveFixtures serves the fixtures the way the fixture server does: on the
 // product's HTTP handler, on loopback.
 func serveFixtures(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(mcpserver.HTTPHandler(NewServer("test", nil), mcpserver.HTTPOptions{MaxBodyBytes: 1 << 20}))
+	srv := httptest.NewServer(transport.HTTPHandler(NewServer("test", nil), transport.HTTPOptions{MaxBodyBytes: 1 << 20}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

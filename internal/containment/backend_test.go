@@ -26,15 +26,14 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
 
-// backendEnv names the sandbox backend the battery runs on: "" or
-// "docker" (the Docker backend, under testutil.RuntimeEnv's runtime), or
-// "crun" (the crun backend, on Docker's images); make test runs it on both.
-const backendEnv = "MCR_TEST_BACKEND"
+// backendEnv names the sandbox backend the battery runs on (testbackend.Env).
+const backendEnv = testbackend.Env
 
 // onCrun says the battery runs on the crun backend.
-func onCrun() bool { return os.Getenv(backendEnv) == config.BackendCrun }
+func onCrun() bool { return testbackend.OnCrun() }
 
 // hostView is how the battery sees this process's sandboxes from the host,
 // on the backend it runs on.
@@ -60,26 +59,13 @@ type hostView interface {
 // and the view of the sandboxes from the host.
 func engineOn(t *testing.T, cfg *config.Config) (*engine.Engine, *docker.Backend, hostView) {
 	t.Helper()
-	switch name := os.Getenv(backendEnv); name {
+	switch name := testbackend.RequireName(t); name {
 	case "", config.BackendDocker:
 		e, b := testutil.Engine(t, cfg)
 		return e, b, dockerView{b: b}
 	case config.BackendCrun:
 		db := testutil.Backend(t)
-		// A state directory per test, removed after it: no test's cleanup
-		// touches another's sandboxes.
-		state := filepath.Join("/run", fmt.Sprintf("mcr-crun-battery-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
-		cb, err := crun.New(testutil.RequireDocker(t), crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
-		if err == nil {
-			err = cb.Check(context.Background())
-		}
-		if err != nil {
-			t.Fatalf("%s=crun: the crun backend is unavailable: %v", backendEnv, err)
-		}
-		t.Cleanup(func() {
-			_ = cb.Close()
-			_ = os.RemoveAll(state)
-		})
+		cb, state := testbackend.Crun(t)
 		v := &crunView{b: cb, state: state}
 		reg := languages.Builtin()
 		e := engine.New(*cfg, reg, &countingBackend{Backend: cb, v: v}, nil,

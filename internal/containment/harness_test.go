@@ -265,7 +265,7 @@ func outcome(r *engine.Result, took time.Duration) string {
 // lines returns the non-empty lines of s.
 func lines(s string) []string {
 	var out []string
-	for _, l := range strings.Split(s, "\n") {
+	for l := range strings.SplitSeq(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			out = append(out, l)
 		}
@@ -432,7 +432,7 @@ func podmanContainersCreated(t *testing.T, since, until time.Time) int {
 		t.Fatalf("reading Podman's events: %v", err)
 	}
 	n := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		var id string
 		var at int64
 		if _, err := fmt.Sscanf(line, "%s %d", &id, &at); err == nil && at >= since.UnixNano() && at <= until.UnixNano() {
@@ -475,8 +475,8 @@ func onLine(marker string, fn func()) func(c sandbox.Chunk) {
 // first verb).
 func fmtSscanf(s, format string, args ...any) (int, error) {
 	prefix := format
-	if i := strings.IndexByte(format, '%'); i >= 0 {
-		prefix = format[:i]
+	if before, _, ok := strings.Cut(format, "%"); ok {
+		prefix = before
 	}
 	for _, l := range lines(s) {
 		if strings.HasPrefix(l, prefix) {

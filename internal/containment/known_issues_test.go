@@ -75,7 +75,7 @@ time.sleep(1)`
 while [ ! -e /workspace/.go ]; do sleep 0.05; done
 echo DONE`
 		injected := make(chan error, 1)
-		var wrote int64
+		var wrote atomic.Int64
 		inject := func() {
 			_, pid, err := sandboxOnHost(h.view)
 			if err != nil {
@@ -111,7 +111,7 @@ echo DONE`
 						injected <- err
 						return
 					}
-					atomic.AddInt64(&wrote, int64(len(piece)))
+					wrote.Add(int64(len(piece)))
 				}
 			}
 			injected <- nil
@@ -128,7 +128,7 @@ echo DONE`
 			t.Fatalf("the run ended before the forged frames were written")
 		}
 		skipIfNoHostView(t, err)
-		t.Logf("forged %d MiB of stdout frames into the stream from the host in %s", atomic.LoadInt64(&wrote)>>20, time.Since(start).Round(time.Millisecond))
+		t.Logf("forged %d MiB of stdout frames into the stream from the host in %s", wrote.Load()>>20, time.Since(start).Round(time.Millisecond))
 		if r.Status != engine.StatusOK || !strings.HasPrefix(r.Stdout, "READY\nAAAA") {
 			t.Errorf("want the run to end normally with the forged output kept up to the limit, got status %s stdout %q", r.Status, tail(r.Stdout, 100))
 		}

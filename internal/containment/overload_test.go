@@ -4,7 +4,7 @@ package containment_test
 
 import (
 	"context"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +35,10 @@ func TestOverload(t *testing.T) {
 					c.Pool.Size = 0
 					c.Pool.Sizes = []string{"bash=2"}
 				})
+				// The pool's own sandboxes are what surely run: the calls
+				// start once they are there (a loaded daemon, Podman's
+				// above all, may take longer than a call waits to make them).
+				waitPoolFull(t, h.e)
 			} else {
 				h = newHarness(t, "bash", limits)
 			}
@@ -51,9 +55,7 @@ func TestOverload(t *testing.T) {
 			var wg sync.WaitGroup
 			start := time.Now()
 			for range calls {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					ctx, cancel := context.WithTimeout(context.Background(), 3*bound)
 					defer cancel()
 					t0 := time.Now()
@@ -72,12 +74,12 @@ func TestOverload(t *testing.T) {
 					default:
 						other = append(other, "result "+r.Status+": "+outcome(r, d))
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			wall := time.Since(start)
 			w.check(t, heapBudget)
-			sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+			slices.Sort(durations)
 			slowest := durations[len(durations)-1]
 			t.Logf("OUTCOME %d calls in %s: %d ok, %d busy, %d other; median call %s, slowest %s",
 				calls, wall.Round(time.Millisecond), ok, busy, len(other), durations[len(durations)/2].Round(time.Millisecond), slowest.Round(time.Millisecond))

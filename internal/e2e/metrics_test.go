@@ -310,7 +310,7 @@ func auditLines(t *testing.T, path string) []map[string]any {
 		t.Fatal(err)
 	}
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("audit line is not JSON: %q: %v", line, err)

@@ -51,8 +51,14 @@ func startServer(t *testing.T, poolSize int) *server {
 // until it answers.
 func serveOn(t *testing.T, dataDir string, flags ...string) *server {
 	t.Helper()
+	return serveAt(t, fmt.Sprintf("127.0.0.1:%d", freePort(t)), dataDir, flags...)
+}
+
+// serveAt is serveOn at addr: a server that replaces a stopped one takes
+// its address.
+func serveAt(t *testing.T, addr, dataDir string, flags ...string) *server {
+	t.Helper()
 	bin := testutil.ServerBinary(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--http", addr}, flags...)...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

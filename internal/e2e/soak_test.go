@@ -94,9 +94,7 @@ func TestSoak(t *testing.T) {
 	failures := map[string]int{}
 	var wg sync.WaitGroup
 	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				if time.Since(start) > soakBudget {
 					return
@@ -116,7 +114,7 @@ func TestSoak(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	took := time.Since(start)

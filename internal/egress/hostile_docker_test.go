@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
 
 // recordingResolver answers nothing and records every name the proxies
@@ -166,8 +167,7 @@ func TestWithThePackagesTierAHostileProgramReachesNothingElse(t *testing.T) {
 	cfg.Pool.Sizes = nil
 	testutil.Unhurried(&cfg)
 	resolver := &recordingResolver{}
-	b := testutil.Backend(t)
-	e := engine.New(cfg, languagesBuiltin(), b, nil, engine.WithEgressResolver(resolver))
+	e, _ := testbackend.Engine(t, &cfg, engine.WithEgressResolver(resolver))
 	requireImages(t, e, "python")
 
 	tcp := newTripwire(t, "tcp", "127.0.0.1:0")
@@ -249,5 +249,5 @@ func TestWithThePackagesTierAHostileProgramReachesNothingElse(t *testing.T) {
 	if len(res.Network.Allowed) != 0 {
 		t.Errorf("allowed %v", res.Network.Allowed)
 	}
-	testutil.NoLeftovers(t, b.Client())
+	testutil.NoLeftovers(t, testutil.RequireDocker(t))
 }

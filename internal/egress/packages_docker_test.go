@@ -10,9 +10,9 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
 
 // packagesConfig allows the packages tier, with the package cache in a
@@ -46,7 +46,7 @@ func requireImages(t *testing.T, e *engine.Engine, langs ...string) {
 // lodash through the egress proxy, and the program requires it.
 func TestJavaScriptRunInstallsFromTheNpmRegistryAndRequiresIt(t *testing.T) {
 	cfg := packagesConfig(t)
-	e, b := testutil.Engine(t, &cfg)
+	e, b := testbackend.Engine(t, &cfg)
 	requireImages(t, e, "javascript")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -87,7 +87,7 @@ func TestJavaScriptRunInstallsFromTheNpmRegistryAndRequiresIt(t *testing.T) {
 // the Node.js that installed them.
 func TestJavaScriptLTSRunRequiresWhatNpmInstalled(t *testing.T) {
 	cfg := packagesConfig(t)
-	e, b := testutil.Engine(t, &cfg)
+	e, b := testbackend.Engine(t, &cfg)
 	requireImages(t, e, "javascript-lts")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -102,13 +102,11 @@ func TestJavaScriptLTSRunRequiresWhatNpmInstalled(t *testing.T) {
 	testutil.NoLeftovers(t, b.Client())
 }
 
-func languagesBuiltin() *languages.Registry { return languages.Builtin() }
-
 // In a JavaScript session: create_session's packages, then
 // install_packages, each importable by the next call with no restart.
 func TestAJavaScriptSessionInstallsPackagesAndRequiresThem(t *testing.T) {
 	cfg := packagesConfig(t)
-	e, b := testutil.Engine(t, &cfg)
+	e, b := testbackend.Engine(t, &cfg)
 	requireImages(t, e, "javascript")
 	m := sessions.NewManager(e)
 	defer m.Shutdown()
@@ -169,7 +167,7 @@ func BenchmarkPackageCache(b *testing.B) {
 		cfg.Packages.CacheDir = b.TempDir()
 		cfg.Pool.Sizes = nil
 		testutil.Unhurried(&cfg)
-		e, _ := testutil.Engine(b, &cfg)
+		e, _ := testbackend.Engine(b, &cfg)
 		b.StartTimer()
 		for j, d := range []*time.Duration{&miss, &hit} {
 			start := time.Now()

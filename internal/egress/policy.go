@@ -78,8 +78,9 @@ func HostOfURL(raw string) (host, port string, err error) {
 	return strings.ToLower(u.Hostname()), u.Port(), nil
 }
 
-// matchHost reports whether host is allowed by one of the patterns.
-func matchHost(patterns []string, host string) bool {
+// MatchHost reports whether host is allowed by one of the patterns: exact
+// names, or "*.x" for any name under x (not x itself).
+func MatchHost(patterns []string, host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	for _, p := range patterns {
 		p = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(p)), ".")
@@ -139,7 +140,7 @@ func (p Policy) check(host string, port int, tunnel bool) (allowed, private bool
 	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
 		return false, false, "an IP address; only host names on the list may be reached"
 	}
-	if !matchHost(p.Hosts, host) {
+	if !MatchHost(p.Hosts, host) {
 		return false, false, fmt.Sprintf("%s is not on the %s list (%s)", host, p.Tier, strings.Join(p.sortedHosts(), ", "))
 	}
 	if port != defaultPort {
@@ -196,3 +197,30 @@ var extraBlocked = func() []*net.IPNet {
 	}
 	return out
 }()
+
+// Names reports whether the policy lets a sandbox reach host, a name as a
+// secret's hosts give it: listed in Hosts, or named in Private (any port).
+// A pattern "*.example.com" needs a pattern of Hosts that covers every name
+// under example.com.
+func (p Policy) Names(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	if rest, ok := strings.CutPrefix(host, "*."); ok {
+		// No exact entry holds this label, so only a covering pattern
+		// matches it.
+		return MatchHost(p.Hosts, "mcr-any-name-under."+rest)
+	}
+	if MatchHost(p.Hosts, host) {
+		return true
+	}
+	for _, e := range p.Private {
+		e = strings.ToLower(strings.TrimSpace(e))
+		h, _, err := net.SplitHostPort(e)
+		if err != nil {
+			h = strings.Trim(e, "[]")
+		}
+		if h == host {
+			return true
+		}
+	}
+	return false
+}

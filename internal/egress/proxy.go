@@ -35,12 +35,15 @@ type Proxy struct {
 	dialer        net.Dialer
 	ca            *CA
 	upstreamRoots *x509.CertPool
+	onConnection  func(Connection)
+	approval      func(host string, port int, tunnel bool) Approval
 
 	conns atomic.Int64 // connections opened
 	bytes atomic.Int64 // bytes both ways
 
 	mu      sync.Mutex
 	denied  map[string]string // host -> first reason
+	pending map[string]bool   // approvable hosts denied for want of an approval
 	allowed map[string]bool
 	ln      []net.Listener
 	open    map[net.Conn]struct{}
@@ -59,6 +62,25 @@ type Options struct {
 	// UpstreamRoots verify the hosts of the policy's secrets; nil means the
 	// system's roots.
 	UpstreamRoots *x509.CertPool
+	// OnConnection, if set, is told of every connection the sandbox made
+	// through the proxy once it ends (the audit log, the metrics).
+	OnConnection func(Connection)
+	// Approval, if set, is asked about a host off the policy's list: the
+	// operator may let the user approve it, and the user may have.
+	Approval func(host string, port int, tunnel bool) Approval
+}
+
+// Approval is what the operator and the user said of a host off a
+// sandbox's list.
+type Approval struct {
+	// Approvable: the operator lets the user approve this host and port.
+	Approvable bool
+	// Approved: the sandbox's principal approved it, and the approval has
+	// not ended.
+	Approved bool
+	// Private: the operator named it with its port, as a private host: it
+	// may resolve to a private address.
+	Private bool
 }
 
 // New returns a proxy enforcing p.
@@ -72,8 +94,8 @@ func New(p Policy, opts Options) *Proxy {
 		r = opts.Resolver
 	}
 	return &Proxy{policy: p, log: log.With("tier", p.Tier), resolver: r, dialer: net.Dialer{Timeout: 20 * time.Second},
-		ca: opts.CA, upstreamRoots: opts.UpstreamRoots,
-		denied: map[string]string{}, allowed: map[string]bool{}, open: map[net.Conn]struct{}{}}
+		ca: opts.CA, upstreamRoots: opts.UpstreamRoots, onConnection: opts.OnConnection, approval: opts.Approval,
+		denied: map[string]string{}, pending: map[string]bool{}, allowed: map[string]bool{}, open: map[net.Conn]struct{}{}}
 }
 
 // Report is what a sandbox did through its proxy.
@@ -83,6 +105,9 @@ type Report struct {
 	Denied      []string `json:"denied,omitempty" jsonschema:"hosts the egress proxy refused, each with the reason: ask the operator to allow a host, or use a host on the tier's list"`
 	Connections int64    `json:"connections" jsonschema:"connections the run opened through the egress proxy"`
 	Bytes       int64    `json:"bytes" jsonschema:"bytes sent and received through the egress proxy"`
+	// Approvable are the denied hosts the operator lets the user approve
+	// and the principal has not: what run_code asks the user about.
+	Approvable []string `json:"-"`
 }
 
 // Report returns what the sandbox did so far.
@@ -96,8 +121,12 @@ func (p *Proxy) Report() Report {
 	for h, why := range p.denied {
 		r.Denied = append(r.Denied, h+": "+why)
 	}
+	for h := range p.pending {
+		r.Approvable = append(r.Approvable, h)
+	}
 	sort.Strings(r.Allowed)
 	sort.Strings(r.Denied)
+	sort.Strings(r.Approvable)
 	return r
 }
 
@@ -158,7 +187,8 @@ func (p *Proxy) untrack(c net.Conn) {
 	c.Close()
 }
 
-func (p *Proxy) deny(host string, port int, how, reason string) {
+func (p *Proxy) deny(rec *connRecord, host string, port int, how, reason string) {
+	rec.decide(host, port, how, false, reason)
 	key := net.JoinHostPort(host, strconv.Itoa(port))
 	p.log.Warn("egress denied", "host", host, "port", port, "method", how, "reason", reason)
 	p.mu.Lock()
@@ -168,13 +198,38 @@ func (p *Proxy) deny(host string, port int, how, reason string) {
 	p.mu.Unlock()
 }
 
-func (p *Proxy) allow(host string, port int, how string, addr string) {
+func (p *Proxy) allow(rec *connRecord, host string, port int, how string, addr string) {
+	rec.decide(host, port, how, true, "")
 	p.log.Info("egress allowed", "host", host, "port", port, "method", how, "addr", addr)
 	p.mu.Lock()
 	if len(p.allowed) < 64 {
 		p.allowed[net.JoinHostPort(host, strconv.Itoa(port))] = true
 	}
 	p.mu.Unlock()
+}
+
+// check is the policy's decision, widened by the principal's approval of
+// a host off the list that the operator marked approvable. An approvable
+// host without an approval is remembered for the run's result.
+func (p *Proxy) check(rec *connRecord, host string, port int, tunnel bool) (allowed, private bool, reason string) {
+	allowed, private, reason = p.policy.check(host, port, tunnel)
+	if allowed || p.approval == nil || net.ParseIP(strings.Trim(host, "[]")) != nil || MatchHost(p.policy.Hosts, host) {
+		return allowed, private, reason
+	}
+	v := p.approval(host, port, tunnel)
+	switch {
+	case !v.Approvable:
+		return false, false, reason
+	case v.Approved:
+		rec.approve()
+		return true, v.Private, ""
+	}
+	p.mu.Lock()
+	if len(p.pending) < 16 {
+		p.pending[strings.TrimSuffix(host, ".")] = true
+	}
+	p.mu.Unlock()
+	return false, false, reason + "; the operator lets a user approve it"
 }
 
 // maxHeaderBytes bounds a request's head, and helloLimit a TLS ClientHello.
@@ -187,6 +242,8 @@ const (
 // tunnel.
 func (p *Proxy) handle(c net.Conn) {
 	defer p.untrack(c)
+	rec := &connRecord{}
+	defer p.report(rec)
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	head := &io.LimitedReader{R: c, N: maxHeaderBytes}
 	br := bufio.NewReaderSize(head, 4096)
@@ -199,15 +256,15 @@ func (p *Proxy) handle(c net.Conn) {
 	_ = c.SetReadDeadline(time.Time{})
 	if n := p.conns.Add(1); p.policy.MaxConnections > 0 && n > int64(p.policy.MaxConnections) {
 		host, port := splitHostPort(req)
-		p.deny(host, port, req.Method, fmt.Sprintf("over the run's limit of %d connections", p.policy.MaxConnections))
+		p.deny(rec, host, port, req.Method, fmt.Sprintf("over the run's limit of %d connections", p.policy.MaxConnections))
 		writeStatus(c, http.StatusTooManyRequests, fmt.Sprintf("egress proxy: over the run's limit of %d connections", p.policy.MaxConnections))
 		return
 	}
 	if req.Method == http.MethodConnect {
-		p.tunnel(c, br, req)
+		p.tunnel(rec, c, br, req)
 		return
 	}
-	p.forward(c, req)
+	p.forward(rec, c, req)
 }
 
 func splitHostPort(req *http.Request) (string, int) {
@@ -234,11 +291,11 @@ func splitHostPort(req *http.Request) (string, int) {
 // operator's mirror port), and the tunnel's TLS ClientHello must name the
 // same host (SNI), so that a tunnel opened for an allowed name cannot carry
 // a connection to another one.
-func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
+func (p *Proxy) tunnel(rec *connRecord, c net.Conn, br *bufio.Reader, req *http.Request) {
 	host, port := splitHostPort(req)
-	ok, private, reason := p.policy.check(host, port, true)
+	ok, private, reason := p.check(rec, host, port, true)
 	if !ok {
-		p.deny(host, port, "CONNECT", reason)
+		p.deny(rec, host, port, "CONNECT", reason)
 		writeStatus(c, http.StatusForbidden, "egress proxy: "+reason)
 		return
 	}
@@ -246,8 +303,8 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 		return
 	}
 	src := io.MultiReader(br, c) // br holds anything sent with the CONNECT
-	if secret, bound := p.secretFor(host); bound && p.ca != nil {
-		p.intercept(c, src, host, port, private, secret)
+	if secrets := p.secretsFor(host); len(secrets) > 0 && p.ca != nil {
+		p.intercept(rec, c, src, host, port, private, secrets)
 		return
 	}
 	// The ClientHello: read through a recorder, to be replayed upstream.
@@ -257,13 +314,13 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 	_ = c.SetReadDeadline(time.Time{})
 	switch {
 	case err != nil:
-		p.deny(host, port, "CONNECT", "the tunnel did not start with a TLS ClientHello: "+err.Error())
+		p.deny(rec, host, port, "CONNECT", "the tunnel did not start with a TLS ClientHello: "+err.Error())
 		return
 	case !strings.EqualFold(strings.TrimSuffix(sni, "."), host) && (!private || net.ParseIP(host) == nil || sni != ""):
-		p.deny(host, port, "CONNECT", fmt.Sprintf("the TLS server name %q is not the CONNECT host", sni))
+		p.deny(rec, host, port, "CONNECT", fmt.Sprintf("the TLS server name %q is not the CONNECT host", sni))
 		return
 	}
-	up, err := p.dial(host, port, private, "CONNECT")
+	up, err := p.dial(rec, host, port, private, "CONNECT")
 	if err != nil {
 		return
 	}
@@ -271,25 +328,26 @@ func (p *Proxy) tunnel(c net.Conn, br *bufio.Reader, req *http.Request) {
 	if _, err := up.Write(hello.Bytes()); err != nil {
 		return
 	}
+	rec.bytes.Add(int64(hello.Len()))
 	p.count(int64(hello.Len()))
-	p.splice(c, src, up)
+	p.splice(rec, c, src, up)
 }
 
 // forward serves a plain HTTP request in absolute form.
-func (p *Proxy) forward(c net.Conn, req *http.Request) {
+func (p *Proxy) forward(rec *connRecord, c net.Conn, req *http.Request) {
 	host, port := splitHostPort(req)
 	if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" {
-		p.deny(host, port, req.Method, "not an absolute http:// URL; use CONNECT for https")
+		p.deny(rec, host, port, req.Method, "not an absolute http:// URL; use CONNECT for https")
 		writeStatus(c, http.StatusBadRequest, "egress proxy: give an absolute http:// URL, or CONNECT for https")
 		return
 	}
-	ok, private, reason := p.policy.check(host, port, false)
+	ok, private, reason := p.check(rec, host, port, false)
 	if !ok {
-		p.deny(host, port, req.Method, reason)
+		p.deny(rec, host, port, req.Method, reason)
 		writeStatus(c, http.StatusForbidden, "egress proxy: "+reason)
 		return
 	}
-	up, err := p.dial(host, port, private, req.Method)
+	up, err := p.dial(rec, host, port, private, req.Method)
 	if err != nil {
 		writeStatus(c, http.StatusBadGateway, "egress proxy: "+err.Error())
 		return
@@ -303,20 +361,20 @@ func (p *Proxy) forward(c net.Conn, req *http.Request) {
 	req.Header.Del("Proxy-Connection")
 	req.Header.Del("Proxy-Authorization")
 	req.Close = true
-	counted := &countingWriter{w: up, p: p}
+	counted := &countingWriter{w: up, p: p, rec: rec}
 	if err := req.Write(counted); err != nil {
 		return
 	}
 	// Only the answer flows back: one request per connection, so a second
 	// request sent on it (pipelined, for another host) never reaches the
 	// upstream connection unchecked.
-	_, _ = io.Copy(&countingWriter{w: c, p: p}, up)
+	_, _ = io.Copy(&countingWriter{w: c, p: p, rec: rec}, up)
 }
 
 // dial resolves host itself and dials an address the policy allows: for a
 // host the operator did not name, never loopback, link-local, private or
 // otherwise reserved.
-func (p *Proxy) dial(host string, port int, private bool, how string) (net.Conn, error) {
+func (p *Proxy) dial(rec *connRecord, host string, port int, private bool, how string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var addrs []net.IP
@@ -325,7 +383,7 @@ func (p *Proxy) dial(host string, port int, private bool, how string) (net.Conn,
 	} else {
 		found, err := p.resolver.LookupIPAddr(ctx, host)
 		if err != nil {
-			p.deny(host, port, how, "the name does not resolve: "+err.Error())
+			p.deny(rec, host, port, how, "the name does not resolve: "+err.Error())
 			return nil, fmt.Errorf("%s does not resolve: %w", host, err)
 		}
 		for _, a := range found {
@@ -346,28 +404,28 @@ func (p *Proxy) dial(host string, port int, private bool, how string) (net.Conn,
 			lastErr = err
 			continue
 		}
-		p.allow(host, port, how, addr)
+		p.allow(rec, host, port, how, addr)
 		return conn, nil
 	}
 	if lastErr == nil {
 		lastErr = fmt.Errorf("%s has no address", host)
 	}
-	p.deny(host, port, how, lastErr.Error())
+	p.deny(rec, host, port, how, lastErr.Error())
 	return nil, lastErr
 }
 
 // splice copies both ways until either side ends or the byte cap is hit.
-func (p *Proxy) splice(c net.Conn, src io.Reader, up net.Conn) {
+func (p *Proxy) splice(rec *connRecord, c net.Conn, src io.Reader, up net.Conn) {
 	done := make(chan struct{}, 2)
 	go func() {
-		_, _ = io.Copy(&countingWriter{w: up, p: p}, src)
+		_, _ = io.Copy(&countingWriter{w: up, p: p, rec: rec}, src)
 		if tc, ok := up.(*net.TCPConn); ok {
 			_ = tc.CloseWrite()
 		}
 		done <- struct{}{}
 	}()
 	go func() {
-		_, _ = io.Copy(&countingWriter{w: c, p: p}, up)
+		_, _ = io.Copy(&countingWriter{w: c, p: p, rec: rec}, up)
 		if uc, ok := c.(interface{ CloseWrite() error }); ok {
 			_ = uc.CloseWrite()
 		}
@@ -386,13 +444,15 @@ func (p *Proxy) count(n int64) bool {
 var errOverBytes = errors.New("over the run's egress byte limit")
 
 type countingWriter struct {
-	w io.Writer
-	p *Proxy
+	w   io.Writer
+	p   *Proxy
+	rec *connRecord
 }
 
 func (cw *countingWriter) Write(b []byte) (int, error) {
+	cw.rec.bytes.Add(int64(len(b)))
 	if !cw.p.count(int64(len(b))) {
-		cw.p.deny("*", 0, "bytes", fmt.Sprintf("over the run's limit of %d bytes through the proxy", cw.p.policy.MaxBytes))
+		cw.p.deny(cw.rec, "*", 0, "bytes", fmt.Sprintf("over the run's limit of %d bytes through the proxy", cw.p.policy.MaxBytes))
 		return 0, errOverBytes
 	}
 	return cw.w.Write(b)

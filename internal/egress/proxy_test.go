@@ -236,8 +236,8 @@ func TestHostPatterns(t *testing.T) {
 		{[]string{"*.example.com"}, "aexample.com", false},
 		{nil, "pypi.org", false},
 	} {
-		if got := matchHost(c.patterns, c.host); got != c.want {
-			t.Errorf("matchHost(%v, %q) = %v, want %v", c.patterns, c.host, got, c.want)
+		if got := MatchHost(c.patterns, c.host); got != c.want {
+			t.Errorf("MatchHost(%v, %q) = %v, want %v", c.patterns, c.host, got, c.want)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
 
 // wheel builds a pure-Python wheel of one module that exposes VERSION.
@@ -62,7 +63,7 @@ func simpleIndex(t *testing.T, wheels map[string][]byte) (*httptest.Server, *ato
 	var downloads atomic.Int32
 	byProject := map[string][]string{}
 	for file := range wheels {
-		project := strings.SplitN(file, "-", 2)[0]
+		project, _, _ := strings.Cut(file, "-")
 		byProject[project] = append(byProject[project], file)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +119,7 @@ func TestPythonInstallsFromTheOperatorsIndexAndReportsWhatItInstalled(t *testing
 	cfg := packagesConfig(t)
 	cfg.Packages.PypiIndexURL = srv.URL + "/simple"
 	cfg.Network.PrivateHosts = []string{"127.0.0.1:" + port}
-	e, b := testutil.Engine(t, &cfg)
+	e, b := testbackend.Engine(t, &cfg)
 	requireImages(t, e, "python")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -173,7 +174,7 @@ func TestInstallsFromARegistryThatIsDownAndTiersAboveTheMaximumAreRefusedClearly
 	cfg := packagesConfig(t)
 	cfg.Packages.PypiIndexURL = "http://" + addr + "/simple"
 	cfg.Network.PrivateHosts = []string{addr}
-	e, b := testutil.Engine(t, &cfg)
+	e, b := testbackend.Engine(t, &cfg)
 	requireImages(t, e, "python")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -236,7 +237,7 @@ func TestInstallsOverTheTimeOrSizeLimitAreStoppedAndSaySo(t *testing.T) {
 	cfg.Network.PrivateHosts = []string{"127.0.0.1:" + port, "127.0.0.1:" + slowPort}
 	cfg.Packages.MaxMB = 2
 	cfg.Packages.PypiIndexURL = srv.URL + "/simple"
-	e, b := testutil.Engine(t, &cfg)
+	e, b := testbackend.Engine(t, &cfg)
 	requireImages(t, e, "python")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -248,7 +249,7 @@ func TestInstallsOverTheTimeOrSizeLimitAreStoppedAndSaySo(t *testing.T) {
 	cfg.Packages.MaxMB = 512
 	cfg.Packages.TimeoutSeconds = 5
 	cfg.Packages.PypiIndexURL = slow.URL + "/simple"
-	e, _ = testutil.Engine(t, &cfg)
+	e, _ = testbackend.Engine(t, &cfg)
 	_, err = e.Run(ctx, engine.Request{Language: "python", Packages: []string{"mcrbig==1.0"}, Code: "print(1)"}, engine.RunOptions{})
 	if err == nil || engine.CodeOf(err) != engine.CodeInstall || !strings.Contains(err.Error(), "packages.timeout_seconds") {
 		t.Errorf("over the time limit: %v", err)

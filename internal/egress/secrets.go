@@ -49,14 +49,44 @@ func (s Secret) headerValue() string {
 	return strings.ReplaceAll(s.Format, "{value}", s.Value)
 }
 
-// secretFor returns the secret bound to host, if any.
-func (p *Proxy) secretFor(host string) (Secret, bool) {
-	for _, s := range p.policy.Secrets {
-		if matchHost(s.Hosts, host) {
-			return s, true
+// apply writes s into h, its header: where the sandbox wrote the
+// placeholder inside a value of it (Authorization: Bearer <placeholder>),
+// the placeholder gives way to the value and the rest stays the
+// sandbox's; a header that is the placeholder alone, holds none or is
+// absent becomes the operator's format with the value. The value goes
+// into s's header only, never another one the sandbox names: the
+// operator bound it to that header.
+func (s Secret) apply(h http.Header) {
+	ph := Placeholder(s.Name)
+	vals := h.Values(s.Header)
+	inside := false
+	for _, v := range vals {
+		inside = inside || v != ph && strings.Contains(v, ph)
+	}
+	if !inside {
+		h.Set(s.Header, s.headerValue())
+		return
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		if v == ph {
+			out[i] = s.headerValue()
+		} else {
+			out[i] = strings.ReplaceAll(v, ph, s.Value)
 		}
 	}
-	return Secret{}, false
+	h[http.CanonicalHeaderKey(s.Header)] = out
+}
+
+// secretsFor returns the secrets bound to host, in the policy's order.
+func (p *Proxy) secretsFor(host string) []Secret {
+	var out []Secret
+	for _, s := range p.policy.Secrets {
+		if MatchHost(s.Hosts, host) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // CA issues the certificates with which the proxy terminates the tunnels to
@@ -145,12 +175,13 @@ func (ca *CA) leaf(host string) (*tls.Certificate, error) {
 	return c, nil
 }
 
-// intercept serves a tunnel to a host a secret is bound to: the proxy is the
+// intercept serves a tunnel to a host secrets are bound to: the proxy is the
 // TLS server the sandbox talks to (with a certificate of its CA for host),
-// reads one request, sets the secret's header, and sends the request on to
+// reads one request, writes each secret into its header (Secret.apply),
+// and sends the request on to
 // the real host over TLS it verifies. The answer flows back; the connection
 // carries that one request.
-func (p *Proxy) intercept(c net.Conn, src io.Reader, host string, port int, private bool, s Secret) {
+func (p *Proxy) intercept(rec *connRecord, c net.Conn, src io.Reader, host string, port int, private bool, secrets []Secret) {
 	conn := tls.Server(readerConn{Conn: c, r: src}, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -160,11 +191,11 @@ func (p *Proxy) intercept(c net.Conn, src io.Reader, host string, port int, priv
 	defer conn.Close()
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	if err := conn.Handshake(); err != nil {
-		p.deny(host, port, "CONNECT", "the TLS handshake with the sandbox failed: "+err.Error())
+		p.deny(rec, host, port, "CONNECT", "the TLS handshake with the sandbox failed: "+err.Error())
 		return
 	}
 	if sni := conn.ConnectionState().ServerName; !strings.EqualFold(strings.TrimSuffix(sni, "."), host) {
-		p.deny(host, port, "CONNECT", fmt.Sprintf("the TLS server name %q is not the CONNECT host", sni))
+		p.deny(rec, host, port, "CONNECT", fmt.Sprintf("the TLS server name %q is not the CONNECT host", sni))
 		return
 	}
 	head := &io.LimitedReader{R: conn, N: maxHeaderBytes}
@@ -175,7 +206,7 @@ func (p *Proxy) intercept(c net.Conn, src io.Reader, host string, port int, priv
 	}
 	head.N = 1 << 62 // the bound is the head's; the body goes on
 	_ = c.SetDeadline(time.Time{})
-	up, err := p.dial(host, port, private, "CONNECT")
+	up, err := p.dial(rec, host, port, private, "CONNECT")
 	if err != nil {
 		writeStatus(conn, http.StatusBadGateway, "egress proxy: "+err.Error())
 		return
@@ -183,21 +214,26 @@ func (p *Proxy) intercept(c net.Conn, src io.Reader, host string, port int, priv
 	defer up.Close()
 	upTLS := tls.Client(up, &tls.Config{ServerName: host, RootCAs: p.upstreamRoots, MinVersion: tls.VersionTLS12})
 	if err := upTLS.Handshake(); err != nil {
-		p.deny(host, port, "CONNECT", "the host's TLS certificate is not trusted: "+err.Error())
+		p.deny(rec, host, port, "CONNECT", "the host's TLS certificate is not trusted: "+err.Error())
 		writeStatus(conn, http.StatusBadGateway, "egress proxy: the host's TLS certificate is not trusted")
 		return
 	}
-	req.Header.Set(s.Header, s.headerValue())
+	names := make([]string, len(secrets))
+	for i, s := range secrets {
+		s.apply(req.Header)
+		names[i] = s.Name
+	}
 	req.Host = host
 	if port != 443 {
 		req.Host = net.JoinHostPort(host, fmt.Sprint(port))
 	}
 	req.Close = true
-	p.log.Info("egress secret sent", "host", host, "port", port, "secret", s.Name)
-	if err := req.Write(&countingWriter{w: upTLS, p: p}); err != nil {
+	rec.secret = strings.Join(names, ",")
+	p.log.Info("egress secret sent", "host", host, "port", port, "secret", rec.secret)
+	if err := req.Write(&countingWriter{w: upTLS, p: p, rec: rec}); err != nil {
 		return
 	}
-	_, _ = io.Copy(&countingWriter{w: conn, p: p}, upTLS)
+	_, _ = io.Copy(&countingWriter{w: conn, p: p, rec: rec}, upTLS)
 }
 
 // readerConn is c with its reads from r (which holds what was read ahead).

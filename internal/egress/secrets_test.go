@@ -148,3 +148,126 @@ func TestTheSecretGoesOnlyWhereItIsBoundOverVerifiedTLS(t *testing.T) {
 		}
 	})
 }
+
+// TestAPolicyNamesTheHostsOfASecret: a secret's host is reached when the
+// policy lists it, covers it with a pattern or names it as a private host;
+// a secret's pattern needs a pattern covering all of it.
+func TestAPolicyNamesTheHostsOfASecret(t *testing.T) {
+	p := Policy{Hosts: []string{"api.example.com", "*.cdn.example"}, Private: []string{"mirror.internal:8443", "10.0.0.5"}}
+	cases := []struct {
+		host string
+		want bool
+	}{
+		{"api.example.com", true},
+		{"API.example.com.", true},
+		{"x.cdn.example", true},
+		{"*.cdn.example", true},
+		{"*.a.cdn.example", true},
+		{"mirror.internal", true},
+		{"10.0.0.5", true},
+		{"other.example.com", false},
+		{"*.example.com", false},
+		{"cdn.example", false},
+	}
+	for _, c := range cases {
+		if got := p.Names(c.host); got != c.want {
+			t.Errorf("Names(%q) = %v, want %v", c.host, got, c.want)
+		}
+	}
+}
+
+// TestTheProxyWritesASecretIntoItsHeaderWholeOrWhereThePlaceholderStands:
+// through a real tunnel to a bound host, the placeholder inside the bound
+// header's value gives way to the value alone (the sandbox's own scheme
+// stays), a header that is the placeholder alone, holds none or is absent
+// becomes the operator's format, two secrets bound to one host each go
+// into their own header, and a placeholder in a header the secret is not
+// bound to stays the placeholder.
+func TestTheProxyWritesASecretIntoItsHeaderWholeOrWhereThePlaceholderStands(t *testing.T) {
+	ph, key := Placeholder("api"), Placeholder("key")
+	keySecret := Secret{Name: "key", Hosts: []string{"example.com"}, Header: "X-Api-Key", Value: "key-value"}
+	cases := []struct {
+		name    string
+		secrets []Secret
+		headers []string // the sandbox's header lines
+		want    map[string][]string
+	}{
+		{"the placeholder inside the value, another scheme", []Secret{apiSecret()},
+			[]string{"Authorization: Token " + ph},
+			map[string][]string{"Authorization": {"Token " + secretValue}}},
+		{"the placeholder inside the value, twice", []Secret{apiSecret()},
+			[]string{"Authorization: Basic " + ph + ":" + ph},
+			map[string][]string{"Authorization": {"Basic " + secretValue + ":" + secretValue}}},
+		{"the placeholder alone takes the operator's format", []Secret{apiSecret()},
+			[]string{"Authorization: " + ph},
+			map[string][]string{"Authorization": {"Bearer " + secretValue}}},
+		{"no header: the operator's format", []Secret{apiSecret()},
+			nil,
+			map[string][]string{"Authorization": {"Bearer " + secretValue}}},
+		{"a header without the placeholder is replaced whole", []Secret{apiSecret()},
+			[]string{"Authorization: Bearer made-up"},
+			map[string][]string{"Authorization": {"Bearer " + secretValue}}},
+		{"a placeholder in a header the secret is not bound to stays", []Secret{apiSecret()},
+			[]string{"X-Debug: " + ph},
+			map[string][]string{"Authorization": {"Bearer " + secretValue}, "X-Debug": {ph}}},
+		{"two secrets on one host, each into its header", []Secret{apiSecret(), keySecret},
+			[]string{"Authorization: Token " + ph, "X-Api-Key: k=" + key},
+			map[string][]string{"Authorization": {"Token " + secretValue}, "X-Api-Key": {"k=key-value"}}},
+		{"another secret's placeholder in this one's header stays", []Secret{apiSecret()},
+			[]string{"Authorization: Token " + key},
+			map[string][]string{"Authorization": {"Bearer " + secretValue}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got http.Header
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				got = r.Header.Clone()
+				mu.Unlock()
+				_, _ = io.WriteString(w, "api says hi")
+			}))
+			t.Cleanup(srv.Close)
+			_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+			ca, err := NewCA(time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			var conns []Connection
+			px := New(Policy{Tier: TierAllowlist, Private: []string{"example.com:" + port}, Secrets: c.secrets},
+				Options{Resolver: &fakeResolver{table: map[string]string{"example.com": "127.0.0.1"}}, CA: ca,
+					UpstreamRoots: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs,
+					Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
+					OnConnection:  func(cn Connection) { mu.Lock(); conns = append(conns, cn); mu.Unlock() }})
+			conn := serveOnSocket(t, px)()
+			if code, _ := connect(t, conn, "example.com:"+port); code != http.StatusOK {
+				t.Fatalf("CONNECT: %d", code)
+			}
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(ca.CertPEM())
+			tc := tls.Client(conn, &tls.Config{ServerName: "example.com", RootCAs: roots})
+			head := "GET / HTTP/1.1\r\nHost: example.com\r\n"
+			for _, h := range c.headers {
+				head += h + "\r\n"
+			}
+			fmt.Fprint(tc, head+"Connection: close\r\n\r\n")
+			answer, err := io.ReadAll(tc)
+			if err != nil || !strings.Contains(string(answer), "api says hi") {
+				t.Fatalf("through the proxy: %q %v", answer, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for k, want := range c.want {
+				if v := got.Values(k); strings.Join(v, "\n") != strings.Join(want, "\n") {
+					t.Errorf("the API received %s %q, want %q", k, v, want)
+				}
+			}
+			for _, text := range []string{string(answer), logs.String(), fmt.Sprintf("%+v", conns)} {
+				if strings.Contains(text, secretValue) || strings.Contains(text, "key-value") {
+					t.Errorf("a value reached the answer, the log or the report: %s", text)
+				}
+			}
+		})
+	}
+}

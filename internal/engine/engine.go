@@ -2,12 +2,15 @@ package engine
 
 import (
 	"context"
+	"crypto/x509"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/approval"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -47,7 +50,7 @@ func WithEgressResolver(r egress.Resolver) Option {
 
 // WithStore keeps the engine's full outputs and artifacts in st, the state
 // every replica shares; without it they live in this process's memory
-// (store.Memory), as the fast tests and the bench want.
+// ([store.Memory]), as the fast tests and the bench want.
 func WithStore(st store.Store) Option {
 	return func(e *Engine) { e.state = st }
 }
@@ -75,10 +78,21 @@ type Engine struct {
 	runs     map[string]RunInfo
 	cancels  map[string]context.CancelFunc
 
+	egressObs atomic.Pointer[EgressObserver]
+
 	quotaMu sync.Mutex
 	running map[string]int // principal name -> run slots held
 
 	resolver egress.Resolver // nil: the host's
+
+	approvals *approval.Approvals // the hosts each principal's user approved
+
+	secrets       map[string]boundSecret // the operator's, by name; see LoadSecrets
+	ca            *egress.CA             // terminates the tunnels to the secrets' hosts
+	caBundle      []byte                 // the host's roots and the CA, for a run with secrets
+	upstreamRoots *x509.CertPool         // nil: the system's
+
+	imageBuilds ImageBuilds // nil: no image is built in the background
 
 	versionSource RuntimeVersions // nil: none reported
 	versionsMu    sync.Mutex
@@ -110,6 +124,7 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 	if e.state == nil {
 		e.state = store.NewMemory()
 	}
+	e.approvals = approval.New(e.state, time.Duration(cfg.Network.ApprovalTTLSeconds)*time.Second, nil)
 	e.outputs = NewOutputStore(e.state, "outputs", cfg.OutputStoreMB<<20, cfg.Quotas.OutputStoreMB<<20, cfg.OutputRetention())
 	e.artifacts = NewOutputStore(e.state, "artifacts", cfg.Artifacts.StoreMB<<20, cfg.Quotas.ArtifactStoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second)
 	return e

@@ -3,7 +3,16 @@
 package engine_test
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
@@ -51,6 +60,9 @@ var entryCases = []entryCase{
 	{name: "kotlin object with @JvmStatic main", lang: "kotlin",
 		code:   "object App {\n    @JvmStatic\n    fun main(args: Array<String>) {\n        println(\"object main\")\n    }\n}",
 		stdout: "object main\n"},
+	{name: "kotlin 1.5 and 1.6 functions on the 1.3 compiler", lang: "kotlin",
+		code:   "fun main() {\n    val line = readlnOrNull() ?: \"42\"\n    println(line.map { it.digitToInt() }.sum() + 'a'.code)\n    println(\"${'x'.uppercaseChar()}${\"y\".uppercase()}${'Z'.lowercase()}${\"W\".lowercase()}\")\n}",
+		stdout: "103\nXYzw\n"},
 	{name: "kotlin no main", lang: "kotlin",
 		code:   "fun solve(n: Int): Int = n * 2",
 		status: engine.StatusCompileError, stderr: "no `fun main()`"},
@@ -114,6 +126,60 @@ var entryCases = []entryCase{
 	{name: "scala 3 @main", lang: "scala",
 		code:   "@main def hello(): Unit = println(\"hi\")",
 		status: engine.StatusCompileError, stderr: "`@main` is Scala 3, and this runner has Scala 2.11"},
+
+	{name: "cobol free format from column 1", lang: "cobol",
+		code:   "IDENTIFICATION DIVISION.\nPROGRAM-ID. FREEHELLO.\nDATA DIVISION.\nWORKING-STORAGE SECTION.\n01 WS-COUNT PIC 9 VALUE 3.\nPROCEDURE DIVISION.\n    *> a floating comment\n    PERFORM WS-COUNT TIMES\n        DISPLAY \"free \" WS-COUNT\n        SUBTRACT 1 FROM WS-COUNT\n    END-PERFORM\n    STOP RUN.\n",
+		stdout: "free 3\nfree 2\nfree 1\n"},
+	{name: "cobol >>SOURCE FORMAT FREE in column 1", lang: "cobol",
+		code:   ">>SOURCE FORMAT FREE\nidentification division.\nprogram-id. directive.\nprocedure division.\ndisplay \"directive\".\nstop run.\n",
+		stdout: "directive\n"},
+	{name: "asm 32-bit program that starts at main with the C library", lang: "asm",
+		code:   "extern printf\nsection .data\n    fmt db \"%d\", 10, 0\nsection .text\nglobal main\nmain:\n    push ebp\n    mov ebp, esp\n    push dword 42\n    push fmt\n    call printf\n    add esp, 8\n    xor eax, eax\n    pop ebp\n    ret\n",
+		status: engine.StatusCompileError, stderr: "this image has no 32-bit C library: start it at _start with int 0x80 system calls, or write it for x86-64"},
+}
+
+// asm32Hello is the 32-bit Linux hello world of every NASM tutorial.
+const asm32Hello = "section .data\n    msg db \"Hello, World!\", 0xa\n    len equ $ - msg\n\nsection .text\n    global _start\n\n_start:\n    mov edx, len\n    mov ecx, msg\n    mov ebx, 1\n    mov eax, 4\n    int 0x80\n\n    push dword 0\n    pop ebx\n    mov eax, 1\n    int 0x80\n"
+
+// asm32Case is the 32-bit hello world: it runs where the kernel runs 32-bit
+// programs, and is refused with what to write instead where it does not.
+func asm32Case(t *testing.T) entryCase {
+	c := entryCase{name: "asm 32-bit hello world with int 0x80", lang: "asm", code: asm32Hello}
+	if kernelRuns32Bit(t) {
+		c.stdout = "Hello, World!\n"
+	} else {
+		c.status, c.stderr = engine.StatusCompileError, "this machine's kernel does not run 32-bit programs: write it for x86-64"
+	}
+	return c
+}
+
+// kernelRuns32Bit reports whether the kernel that runs the sandboxes (the
+// tests' own, Docker's containers sharing it) starts a 32-bit x86 program:
+// a static ELF of 93 bytes that calls exit(0) with int 0x80. A kernel
+// without IA-32 emulation answers ENOEXEC.
+func kernelRuns32Bit(t *testing.T) bool {
+	t.Helper()
+	const base = 0x08048000
+	var b bytes.Buffer
+	le := func(vs ...any) {
+		for _, v := range vs {
+			_ = binary.Write(&b, binary.LittleEndian, v)
+		}
+	}
+	b.Write([]byte{0x7f, 'E', 'L', 'F', 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	le(uint16(2), uint16(3), uint32(1), uint32(base+84), uint32(52), uint32(0), uint32(0), uint16(52), uint16(32), uint16(1), uint16(0), uint16(0), uint16(0))
+	le(uint32(1), uint32(0), uint32(base), uint32(base), uint32(93), uint32(93), uint32(5), uint32(0x1000))
+	b.Write([]byte{0xb8, 1, 0, 0, 0, 0x31, 0xdb, 0xcd, 0x80}) // mov eax, 1; xor ebx, ebx; int 0x80
+	path := filepath.Join(t.TempDir(), "exit32")
+	if err := os.WriteFile(path, b.Bytes(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := exec.Command(path).Run()
+	if err != nil && !errors.Is(err, syscall.ENOEXEC) {
+		t.Fatalf("running a 32-bit x86 exit(0): %v (neither a run nor ENOEXEC)", err)
+	}
+	t.Logf("the kernel runs 32-bit x86 programs: %t", err == nil)
+	return err == nil
 }
 
 // TestEntryPointsAgainstDocker runs programs whose entry points have the
@@ -129,7 +195,11 @@ func TestEntryPointsAgainstDocker(t *testing.T) {
 	e, b := testutil.Engine(t, &cfg)
 	reg := languages.Builtin()
 	t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
-	for _, c := range entryCases {
+	cases := entryCases
+	if runtime.GOARCH == "amd64" {
+		cases = append(slices.Clone(entryCases), asm32Case(t))
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			testutil.RequireImage(t, b, reg, c.lang)

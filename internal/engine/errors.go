@@ -46,8 +46,7 @@ func IsInvalid(err error) bool {
 
 // CodeOf returns err's code, CodeInternal for plain errors.
 func CodeOf(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Code
 	}
 	return CodeInternal

@@ -59,7 +59,11 @@ func (e *Engine) Wait(ctx context.Context) error {
 func (e *Engine) StartPool() {
 	templates := map[string]sandbox.Template{}
 	sizes, maxSizes := map[string]int{}, map[string]int{}
+	held := map[string]bool{}
 	for _, l := range e.reg.Languages() {
+		if state, _ := e.ImageBuild(l); state != "" {
+			held[l.Name] = true // started by ImageBuilt
+		}
 		t := e.Template(l)
 		if len(l.Prestart) > 0 {
 			// Only warm sandboxes: a cold one gets its job at once, and a
@@ -91,6 +95,7 @@ func (e *Engine) StartPool() {
 		RefillDelay:       time.Duration(e.cfg.Pool.RefillDelayMs) * time.Millisecond,
 		ReleaseGrace:      time.Duration(e.cfg.Pool.ReleaseGraceMs) * time.Millisecond,
 		Logger:            e.log,
+		Held:              held,
 	})
 }
 

@@ -31,7 +31,7 @@ func OutputURI(runID, stage, stream string) string {
 const storeTimeout = 30 * time.Second
 
 // keptOutput is the record of one kept output in the state store; its bytes
-// are a blob beside it (store.PutBlob).
+// are a blob beside it ([store.PutBlob]).
 type keptOutput struct {
 	URI     string    `json:"uri"`
 	Owner   string    `json:"owner"`
@@ -206,7 +206,7 @@ func (s *OutputStore) Get(uri, owner string) ([]byte, bool) {
 	return data, err == nil
 }
 
-// Read is Get with the reason of a miss: store.ErrNotFound for an output
+// Read is Get with the reason of a miss: [store.ErrNotFound] for an output
 // that is not there (or not owner's), another error when the state store
 // could not answer.
 func (s *OutputStore) Read(uri, owner string) ([]byte, error) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +27,8 @@ import (
 )
 
 // PackagesPath is where a sandbox sees the packages installed for it,
-// read-only: node_modules for npm, python for pip.
+// read-only: each package manager's directory
+// ([languages.PackageManager.Dir]) in it.
 const PackagesPath = "/opt/mcp-code-runner/packages"
 
 // installPath is where the installer's sandbox sees the cache entry it
@@ -52,8 +54,8 @@ type Installation struct {
 	// Network is what the installer did through its proxy (none when
 	// cached).
 	Network *egress.Report
-	// Manager is "pip" or "npm".
-	Manager string
+	// Manager is the package manager that installed them.
+	Manager languages.PackageManager
 }
 
 // Mount is the read-only mount of the installation in a sandbox.
@@ -62,11 +64,16 @@ func (in *Installation) Mount() sandbox.Mount {
 }
 
 // Env is what makes the installed packages importable by the program.
-func (in *Installation) Env() []string {
-	if in.Manager == "npm" {
-		return []string{"NODE_PATH=" + PackagesPath + "/node_modules"}
+func (in *Installation) Env() []string { return PackagesEnv(in.Manager) }
+
+// PackagesEnv is what makes the packages that m installed importable by a
+// sandbox's programs, with the installation at [PackagesPath].
+func PackagesEnv(m languages.PackageManager) []string {
+	env := make([]string, len(m.Env))
+	for i, kv := range m.Env {
+		env[i] = strings.ReplaceAll(kv, "{dir}", path.Join(PackagesPath, m.Dir))
 	}
-	return []string{"PYTHONPATH=" + PackagesPath + "/python"}
+	return env
 }
 
 // CacheDir is the host directory of installed packages: the daemon must
@@ -99,13 +106,13 @@ func (e *Engine) CacheDir() (string, error) {
 // installKey names the cache entry of specs for lang: the package manager,
 // its registry, the installer image and the sorted specs. Two requests for
 // the same packages and versions share an entry.
-func (e *Engine) installKey(lang languages.Language, specs []string) string {
+func (e *Engine) installKey(m languages.PackageManager, specs []string) string {
 	sorted := append([]string(nil), specs...)
 	sort.Strings(sorted)
 	img, _ := e.reg.Image(installerImage)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", lang.Packages, e.registryURL(lang.Packages), img.Tag, strings.Join(sorted, "\x00"))
-	return lang.Packages + "-" + hex.EncodeToString(h.Sum(nil))[:32]
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", m.Name, e.registryURL(m), img.Tag, strings.Join(sorted, "\x00"))
+	return m.Name + "-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // installLocks serialises installs of one cache entry: the second waits
@@ -122,16 +129,17 @@ func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []s
 	if err := e.CheckPackages(lang, specs); err != nil {
 		return nil, err
 	}
+	m, _ := e.reg.PackageManager(lang) // CheckPackages found it
 	root, err := e.CacheDir()
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
 	}
-	key := e.installKey(lang, specs)
+	key := e.installKey(m, specs)
 	dir := filepath.Join(root, key)
 	mu, _ := installLocks.LoadOrStore(dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	if in, err := readManifest(dir); err == nil {
+	if in, err := readManifest(dir, m); err == nil {
 		in.Cached = true
 		e.log.Info("packages from the cache", "run", runID, "manager", lang.Packages, "packages", strings.Join(specs, " "), "entry", key)
 		return in, nil
@@ -150,7 +158,7 @@ func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []s
 	if err := os.Chmod(tmp, 0o777); err != nil {
 		return nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
 	}
-	in, err := e.runInstaller(ctx, lang, specs, tmp, runID)
+	in, err := e.runInstaller(ctx, lang, m, specs, tmp, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -168,66 +176,37 @@ func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []s
 	return in, nil
 }
 
-func readManifest(dir string) (*Installation, error) {
+func readManifest(dir string, m languages.PackageManager) (*Installation, error) {
 	data, err := os.ReadFile(filepath.Join(dir, manifestName))
 	if err != nil {
 		return nil, err
 	}
-	in := &Installation{Dir: dir, Manager: strings.SplitN(filepath.Base(dir), "-", 2)[0]}
+	in := &Installation{Dir: dir, Manager: m}
 	if err := json.Unmarshal(data, &in.Installed); err != nil {
 		return nil, err
 	}
 	return in, nil
 }
 
-// The installers' scripts. The specs come as arguments after "--", and
-// were checked to be names and versions (never options).
-const (
-	npmInstall = `set -eu
-reg=$1; shift 2
-mkdir -p /tmp/install && cd /tmp/install
-printf '{"name":"mcr-packages","private":true}\n' > package.json
-if [ -s /workspace/extra-ca.pem ]; then export NODE_EXTRA_CA_CERTS=/workspace/extra-ca.pem; fi
-npm install --no-audit --no-fund --no-update-notifier --ignore-scripts --no-package-lock --cache /tmp/npm-cache --registry "$reg" -- "$@"
-cp -r /tmp/install/. ` + installPath + `/
-` + installerOpensEntry + `
-`
-	pipInstall = `set -eu
-index=$1; trusted=$2; shift 2
-args=()
-mkdir -p /tmp/install
-if [ -n "$trusted" ]; then args+=(--trusted-host "$trusted"); fi
-if [ -s /workspace/extra-ca.pem ]; then
-  cat /etc/ssl/certs/ca-certificates.crt /workspace/extra-ca.pem > /tmp/ca.pem; args+=(--cert /tmp/ca.pem)
-fi
-python3 -m pip install --disable-pip-version-check --no-input --no-cache-dir --only-binary :all: --break-system-packages \
-  --target /tmp/install/python --report /tmp/install/pip-report.json --index-url "$index" "${args[@]}" -- "$@"
-cp -r /tmp/install/. ` + installPath + `/
-` + installerOpensEntry + `
-`
-	// installerOpensEntry lets the server remove and link what the installer
-	// wrote: under a rootless engine, or a server that is not root, the
-	// installer's uid is not the server's, and the files would otherwise
-	// outlive every cleanup. The cache directory keeps other users out.
-	installerOpensEntry = `find ` + installPath + ` -mindepth 1 -exec chmod a+rwX {} +`
-)
+// installerOpensEntry lets the server remove and link what the installer
+// wrote: under a rootless engine, or a server that is not root, the
+// installer's uid is not the server's, and the files would otherwise
+// outlive every cleanup. The cache directory keeps other users out. It runs
+// after the package manager, in the installer's sandbox.
+var installerOpensEntry = []string{"find", installPath, "-mindepth", "1", "-exec", "chmod", "a+rwX", "{}", "+"}
 
 // runInstaller installs specs into dir (mounted writable in the installer's
 // sandbox) and reads what was installed.
-func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, specs []string, dir, runID string) (*Installation, error) {
+func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, m languages.PackageManager, specs []string, dir, runID string) (*Installation, error) {
 	img, ok := e.reg.Image(installerImage)
 	if !ok {
 		return nil, invalid("the language registry has no %q image, which installs packages", installerImage)
 	}
 	pc := e.cfg.Packages
-	registry := e.registryURL(lang.Packages)
+	registry := e.registryURL(m)
 	trusted := ""
 	if host, _, err := egress.HostOfURL(registry); err == nil && strings.HasPrefix(registry, "http://") {
 		trusted = host // pip refuses a plain-HTTP index it is not told to trust
-	}
-	script := pipInstall
-	if lang.Packages == "npm" {
-		script = npmInstall
 	}
 	var files []wire.File
 	ca := hostExtraCACerts()
@@ -241,7 +220,7 @@ func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, spec
 		files = append(files, wire.File{Path: "extra-ca.pem", Data: ca})
 	}
 	policy := e.Policy(egress.TierPackages, lang)
-	proxy := e.newProxy(policy, runID)
+	proxy := e.newProxy(ctx, policy, runID)
 	defer proxy.Close()
 	t := e.Template(lang)
 	t.Image = img.Tag
@@ -252,17 +231,23 @@ func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, spec
 	t.Resources.CPUs = max(t.Resources.CPUs, 1)
 	t.Egress = proxy
 	t.Mounts = []sandbox.Mount{{Source: dir, Target: installPath, Writable: true}}
-	argv := append([]string{"bash", "-c", script, "install", registry, trusted}, specs...)
+	argv := append(append(slices.Clone(m.Install), registry, trusted), specs...)
 	timeout := time.Duration(pc.TimeoutSeconds) * time.Second
 	job := sandbox.Job{RunID: runID + "-install", Deadline: timeout + deadlineGrace, Request: wire.Request{
 		Workdir: wire.WorkspacePath, OutputLimit: 256 << 10, Files: files,
-		Stages: []wire.Stage{{Name: "install", Argv: argv, Env: proxyEnv(), TimeoutMs: timeout.Milliseconds()}},
+		Stages: []wire.Stage{
+			{Name: "install", Argv: argv, Env: append(proxyEnv(), "INSTALL_DIR="+installPath), TimeoutMs: timeout.Milliseconds(), StopOnFailure: true},
+			{Name: "open", Argv: installerOpensEntry, TimeoutMs: timeout.Milliseconds()},
+		},
 	}}
-	e.log.Info("installing packages", "run", runID, "manager", lang.Packages, "packages", strings.Join(specs, " "), "registry", registry)
+	e.log.Info("installing packages", "run", runID, "manager", m.Name, "packages", strings.Join(specs, " "), "registry", registry)
+	if err := e.awaitImage(ctx, img, lang, nil); err != nil {
+		return nil, err
+	}
 	sb, err := e.backend.Create(ctx, t)
 	if errors.Is(err, sandbox.ErrImageMissing) {
 		// The runtime image may well be there: it is the installer's that is not.
-		return nil, imageMissing(err, img, fmt.Sprintf("the image %s, whose %s installs %s's packages,", img.Tag, lang.Packages, lang.Name), img.Name)
+		return nil, imageMissing(err, img, fmt.Sprintf("the image %s, whose %s installs %s's packages,", img.Tag, m.Name, lang.Name), img.Name)
 	}
 	if err != nil {
 		return nil, e.explain(err, lang)
@@ -273,16 +258,16 @@ func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, spec
 	if err != nil {
 		return nil, e.explain(err, lang)
 	}
-	what := fmt.Sprintf("installing %s with %s from %s", strings.Join(specs, " "), lang.Packages, registry)
-	if len(res.Stages) == 0 || res.Killed || res.Stages[0].ExitCode != 0 || res.Stages[0].TimedOut {
+	what := fmt.Sprintf("installing %s with %s from %s", strings.Join(specs, " "), m.Name, registry)
+	if len(res.Stages) < 2 || res.Killed || slices.ContainsFunc(res.Stages, func(st sandbox.StageOutput) bool { return st.ExitCode != 0 || st.TimedOut }) {
 		return nil, installError(what, res, report, pc)
 	}
-	installed, err := readInstalled(dir, lang.Packages)
+	installed, err := readInstalled(dir, m.Listing)
 	if err != nil {
 		return nil, &Error{Code: CodeInstall, Err: err, Message: fmt.Sprintf("%s: reading what was installed: %v", what, err)}
 	}
-	e.log.Info("packages installed", "run", runID, "manager", lang.Packages, "installed", len(installed), "bytes", report.Bytes)
-	return &Installation{Installed: installed, Network: &report, Manager: lang.Packages}, nil
+	e.log.Info("packages installed", "run", runID, "manager", m.Name, "installed", len(installed), "bytes", report.Bytes)
+	return &Installation{Installed: installed, Network: &report, Manager: m}, nil
 }
 
 // installError is the package manager's own message with a summary of
@@ -357,10 +342,11 @@ func tail(s string, n int) string {
 	return "..." + s[len(s)-n:]
 }
 
-// readInstalled lists what an install put in dir, reading the files the
-// installer wrote through an os.Root (no link leads out of dir) and
+// readInstalled lists what an install put in dir, as the manager's listing
+// ([languages.PackageManager.Listing]) says to read it, reading the files
+// the installer wrote through an os.Root (no link leads out of dir) and
 // bounded in size.
-func readInstalled(dir, manager string) ([]InstalledPackage, error) {
+func readInstalled(dir, listing string) ([]InstalledPackage, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -375,7 +361,7 @@ func readInstalled(dir, manager string) ([]InstalledPackage, error) {
 		return json.NewDecoder(io.LimitReader(f, 8<<20)).Decode(v)
 	}
 	var out []InstalledPackage
-	if manager == "pip" {
+	if listing == "pip_report" {
 		var report struct {
 			Install []struct {
 				Metadata struct {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
@@ -27,6 +29,9 @@ type Plan struct {
 	Network string
 	// Packages are installed before the run.
 	Packages []string
+	// Secrets are the operator's secrets the run asked for, with their
+	// values: its egress proxy sets them, the sandbox sees placeholders.
+	Secrets []egress.Secret
 	// Session says the plan is a call in a session's sandbox.
 	Session bool
 	// Kernel says the code goes to the session's long-lived interpreter
@@ -37,11 +42,8 @@ type Plan struct {
 }
 
 // Stages names the plan's stages in order, as its output reports them.
-func (p *Plan) Stages() []string { return StagesOf(p.Language) }
-
-// StagesOf names the stages of a run of lang in order.
-func StagesOf(lang languages.Language) []string {
-	if lang.Compiled() {
+func (p *Plan) Stages() []string {
+	if p.Language.Compiled() {
 		return []string{"compile", "run"}
 	}
 	return []string{"run"}
@@ -66,6 +68,9 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 	if err == nil {
 		err = e.CheckPackages(lang, req.Packages)
 	}
+	if err == nil {
+		p.Secrets, err = e.CheckSecrets(ctx, req.Secrets, p.Network, lang)
+	}
 	if err != nil {
 		return nil, e.refuse(ctx, err, opts, false)
 	}
@@ -73,11 +78,15 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 }
 
 // PrepareInSession checks req as a call in a session of lang, whose
-// network and packages are the session's own.
-func (e *Engine) PrepareInSession(ctx context.Context, req Request, lang languages.Language) (*Plan, error) {
-	p, err := e.plan(req, lang, false, true)
+// network, packages and secrets (by name) are the session's own.
+func (e *Engine) PrepareInSession(ctx context.Context, req Request, lang languages.Language, secrets []string) (*Plan, error) {
+	err := sessionSecrets(req.SessionID, req.Secrets, secrets)
+	req.Secrets = nil // the session's apply to every call
+	p, perr := e.plan(req, lang, false, true)
 	switch {
 	case err != nil:
+	case perr != nil:
+		err = perr
 	case req.Network != "":
 		err = invalid("network is chosen when the session is created (create_session's network); leave it out of a session's run_code")
 	case len(req.Packages) > 0:
@@ -88,6 +97,26 @@ func (e *Engine) PrepareInSession(ctx context.Context, req Request, lang languag
 	}
 	p.Network = egress.TierNone
 	return p, nil
+}
+
+// sessionSecrets checks the secrets a call in session id names against
+// has, those the session was created with. A call cannot add one: the
+// session's proxy, its placeholders and its interpreter's environment are
+// fixed when its sandbox starts. Nor does it narrow them: the session's
+// interpreter and the processes it left running share that one proxy, so
+// a narrower call would promise what the proxy cannot keep. Naming the
+// session's own is allowed and changes nothing.
+func sessionSecrets(id string, asked, has []string) error {
+	for _, n := range asked {
+		if !slices.Contains(has, n) {
+			with := "was created without secrets"
+			if len(has) > 0 {
+				with = "was created with " + strings.Join(has, ", ") + " only"
+			}
+			return invalid("secret %q: session %s %s, and every call in a session uses the session's secrets; leave secrets out of this run_code, or create a session that names %q in create_session's secrets", n, id, with, n)
+		}
+	}
+	return nil
 }
 
 // plan checks req against the limits and lays out its stages.

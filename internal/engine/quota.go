@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // Reserve takes a run slot, waiting at most the queue timeout, for a run
@@ -54,11 +55,15 @@ func (e *Engine) acquire(ctx context.Context) (*Slot, error) {
 }
 
 // takeQuota counts one more run in flight for owner, or answers that owner
-// is at its quota (quotas.concurrent_runs).
+// is at its quota (quotas.concurrent_runs): in this process, or across
+// every server sharing the state store (takeSharedQuota).
 func (e *Engine) takeQuota(owner string) (func(), error) {
 	q := e.cfg.Quotas.ConcurrentRuns
 	if q <= 0 {
 		return func() {}, nil
+	}
+	if store.IsShared(e.state) {
+		return e.takeSharedQuota(owner, q)
 	}
 	e.quotaMu.Lock()
 	defer e.quotaMu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -34,6 +35,13 @@ type RunOptions struct {
 	// Proxy, if set, is the session's egress proxy, whose report the
 	// result carries.
 	Proxy *egress.Proxy
+	// Files go into the workspace with every job, from the server: the
+	// CA bundle of a session with secrets.
+	Files []wire.File
+	// OnImage, if set, hears where the build of the run's image stands
+	// while the run waits for it ("building image for rust: step 4/9"; see
+	// SetImageBuilds).
+	OnImage func(status string)
 }
 
 // Run prepares req and runs it in a fresh sandbox: Prepare, then RunPlan.
@@ -77,6 +85,13 @@ func (e *Engine) run(ctx context.Context, plan *Plan, opts RunOptions, given san
 	r := newRun(ctx, plan, opts, given != nil)
 	defer func() { e.obs.RunDone(ctx, r.done(res, err)) }()
 	defer r.release()
+	// The image first, without a run slot: a wait of minutes for a build
+	// must not hold one that other languages' runs could use.
+	if given == nil {
+		if err := e.awaitImage(ctx, e.reg.ImageOf(plan.Language), plan.Language, opts.OnImage); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.queue(ctx, r); err != nil {
 		return nil, err
 	}
@@ -190,6 +205,7 @@ func (e *Engine) track(ctx context.Context, r *run) (context.Context, func()) {
 func (e *Engine) equip(ctx context.Context, r *run) error {
 	r.job = e.job(r.plan, r.id)
 	addEnv(&r.job, r.opts.Env)
+	r.job.Request.Files = append(r.job.Request.Files, r.opts.Files...)
 	if len(r.plan.Packages) > 0 {
 		inst, err := e.Install(ctx, r.plan.Language, r.plan.Packages, r.id)
 		if err != nil {
@@ -198,8 +214,13 @@ func (e *Engine) equip(ctx context.Context, r *run) error {
 		r.inst = inst
 		addEnv(&r.job, inst.Env())
 	}
-	proxy, env := e.Egress(r.plan.Network, r.plan.Language, r.id)
+	proxy, env := e.egress(ctx, r.plan.Network, r.plan.Language, r.id, r.plan.Secrets)
 	addEnv(&r.job, env)
+	if proxy != nil {
+		env, files := e.secretsEnv(r.plan.Secrets)
+		addEnv(&r.job, env)
+		r.job.Request.Files = append(r.job.Request.Files, files...)
+	}
 	r.proxy = cmp.Or(proxy, r.opts.Proxy)
 	return nil
 }

@@ -113,6 +113,9 @@ func (e *Engine) HeldTemplate(lang languages.Language, life time.Duration) sandb
 // NewSandbox makes a sandbox of t for lang that the caller holds (see
 // HeldTemplate and RunOn) and closes; an error says what to do.
 func (e *Engine) NewSandbox(ctx context.Context, lang languages.Language, t sandbox.Template) (sandbox.Sandbox, error) {
+	if err := e.awaitImage(ctx, e.reg.ImageOf(lang), lang, nil); err != nil {
+		return nil, err
+	}
 	sb, err := e.backend.Create(ctx, t)
 	if err != nil {
 		return nil, e.explain(err, lang)

@@ -1,7 +1,9 @@
-// Package engine carries one execution from request to result: it validates
-// the request against the operator's limits, builds the sandbox job for the
-// language, runs it on a backend and shapes the result, keeping full output
-// that does not fit inline.
+// Package engine carries one execution from request to result.
+// [Engine.Prepare] resolves a [Request] once into a [Plan] (its language,
+// stages, limits, network and packages), checked against the operator's
+// limits; [Engine.RunPlan] takes a sandbox for the plan, runs its job on a
+// [sandbox.Backend] and shapes the [Result], keeping full output that does
+// not fit inline. [Engine.Run] does both.
 package engine
 
 import "github.com/mcp-code-runner/mcp-code-runner/internal/egress"
@@ -25,6 +27,7 @@ type Request struct {
 	SessionID      string      `json:"session_id,omitempty" jsonschema:"run in this session (from create_session): its files persist and, for Python and JavaScript, so do variables and imports; the value of a last bare expression is returned"`
 	Network        string      `json:"network,omitempty" jsonschema:"network access of the run: none (the default), packages (the language's package registries only) or allowlist (the operator's list of hosts); at most the operator's maximum. Programs reach it through the HTTP(S)_PROXY the sandbox sets; there is no DNS and no other route. In a session the session's own network applies"`
 	Packages       []string    `json:"packages,omitempty" jsonschema:"packages to install before the run, with the language's package manager, e.g. requests==2.32.3 (Python, pip) or lodash@4 (JavaScript, npm); installed once per set and cached, read-only to the program. Needs the operator's maximum network tier to be at least packages; the program itself keeps the network it asked for"`
+	Secrets        []string    `json:"secrets,omitempty" jsonschema:"names of the operator's secrets the run may use: the program sees only a placeholder, in MCR_SECRET_<NAME>, and the egress proxy writes the secret into the header the operator bound it to on HTTPS requests to its hosts (in place of the placeholder where the header's value holds it, e.g. Bearer $MCR_SECRET_<NAME>). Needs a network tier that reaches those hosts (usually allowlist). In a session the session's secrets (create_session's) apply to every call: name only those, or leave this out"`
 }
 
 // InstalledPackage is a package an install put in place.
@@ -64,6 +67,7 @@ type Result struct {
 	TypeErrors      int                `json:"type_errors,omitempty" jsonschema:"how many type errors the compiler reported in compile.stderr; TypeScript runs the emitted program despite them unless the operator makes them fatal"`
 	Value           string             `json:"value,omitempty" jsonschema:"in a Python or JavaScript session: the value of the cell's last bare expression"`
 	KernelRestarted bool               `json:"interpreter_restarted,omitempty" jsonschema:"in a session: this call started a fresh interpreter (first call, or the previous one was lost to a timeout or crash)"`
+	Resumed         *Resumed           `json:"resumed,omitempty" jsonschema:"in a session: the session had no sandbox (it was paused, or its sandbox did not survive a restart of the server), and this call rebuilt it first"`
 	Artifacts       []Artifact         `json:"artifacts,omitempty" jsonschema:"files the run created or changed in the workspace; images also come as image content, others as resource links"`
 	Packages        []InstalledPackage `json:"packages,omitempty" jsonschema:"packages installed for the run (those asked for, with the versions resolved)"`
 	PackagesCached  bool               `json:"packages_cached,omitempty" jsonschema:"the packages came from the server's cache, with no download"`
@@ -74,6 +78,23 @@ type Result struct {
 	// do not see it.
 	SandboxID string `json:"-"`
 }
+
+// Resumed says how a session without a sandbox (paused, or whose sandbox
+// did not survive its server's restart) was brought back before a call.
+type Resumed struct {
+	Mode          string `json:"mode" jsonschema:"how the interpreter state was rebuilt: replayed (the session's cells run again in order in a new sandbox)"`
+	Cause         string `json:"cause" jsonschema:"why the session had no sandbox: paused (pause_session, or idle), or restart (its sandbox did not survive a restart of the server)"`
+	Lost          string `json:"lost,omitempty" jsonschema:"after a restart: what the replay could not bring back (workspace files that no cell wrote, and why the sandbox was not kept)"`
+	CellsReplayed int    `json:"cells_replayed" jsonschema:"cells run again"`
+	FilesRestored int    `json:"files_restored" jsonschema:"workspace files restored"`
+	DurationMs    int64  `json:"duration_ms" jsonschema:"how long resuming took, before the call itself ran"`
+}
+
+// Resumed.Cause values.
+const (
+	ResumedPaused  = "paused"
+	ResumedRestart = "restart"
+)
 
 // Status values.
 const (

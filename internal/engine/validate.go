@@ -20,16 +20,6 @@ type validated struct {
 	timeout int
 }
 
-// validate checks req against the registry and the operator's limits. Each
-// error says what is wrong and what to do.
-func validate(req Request, reg *languages.Registry, lim config.Limits) (*validated, error) {
-	lang, err := resolve(req.Language, reg)
-	if err != nil {
-		return nil, err
-	}
-	return check(req, lang, lim)
-}
-
 // resolve finds the language a request names: the one place a call's
 // language is looked up.
 func resolve(name string, reg *languages.Registry) (languages.Language, error) {

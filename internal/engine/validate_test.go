@@ -8,6 +8,16 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 )
 
+// validate is what Prepare checks of req, without an engine: its language
+// (resolve), then the operator's limits (check).
+func validate(req Request, reg *languages.Registry, lim config.Limits) (*validated, error) {
+	lang, err := resolve(req.Language, reg)
+	if err != nil {
+		return nil, err
+	}
+	return check(req, lang, lim)
+}
+
 func TestValidateRejects(t *testing.T) {
 	reg := languages.Builtin()
 	lim := config.Default().Limits

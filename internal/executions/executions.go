@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -106,6 +107,11 @@ const (
 	heartbeatTTL    = 15 * time.Second
 	// storeTimeout bounds one store operation of a background write.
 	storeTimeout = 30 * time.Second
+	// finalWriteTimeout bounds the first write of an execution's end, which
+	// its waiters wait for; after it the end is retried in the background,
+	// at most maxFinalRetryDelay apart.
+	finalWriteTimeout  = 5 * time.Second
+	maxFinalRetryDelay = 5 * time.Second
 	// remoteCancelWait bounds how long cancel_execution waits for another
 	// replica to end the execution.
 	remoteCancelWait = 10 * time.Second
@@ -273,15 +279,12 @@ type Work func(ctx context.Context, onChunk func(sandbox.Chunk)) (*engine.Result
 // like Start: listed by list_executions, read by get_execution, stopped by
 // cancel_execution and Shutdown, its output kept. Unlike Start it neither
 // validates nor takes a run slot: work does (Tasks run run_code's own
-// handler, which does both). language names the execution in listings.
-func (m *Manager) Track(ctx context.Context, language string, work Work) (Snapshot, error) {
+// handler, which does both). language and stages name the execution in
+// listings, as the call's plan resolved them: Track looks nothing up.
+func (m *Manager) Track(ctx context.Context, language string, stages []string, work Work) (Snapshot, error) {
 	owner := principal.FromContext(ctx)
 	if err := m.makeRoom(ctx, owner.Name); err != nil {
 		return Snapshot{}, err
-	}
-	stages := []string{"run"}
-	if lang, ok := m.eng.Registry().Lookup(language); ok {
-		language, stages = lang.Name, engine.StagesOf(lang)
 	}
 	return m.launch(ctx, owner.Name, language, stages, "task", work)
 }
@@ -312,9 +315,7 @@ func (m *Manager) launch(ctx context.Context, owner, language string, stages []s
 	m.unclaimLocked(owner)
 	m.mu.Unlock()
 	m.prune(ctx)
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
+	m.wg.Go(func() {
 		defer cancel()
 		flushed := make(chan struct{})
 		stopFlush := make(chan struct{})
@@ -329,7 +330,7 @@ func (m *Manager) launch(ctx context.Context, owner, language string, stages []s
 		close(stopFlush)
 		<-flushed
 		m.finish(x)
-	}()
+	})
 	return m.localSnapshot(x, 0, 0), nil
 }
 
@@ -440,27 +441,40 @@ func (m *Manager) finish(x *Execution) {
 	rec := x.recordLocked(m.replica)
 	out, errOut := x.stdout, x.stderr
 	x.mu.Unlock()
-	var err error
-	for attempt := range 3 {
-		if attempt > 0 {
-			time.Sleep(time.Duration(attempt) * time.Second)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		err = m.writeFinal(ctx, rec, out, errOut)
-		cancel()
-		if err == nil {
-			break
-		}
+	write := func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return m.writeFinal(ctx, rec, out, errOut)
 	}
-	m.mu.Lock()
+	err := write(finalWriteTimeout)
 	if err == nil {
+		m.mu.Lock()
 		delete(m.execs, x.id)
+		m.mu.Unlock()
+		close(x.done)
+		return
 	}
-	m.mu.Unlock()
-	if err != nil {
-		m.log.Error("an execution's end was not written to the store: only this server knows it, until it stops", "execution", x.id, "owner", x.owner, "err", err)
-	}
+	// The store is away. This replica keeps the execution and answers for
+	// it (its waiters learn the end now), and writes the end when the store
+	// answers again: nothing a client was told about is dropped.
+	m.log.Warn("an execution's end was not written to the state store; this server keeps it and retries until the store answers", "execution", x.id, "owner", x.owner, "err", err)
 	close(x.done)
+	for delay := time.Second; ; delay = min(2*delay, maxFinalRetryDelay) {
+		select {
+		case <-m.heartbeatStop:
+			m.log.Error("the server stopped before the state store took an execution's end: its record says running until a server finds it interrupted", "execution", x.id, "owner", x.owner)
+			return
+		case <-time.After(delay):
+		}
+		if err := write(storeTimeout); err != nil {
+			continue
+		}
+		m.mu.Lock()
+		delete(m.execs, x.id)
+		m.mu.Unlock()
+		m.log.Info("an execution's end was written to the state store after it answered again", "execution", x.id)
+		return
+	}
 }
 
 // writeFinal writes an ended execution's output and record, both kept for
@@ -616,8 +630,7 @@ func (m *Manager) Cancel(ctx context.Context, id string) (Snapshot, error) {
 			return json.Marshal(r)
 		})
 		if err != nil {
-			var eerr *engine.Error
-			if errors.As(err, &eerr) {
+			if _, ok := errors.AsType[*engine.Error](err); ok {
 				return Snapshot{}, err
 			}
 			return Snapshot{}, unavailable(err)
@@ -665,9 +678,7 @@ func (m *Manager) all(ctx context.Context) []found {
 	}
 	m.mu.Lock()
 	local := make(map[string]*Execution, len(m.execs))
-	for id, x := range m.execs {
-		local[id] = x
-	}
+	maps.Copy(local, m.execs)
 	m.mu.Unlock()
 	out := make([]found, 0, len(entries)+len(local))
 	for _, e := range entries {

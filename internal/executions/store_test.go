@@ -48,7 +48,7 @@ func TestAnotherServerOnTheStoreSeesAnExecutionFromItsStartAndCancelsIt(t *testi
 	_, ms := servers(t, "other")
 	here, there := ms[0], ms[1]
 	alice, bob := as("alice", false), as("bob", false)
-	s, err := here.Track(alice, "python", blockingWork("partial\n"))
+	s, err := here.Track(alice, "python", []string{"run"}, blockingWork("partial\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestAFinishedExecutionIsReadFromTheStoreWithItsWholeOutput(t *testing.T) {
 	alice := as("alice", false)
 	inline := e.Config().Limits.InlineOutputBytes
 	long := strings.Repeat("x", 2*inline+7)
-	s, err := here.Track(alice, "python", func(_ context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
+	s, err := here.Track(alice, "python", []string{"run"}, func(_ context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
 		onChunk(sandbox.Chunk{Stream: sandbox.Stdout, Data: []byte(long)})
 		onChunk(sandbox.Chunk{Stream: sandbox.Stderr, Data: []byte("warning\n")})
 		return &engine.Result{Status: engine.StatusOK, Stage: engine.Stage{Stdout: "clipped"}}, nil
@@ -127,7 +127,7 @@ func TestRecoverEndsWhatAStoppedServerLeftRunningAsInterrupted(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for name, m := range map[string]*executions.Manager{"crashed": crashed, "gone": gone, "alive": alive} {
-		s, err := m.Track(alice, "python", blockingWork(name+" partial\n"))
+		s, err := m.Track(alice, "python", []string{"run"}, blockingWork(name+" partial\n"))
 		if err != nil {
 			t.Fatal(err)
 		}

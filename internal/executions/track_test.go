@@ -17,7 +17,7 @@ func TestTrackedWorkIsAnExecution(t *testing.T) {
 	m, _ := manager(t)
 	alice, bob := as("alice", false), as("bob", false)
 	printed := make(chan struct{})
-	s, err := m.Track(alice, "py", func(ctx context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
+	s, err := m.Track(alice, "python", []string{"run"}, func(ctx context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
 		onChunk(sandbox.Chunk{Stream: sandbox.Stdout, Data: []byte("hello\n")})
 		close(printed)
 		<-ctx.Done()
@@ -29,7 +29,7 @@ func TestTrackedWorkIsAnExecution(t *testing.T) {
 	<-printed
 	got, err := m.Get(alice, s.ExecutionID, 0, 0, 0)
 	if err != nil || got.Status != executions.StatusRunning || got.Stdout != "hello\n" || got.Language != "python" {
-		t.Fatalf("running: %+v, %v; want running, its output, the canonical language", got, err)
+		t.Fatalf("running: %+v, %v; want running, its output, the language it was given", got, err)
 	}
 	if _, err := m.Get(bob, s.ExecutionID, 0, 0, 0); err == nil {
 		t.Error("bob reads alice's tracked execution")

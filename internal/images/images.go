@@ -88,7 +88,15 @@ type Options struct {
 	ExtraCACerts []byte
 	// Parallel is how many images build at a time (0: DefaultParallel).
 	Parallel int
+	// LowPriority gives the build containers the least CPU weight, so that
+	// sandboxes running beside a build (serve's background builder) keep
+	// the CPU they need; the build takes what they leave.
+	LowPriority bool
 }
+
+// lowCPUShares is the CPU weight of a low-priority build's containers:
+// Docker's least (1024 is the default), a cgroup v2 weight of 1.
+const lowCPUShares = 2
 
 // HostExtraCACerts returns the certificates the administrator added to this
 // machine's trust store (/usr/local/share/ca-certificates/**/*.crt), the
@@ -108,7 +116,7 @@ func HostExtraCACerts() []byte {
 
 // ImageStatus is the state of one registry image in the daemon.
 type ImageStatus struct {
-	// Name is the registry's short name ("python").
+	// Name is the registry's short name (python, say).
 	Name string
 	// Tag is the image reference ("mcp-code-runner/python:1").
 	Tag string
@@ -189,8 +197,8 @@ func (bc buildContext) hash(parentID string) string {
 
 // Resolve turns image names and language names or aliases into the image
 // names to build; no names means the default set: every image but the
-// optional variants (built only when named, see languages.Registry.Optional)
-// and the on-demand images (see languages.Image.OnDemand).
+// optional variants (built only when named, see [languages.Registry.Optional])
+// and the on-demand images (see [languages.Image.OnDemand]).
 func Resolve(reg *languages.Registry, names []string) ([]string, error) {
 	if len(names) == 0 {
 		var defaults []string
@@ -300,7 +308,11 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 		}
 		w := logs.of(img.Name)
 		defer w.Close()
-		id, prev, err := buildIfStale(ctx, cli, reg, img, parentID, parentTag, platform, measure, forced[img.Name], opts.ExtraCACerts, w)
+		var shares int64
+		if opts.LowPriority {
+			shares = lowCPUShares
+		}
+		id, prev, err := buildIfStale(ctx, cli, reg, img, parentID, parentTag, platform, measure, forced[img.Name], opts.ExtraCACerts, shares, w)
 		if prev != "" {
 			mu.Lock()
 			replaced = append(replaced, prev)
@@ -316,9 +328,9 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 	}
 	// Children first, so that a replaced parent has no children left. An
 	// image still used by a container stays; it only costs disk space.
-	for i := len(replaced) - 1; i >= 0; i-- {
-		if _, err := cli.ImageRemove(ctx, replaced[i], client.ImageRemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			fmt.Fprintf(log, "kept the previous image %s: %v\n", replaced[i], err)
+	for _, r := range slices.Backward(replaced) {
+		if _, err := cli.ImageRemove(ctx, r, client.ImageRemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			fmt.Fprintf(log, "kept the previous image %s: %v\n", r, err)
 		}
 	}
 	return nil
@@ -351,9 +363,7 @@ func schedule(ctx context.Context, order []languages.Image, parallel int, build 
 		wg       sync.WaitGroup
 	)
 	for _, img := range order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := results[img.Name]
 			defer close(r.done)
 			var parentID string
@@ -387,7 +397,7 @@ func schedule(ctx context.Context, order []languages.Image, parallel int, build 
 				return
 			}
 			r.id = id
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
@@ -405,7 +415,7 @@ const DefaultParallel = 3
 // buildIfStale builds img on its parent unless an image of the same hash is
 // there already. It returns the image's ID and, when it replaced an older
 // image, that image's ID.
-func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, parentID, parentTag string, platform ocispec.Platform, measure probe, force bool, extraCACerts []byte, log io.Writer) (id, prev string, err error) {
+func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, parentID, parentTag string, platform ocispec.Platform, measure probe, force bool, extraCACerts []byte, cpuShares int64, log io.Writer) (id, prev string, err error) {
 	bc, err := loadContext(img)
 	if err != nil {
 		return "", "", err
@@ -423,7 +433,7 @@ func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Regist
 	if len(extraCACerts) > 0 && bytes.Contains(bc.dockerfile, []byte("ARG EXTRA_CA_CERTS")) {
 		args["EXTRA_CA_CERTS"] = string(extraCACerts)
 	}
-	id, err = buildImage(ctx, cli, reg, img, bc, platform, measure, args, hash, force, log)
+	id, err = buildImage(ctx, cli, reg, img, bc, platform, measure, args, hash, force, cpuShares, log)
 	if err != nil {
 		return "", "", err
 	}
@@ -435,7 +445,7 @@ func buildIfStale(ctx context.Context, cli *client.Client, reg *languages.Regist
 
 // buildImage builds one image for platform, measures its languages'
 // versions and labels it.
-func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, bc buildContext, platform ocispec.Platform, measure probe, args map[string]string, hash string, noCache bool, log io.Writer) (string, error) {
+func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry, img languages.Image, bc buildContext, platform ocispec.Platform, measure probe, args map[string]string, hash string, noCache bool, cpuShares int64, log io.Writer) (string, error) {
 	start := time.Now()
 	fmt.Fprintf(log, "building %s for %s from %s on %s\n", img.Tag, platformString(platform), img.Dockerfile, args["BASE"])
 	langs := reg.LanguagesOf(img.Name)
@@ -446,7 +456,7 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 		labels[LabelRuntimeVersionPrefix+l.Name] = ""
 		labels[LabelPreinstalledPrefix+l.Name] = ""
 	}
-	if _, err := runBuild(ctx, cli, img.Tag, bc, platform, args, labels, noCache, log); err != nil {
+	if _, err := runBuild(ctx, cli, img.Tag, bc, platform, args, labels, noCache, cpuShares, log); err != nil {
 		return "", fmt.Errorf("building image %s: %w", img.Tag, execFormatHint(err, platform))
 	}
 	labels[LabelDockerfileHash] = hash
@@ -471,7 +481,7 @@ func buildImage(ctx context.Context, cli *client.Client, reg *languages.Registry
 			labels[LabelPreinstalledPrefix+l.Name] = string(data)
 		}
 	}
-	id, err := runBuild(ctx, cli, img.Tag, buildContext{dockerfile: []byte("FROM " + img.Tag + "\n")}, platform, nil, labels, false, io.Discard)
+	id, err := runBuild(ctx, cli, img.Tag, buildContext{dockerfile: []byte("FROM " + img.Tag + "\n")}, platform, nil, labels, false, 0, io.Discard)
 	if err != nil {
 		return "", fmt.Errorf("labeling image %s: %w", img.Tag, err)
 	}
@@ -495,9 +505,10 @@ func removeBuildStages(ctx context.Context, cli *client.Client, log io.Writer) {
 }
 
 // runBuild builds bc for platform with the legacy builder and host
-// networking (without the build cache if noCache), tags the result, streams
-// the output to log and returns the image ID.
-func runBuild(ctx context.Context, cli *client.Client, tag string, bc buildContext, platform ocispec.Platform, args, labels map[string]string, noCache bool, log io.Writer) (string, error) {
+// networking (without the build cache if noCache; its containers at CPU
+// weight cpuShares, 0 the default), tags the result, streams the output to
+// log and returns the image ID.
+func runBuild(ctx context.Context, cli *client.Client, tag string, bc buildContext, platform ocispec.Platform, args, labels map[string]string, noCache bool, cpuShares int64, log io.Writer) (string, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	files := map[string][]byte{"Dockerfile": bc.dockerfile}
@@ -529,6 +540,7 @@ func runBuild(ctx context.Context, cli *client.Client, tag string, bc buildConte
 		Labels:      labels,
 		NetworkMode: "host",
 		NoCache:     noCache,
+		CPUShares:   cpuShares,
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,

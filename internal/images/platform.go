@@ -22,7 +22,7 @@ import (
 const binfmtDir = "/proc/sys/fs/binfmt_misc"
 
 // archNames are the architectures the runtime images build for
-// (languages.KnownArchitectures, which the registry's languages may name),
+// ([languages.KnownArchitectures], which the registry's languages may name),
 // by their Go name (as in a platform "linux/arm64"): the Debian architecture
 // that debootstrap takes, and the binfmt_misc handler qemu-user-static
 // registers to run its programs on another machine.

@@ -76,7 +76,7 @@ func (p probe) version(ctx context.Context, image string, l languages.Language) 
 		return "", err
 	}
 	for _, out := range []string{stdout, stderr} {
-		for _, line := range strings.Split(out, "\n") {
+		for line := range strings.SplitSeq(out, "\n") {
 			if line = strings.TrimSpace(line); line != "" {
 				return line, nil
 			}
@@ -100,7 +100,7 @@ func (p probe) preinstalled(ctx context.Context, image string, l languages.Langu
 // a map of names to versions.
 func ParsePreinstalled(out string) (map[string]string, error) {
 	pkgs := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
+	for line := range strings.SplitSeq(out, "\n") {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -185,12 +186,13 @@ var slimExcludes = []string{"/usr/share/doc/*", "/usr/share/man/*", "/usr/share/
 // no package caches or lists, no documentation, manual pages or message
 // catalogs, and a dpkg configuration that keeps them out of later packages.
 func slim(dir string) error {
-	cfg := "# Written by mcp-code-runner, as in Debian's -slim images.\n"
+	var cfg strings.Builder
+	cfg.WriteString("# Written by mcp-code-runner, as in Debian's -slim images.\n")
 	for _, p := range slimExcludes {
-		cfg += "path-exclude " + p + "\n"
+		cfg.WriteString("path-exclude " + p + "\n")
 	}
-	cfg += "path-include /usr/share/doc/*/copyright\n"
-	if err := os.WriteFile(filepath.Join(dir, "etc/dpkg/dpkg.cfg.d/docker"), []byte(cfg), 0o644); err != nil {
+	cfg.WriteString("path-include /usr/share/doc/*/copyright\n")
+	if err := os.WriteFile(filepath.Join(dir, "etc/dpkg/dpkg.cfg.d/docker"), []byte(cfg.String()), 0o644); err != nil {
 		return fmt.Errorf("configuring dpkg in the root file system: %w", err)
 	}
 	globs := append([]string{"/var/cache/apt/archives/*.deb", "/var/cache/apt/*.bin", "/var/lib/apt/lists/*_*"}, slimExcludes...)
@@ -277,7 +279,7 @@ type aptSource struct {
 // parseOneLine parses sources.list lines: "deb [options] URI suite [component...]".
 func parseOneLine(text string) []aptSource {
 	var out []aptSource
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
@@ -311,12 +313,12 @@ func parseDeb822(text string) []aptSource {
 			fields = map[string]string{}
 			return
 		}
-		for _, uri := range strings.Fields(fields["uris"]) {
+		for uri := range strings.FieldsSeq(fields["uris"]) {
 			out = append(out, aptSource{uri: uri, suites: strings.Fields(fields["suites"])})
 		}
 		fields = map[string]string{}
 	}
-	for _, line := range strings.Split(text+"\n", "\n") {
+	for line := range strings.SplitSeq(text+"\n", "\n") {
 		switch {
 		case strings.HasPrefix(line, "#"):
 		case strings.TrimSpace(line) == "":
@@ -355,10 +357,5 @@ func isDebianArchive(s aptSource) bool {
 			return false
 		}
 	}
-	for _, elem := range strings.Split(u.Path, "/") {
-		if elem == "debian" {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(strings.Split(u.Path, "/"), "debian")
 }

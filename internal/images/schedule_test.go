@@ -210,9 +210,7 @@ func TestLinesOfBuildsSideBySideNeverMix(t *testing.T) {
 	logs := newBuildLogs(&out, true)
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b", "c"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			w := logs.of(name)
 			defer w.Close()
 			for i := range 200 {
@@ -220,7 +218,7 @@ func TestLinesOfBuildsSideBySideNeverMix(t *testing.T) {
 				fmt.Fprintf(w, "%s-line-", name)
 				fmt.Fprintf(w, "%d\n", i)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")

@@ -5,14 +5,19 @@
 package languages
 
 import (
+	"cmp"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/entry"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
@@ -84,8 +89,10 @@ type Language struct {
 	// the agent applies to the code before the first stage: it may save the
 	// code under another name than File (Java's public class Solution goes
 	// to Solution.java) and finds what the program starts with; "{file}" and
-	// "{main}" in Compile and Run stand for the two. Code the convention
-	// cannot run fails the first stage with a message saying what it expects.
+	// "{main}" in Compile and Run stand for the two, and "{form}" for the
+	// source form the compiler must be told (COBOL's free or fixed format,
+	// 32- or 64-bit assembly). Code the convention cannot run fails the
+	// first stage with a message saying what it expects.
 	Entry string `json:"entry,omitempty"`
 	// TypeErrors, if set, says how the compile stage reports type errors
 	// that do not stop the run, as tsc emits runnable JavaScript despite
@@ -109,11 +116,20 @@ type Language struct {
 	Kernel *Kernel `json:"kernel,omitempty"`
 	// Limits override the operator's defaults for this language.
 	Limits Limits `json:"limits,omitzero"`
-	// Packages names the package manager that installs the language's
-	// packages ("pip" or "npm"); empty: the language takes no packages.
+	// Packages names the PackageManager that installs the language's
+	// packages; empty: the language takes no packages.
 	Packages string `json:"packages,omitempty"`
-	// Example is a hello-world program, used in prompts and tests.
+	// Example is a hello-world program, used in prompts, tests and
+	// benchmarks.
 	Example string `json:"example,omitempty"`
+	// Probe, if set, is the test program doctor and setup run in place of
+	// Example: one that shows the sandbox runs as a non-root user without
+	// network.
+	Probe string `json:"probe,omitempty"`
+	// HostRun, if set, runs Example as a plain process on a host that has
+	// the runtime (the first argument is the program, looked up on PATH):
+	// the bare baseline the benchmarks compare sandboxed runs with.
+	HostRun []string `json:"host_run,omitempty"`
 	// Architectures, if set, are the only machine architectures (Go's
 	// names: "amd64", "arm64") whose sandboxes can run the language: its
 	// runtime does not exist for the others (Debian packages Crystal's
@@ -186,20 +202,89 @@ type WarmInterpreter struct {
 	Run []string `json:"run,omitempty"`
 }
 
+// PackageManager is how packages are installed for the languages that
+// name it in [Language.Packages]: the installer image runs Install, and the
+// sandboxes of a run see the result read-only.
+type PackageManager struct {
+	// Name is what languages name it by ("pip").
+	Name string `json:"name"`
+	// RegistrySetting is the packages setting of the server's
+	// configuration that holds the registry the manager installs from
+	// ("pypi_index_url"; the configuration package's Packages.RegistryURL reads it).
+	RegistrySetting string `json:"registry_setting"`
+	// Dir is the directory of the installation that the manager fills and
+	// that programs import from ("python").
+	Dir string `json:"dir"`
+	// Env are the NAME=value pairs that make the installed packages
+	// importable; "{dir}" stands for Dir's path in the sandbox.
+	Env []string `json:"env"`
+	// Listing names how the server reads what an install put in place:
+	// "pip_report" (pip's --report, pip-report.json) or "node_modules"
+	// (the package.json of every package at the top of node_modules).
+	Listing string `json:"listing"`
+	// Install is the installer's command. The server appends the registry
+	// URL, the registry's host when it is plain HTTP (for managers that
+	// must be told to trust it, else empty), and then the package specs,
+	// which are names and versions, never options. INSTALL_DIR in its
+	// environment is the directory it copies the installation to.
+	Install []string `json:"install"`
+}
+
+// PackageListings are the known values of [PackageManager.Listing].
+var PackageListings = []string{"pip_report", "node_modules"}
+
+// Roles name the languages that tools of the project use when the user
+// names none.
+type Roles struct {
+	// Probe are the languages doctor and setup test-run, in order.
+	Probe []string `json:"probe,omitempty"`
+	// Shell is a language whose image runs `true`: the benchmarks'
+	// container churn.
+	Shell string `json:"shell,omitempty"`
+	// Load is the benchmarks' default language of sustained load.
+	Load string `json:"load,omitempty"`
+	// ExampleCall is the example run_code call that the client
+	// configuration shows.
+	ExampleCall *ExampleCall `json:"example_call,omitempty"`
+	// SessionState is the session the benchmarks fork, pause and resume:
+	// a cell that builds a large state and one that reads it.
+	SessionState *SessionState `json:"session_state,omitempty"`
+}
+
+// SessionState is a language and two cells of one session: State builds
+// a large interpreter state, Read reads it back.
+type SessionState struct {
+	Language string `json:"language"`
+	State    string `json:"state"`
+	Read     string `json:"read"`
+}
+
+// ExampleCall is a run_code call's arguments: a language and its code.
+type ExampleCall struct {
+	Language string `json:"language"`
+	Code     string `json:"code"`
+}
+
 // Compiled reports whether the language has a compile stage.
 func (l *Language) Compiled() bool { return len(l.Compile) > 0 }
 
 // File is the registry file format.
 type File struct {
-	Images    []Image    `json:"images"`
-	Languages []Language `json:"languages"`
+	Roles           Roles            `json:"roles,omitzero"`
+	PackageManagers []PackageManager `json:"package_managers,omitempty"`
+	Images          []Image          `json:"images"`
+	Languages       []Language       `json:"languages"`
 }
 
-// Registry is a validated, immutable set of languages and images.
+// Registry is a validated, immutable set of languages, images and package
+// managers.
 type Registry struct {
+	roles     Roles
+	managers  map[string]PackageManager
 	images    map[string]Image
 	languages []Language
 	byName    map[string]int // name or alias -> index into languages
+	lookups   atomic.Int64   // calls of Lookup, for Lookups
 }
 
 // Builtin returns the registry embedded in the binary.
@@ -237,6 +322,20 @@ func Load(path string) (*Registry, error) {
 		return nil, fmt.Errorf("decoding language registry %s: %w", path, err)
 	}
 	merged := base.File()
+	if len(extra.Roles.Probe) > 0 {
+		merged.Roles.Probe = extra.Roles.Probe
+	}
+	merged.Roles.Shell = cmp.Or(extra.Roles.Shell, merged.Roles.Shell)
+	merged.Roles.Load = cmp.Or(extra.Roles.Load, merged.Roles.Load)
+	merged.Roles.ExampleCall = cmp.Or(extra.Roles.ExampleCall, merged.Roles.ExampleCall)
+	merged.Roles.SessionState = cmp.Or(extra.Roles.SessionState, merged.Roles.SessionState)
+	for _, m := range extra.PackageManagers {
+		if i := slices.IndexFunc(merged.PackageManagers, func(x PackageManager) bool { return x.Name == m.Name }); i >= 0 {
+			merged.PackageManagers[i] = m
+		} else {
+			merged.PackageManagers = append(merged.PackageManagers, m)
+		}
+	}
 	for _, img := range extra.Images {
 		if i := slices.IndexFunc(merged.Images, func(x Image) bool { return x.Name == img.Name }); i >= 0 {
 			merged.Images[i] = img
@@ -260,7 +359,16 @@ func Load(path string) (*Registry, error) {
 
 // New validates f and builds a registry from it.
 func New(f File) (*Registry, error) {
-	r := &Registry{images: map[string]Image{}, byName: map[string]int{}}
+	r := &Registry{roles: f.Roles, managers: map[string]PackageManager{}, images: map[string]Image{}, byName: map[string]int{}}
+	for _, m := range f.PackageManagers {
+		if err := validManager(m); err != nil {
+			return nil, err
+		}
+		if _, dup := r.managers[m.Name]; dup {
+			return nil, fmt.Errorf("package manager %q is defined twice", m.Name)
+		}
+		r.managers[m.Name] = m
+	}
 	for _, img := range f.Images {
 		if img.Name == "" || img.Tag == "" {
 			return nil, fmt.Errorf("image %q: name and tag are required", img.Name)
@@ -316,9 +424,9 @@ func New(f File) (*Registry, error) {
 			return nil, fmt.Errorf("language %q: unknown entry convention %q (known: %s)", l.Name, l.Entry, strings.Join(entry.Names(), ", "))
 		}
 		if l.Entry == "" && slices.ContainsFunc(append(slices.Clone(l.Compile), l.Run...), func(a string) bool {
-			return strings.Contains(a, "{file}") || strings.Contains(a, "{main}")
+			return slices.ContainsFunc(entry.Placeholders, func(p string) bool { return strings.Contains(a, p) })
 		}) {
-			return nil, fmt.Errorf("language %q: {file} and {main} in its commands need an entry convention to fill them", l.Name)
+			return nil, fmt.Errorf("language %q: %s in its commands need an entry convention to fill them", l.Name, strings.Join(entry.Placeholders, ", "))
 		}
 		if te := l.TypeErrors; te != nil {
 			if _, err := regexp.Compile(te.Pattern); err != nil || te.Pattern == "" || !strings.Contains(te.FatalEnv, "=") || !l.Compiled() {
@@ -327,6 +435,9 @@ func New(f File) (*Registry, error) {
 		}
 		if _, ok := r.images[l.Image]; !ok {
 			return nil, fmt.Errorf("language %q uses unknown image %q", l.Name, l.Image)
+		}
+		if _, ok := r.managers[l.Packages]; l.Packages != "" && !ok {
+			return nil, fmt.Errorf("language %q: unknown package manager %q (the package_managers are %s)", l.Name, l.Packages, strings.Join(slices.Sorted(maps.Keys(r.managers)), ", "))
 		}
 		for _, key := range append([]string{l.Name}, l.Aliases...) {
 			key = strings.ToLower(key)
@@ -337,12 +448,42 @@ func New(f File) (*Registry, error) {
 		}
 	}
 	r.languages = langs
+	roles := append(slices.Clone(f.Roles.Probe), f.Roles.Shell, f.Roles.Load)
+	if f.Roles.ExampleCall != nil {
+		roles = append(roles, f.Roles.ExampleCall.Language)
+	}
+	if f.Roles.SessionState != nil {
+		roles = append(roles, f.Roles.SessionState.Language)
+	}
+	for _, name := range roles {
+		if _, ok := r.Lookup(name); name != "" && !ok {
+			return nil, fmt.Errorf("roles: unknown language %q", name)
+		}
+	}
 	return r, nil
+}
+
+// validManager checks a package manager's entry.
+func validManager(m PackageManager) error {
+	switch {
+	case m.Name == "":
+		return errors.New("package manager: name is required")
+	case m.RegistrySetting == "" || len(m.Install) == 0:
+		return fmt.Errorf("package manager %q: registry_setting and install are required", m.Name)
+	case m.Dir == "" || m.Dir != filepath.Base(m.Dir) || m.Dir == "." || m.Dir == "..":
+		return fmt.Errorf("package manager %q: dir must be a plain directory name", m.Name)
+	case !slices.Contains(PackageListings, m.Listing):
+		return fmt.Errorf("package manager %q: unknown listing %q (known: %s)", m.Name, m.Listing, strings.Join(PackageListings, ", "))
+	}
+	return nil
 }
 
 // File returns a copy of the registry's contents.
 func (r *Registry) File() File {
-	f := File{Languages: slices.Clone(r.languages)}
+	f := File{Roles: r.roles, Languages: slices.Clone(r.languages)}
+	for _, name := range slices.Sorted(maps.Keys(r.managers)) {
+		f.PackageManagers = append(f.PackageManagers, r.managers[name])
+	}
 	for _, img := range r.images {
 		f.Images = append(f.Images, img)
 	}
@@ -352,12 +493,17 @@ func (r *Registry) File() File {
 
 // Lookup finds a language by name or alias, case-insensitively.
 func (r *Registry) Lookup(name string) (Language, bool) {
+	r.lookups.Add(1)
 	i, ok := r.byName[strings.ToLower(strings.TrimSpace(name))]
 	if !ok {
 		return Language{}, false
 	}
 	return r.languages[i], true
 }
+
+// Lookups is how many times Lookup has run. A tool call resolves its
+// language once (engine.Prepare), and tests hold its callers to that.
+func (r *Registry) Lookups() int64 { return r.lookups.Load() }
 
 // Languages returns every language, sorted by name.
 func (r *Registry) Languages() []Language { return slices.Clone(r.languages) }
@@ -370,6 +516,21 @@ func (r *Registry) Names() []string {
 	}
 	return names
 }
+
+// PackageManager returns the package manager of lang, if it takes packages.
+func (r *Registry) PackageManager(lang Language) (PackageManager, bool) {
+	m, ok := r.managers[lang.Packages]
+	return m, ok && lang.Packages != ""
+}
+
+// PackageManagers returns every package manager, sorted by name.
+func (r *Registry) PackageManagers() []PackageManager {
+	return r.File().PackageManagers
+}
+
+// Roles returns the languages the project's tools use when the user names
+// none.
+func (r *Registry) Roles() Roles { return r.roles }
 
 // Image returns the image with the given short name.
 func (r *Registry) Image(name string) (Image, bool) {
@@ -441,7 +602,7 @@ var (
 )
 
 // programFiles names the warm and kernel programs of a language by their
-// files, as wire.Program reads them, when a registry names them the old way.
+// files, as [wire.Program] reads them, when a registry names them the old way.
 func programFiles(w *WarmInterpreter, k *Kernel) (*WarmInterpreter, *Kernel) {
 	if w != nil {
 		if file, ok := legacyWarm[w.Name]; ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -20,7 +21,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 func TestHTTPGuards(t *testing.T) {
 	t.Parallel()
 	server := mcpserver.New(offlineEngine(t), "test", nil)
-	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
+	h := transport.HTTPHandler(server, transport.HTTPOptions{
 		MaxBodyBytes:   1 << 10,
 		AllowedOrigins: []string{"https://app.example"},
 		AllowedHosts:   []string{"mcp-code-runner.mcp-code-runner.svc"},
@@ -71,7 +72,7 @@ func TestHTTPGuards(t *testing.T) {
 func TestHTTPWithSDKClient(t *testing.T) {
 	t.Parallel()
 	server := mcpserver.New(offlineEngine(t), "test", nil)
-	ts := httptest.NewServer(mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{MaxBodyBytes: 1 << 20}))
+	ts := httptest.NewServer(transport.HTTPHandler(server, transport.HTTPOptions{MaxBodyBytes: 1 << 20}))
 	defer ts.Close()
 	client := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, DisableStandaloneSSE: true}, nil)
@@ -80,7 +81,7 @@ func TestHTTPWithSDKClient(t *testing.T) {
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 13 {
+	if err != nil || len(tools.Tools) != 15 {
 		t.Fatalf("tools %v, %v", tools, err)
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "nope", "code": "x"}})
@@ -109,9 +110,9 @@ func TestOAuthResourceServer(t *testing.T) {
 	}))
 	defer intro.Close()
 	server := mcpserver.New(offlineEngine(t), "test", nil)
-	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
+	h := transport.HTTPHandler(server, transport.HTTPOptions{
 		MaxBodyBytes: 1 << 20,
-		OAuth: mcpserver.OAuthOptions{
+		OAuth: transport.OAuthOptions{
 			Issuer: "https://issuer.example", IntrospectionURL: intro.URL, ClientID: "mcr", ClientSecret: "pw",
 			ResourceURL: "http://127.0.0.1:8080/mcp", Scopes: []string{"run"},
 		},
@@ -128,7 +129,7 @@ func TestOAuthResourceServer(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return rec
 	}
-	meta := do(http.MethodGet, mcpserver.MetadataPath+"/mcp", "")
+	meta := do(http.MethodGet, transport.MetadataPath+"/mcp", "")
 	if meta.Code != http.StatusOK || !strings.Contains(meta.Body.String(), `"authorization_servers":["https://issuer.example"]`) ||
 		!strings.Contains(meta.Body.String(), `"resource":"http://127.0.0.1:8080/mcp"`) {
 		t.Fatalf("metadata: %d %s", meta.Code, meta.Body.String())
@@ -151,7 +152,7 @@ func TestOAuthResourceServer(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
 	server := mcpserver.New(offlineEngine(t), "test", nil)
-	h := mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{MaxBodyBytes: 1 << 20, RatePerMinute: 60, BearerTokens: []string{"a", "b"}})
+	h := transport.HTTPHandler(server, transport.HTTPOptions{MaxBodyBytes: 1 << 20, RatePerMinute: 60, BearerTokens: []string{"a", "b"}})
 	post := func(token string) int {
 		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initBody))
 		req.Host = "127.0.0.1:8080"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
 
@@ -32,7 +33,7 @@ func TestEachRequestIsItsTokensPrincipal(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := mcpserver.New(eng, "test", nil)
-	ts := httptest.NewServer(mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
+	ts := httptest.NewServer(transport.HTTPHandler(server, transport.HTTPOptions{
 		MaxBodyBytes: 1 << 20, Tokens: teamTokens, BearerTokens: []string{"bare-s3cret"},
 	}))
 	t.Cleanup(ts.Close)
@@ -98,9 +99,9 @@ func TestOAuthSubjectIsThePrincipal(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := mcpserver.New(eng, "test", nil)
-	ts := httptest.NewServer(mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{
+	ts := httptest.NewServer(transport.HTTPHandler(server, transport.HTTPOptions{
 		MaxBodyBytes: 1 << 20,
-		OAuth: mcpserver.OAuthOptions{Issuer: "https://issuer.example", IntrospectionURL: intro.URL,
+		OAuth: transport.OAuthOptions{Issuer: "https://issuer.example", IntrospectionURL: intro.URL,
 			ResourceURL: "http://127.0.0.1/mcp", Scopes: []string{"run"}},
 	}))
 	t.Cleanup(ts.Close)

@@ -32,7 +32,10 @@ func addPrompts(s *mcp.Server, h *handlers) {
 
 func (h *handlers) promptLanguage(name string) (string, error) {
 	if name == "" {
-		name = "python"
+		// The registry's example language is the prompts' default too.
+		if ex := h.eng.Registry().Roles().ExampleCall; ex != nil {
+			name = ex.Language
+		}
 	}
 	l, ok := h.eng.Registry().Lookup(name)
 	if !ok {

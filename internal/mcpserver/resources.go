@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -105,8 +106,8 @@ func (h *handlers) recentRunIDs(ctx context.Context) []string {
 	uris := h.eng.Outputs().List(principal.FromContext(ctx).Name)
 	seen := map[string]bool{}
 	var ids []string
-	for i := len(uris) - 1; i >= 0; i-- {
-		rest := strings.TrimPrefix(uris[i], engine.OutputURIPrefix)
+	for _, uri := range slices.Backward(uris) {
+		rest := strings.TrimPrefix(uri, engine.OutputURIPrefix)
 		id, _, _ := strings.Cut(rest, "/")
 		if !seen[id] {
 			seen[id] = true

@@ -3,8 +3,10 @@
 // list_executions for long jobs; create_session, close_session,
 // list_sessions, write_file, read_file and list_files for sessions), the
 // language, output and artifact resources, the prompts, and completion of
-// their arguments. Handlers receive the engine they use; the
-// transport (stdio or Streamable HTTP) is chosen by the caller.
+// their arguments. [NewServer] builds it on its [Deps] (the engine, the
+// executions and the sessions; [New] on an engine alone, [NewBareServer]
+// on a [Surface] of the caller's); the transport (stdio or Streamable
+// HTTP) is chosen by the caller.
 package mcpserver
 
 import (
@@ -21,6 +23,8 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/tasks"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 )
 
@@ -73,17 +77,17 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 			Resources: &mcp.ResourceCapabilities{},
 			Prompts:   &mcp.PromptCapabilities{},
 		},
-		Tasks: TaskConfig{
+		Tasks: tasks.Config{
 			Executions: deps.Executions,
 			MaxTTL:     time.Duration(deps.Engine.Config().Executions.TaskMaxTTLSeconds) * time.Second,
 			MaxKept:    deps.Engine.Config().Executions.MaxKept,
-			Stages:     h.stageNames,
+			Prepare:    h.prepareTask,
 			Store:      deps.Engine.Store(),
 		},
 	}, log)
 	s.AddReceivingMiddleware(acceptEnvObject)
 	addRunTools(s, h)
-	TaskSupport(s, "run_code")
+	tasks.Support(s, "run_code")
 	addLanguageTools(s, h)
 	addExecutionTools(s, h)
 	addSessionTools(s, h)
@@ -102,9 +106,9 @@ type Surface struct {
 	CompletionHandler  func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 	SubscribeHandler   func(context.Context, *mcp.SubscribeRequest) error
 	UnsubscribeHandler func(context.Context, *mcp.UnsubscribeRequest) error
-	// Tasks configures the server's MCP Tasks layer (tasks.go); the tools
-	// that run as tasks are named with TaskSupport.
-	Tasks TaskConfig
+	// Tasks configures the server's MCP Tasks layer; the tools that run as
+	// tasks are named with [tasks.Support].
+	Tasks tasks.Config
 }
 
 // NewBareServer returns an MCP server with the plumbing every server of this
@@ -124,14 +128,14 @@ func NewBareServer(sf Surface, log *slog.Logger) *mcp.Server {
 		CompletionHandler:  sf.CompletionHandler,
 		SubscribeHandler:   sf.SubscribeHandler,
 		UnsubscribeHandler: sf.UnsubscribeHandler,
-		Capabilities:       withTasksExtension(sf.Capabilities),
+		Capabilities:       tasks.WithExtension(sf.Capabilities),
 	})
-	// The Tasks layer runs inside withPrincipal: tasks belong to the
+	// The Tasks layer runs inside [transport.WithPrincipal]: tasks belong to the
 	// request's principal.
-	tl := newTaskLayer(s, sf.Tasks, log)
-	s.AddReceivingMiddleware(tl.middleware)
-	s.AddReceivingMiddleware(withPrincipal)
-	addTaskMethods(s, tl)
+	tl := tasks.New(s, sf.Tasks, log)
+	s.AddReceivingMiddleware(tl.Middleware)
+	s.AddReceivingMiddleware(transport.WithPrincipal)
+	tl.AddMethods(s)
 	return s
 }
 
@@ -143,8 +147,6 @@ type handlers struct {
 	log      *slog.Logger
 	onCall   func(context.Context, ToolCall)
 }
-
-func boolPtr(b bool) *bool { return &b }
 
 // minLevel drops records below level.
 type minLevel struct {

@@ -69,7 +69,7 @@ func TestToolSchemasSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 13 {
+	if len(res.Tools) != 15 {
 		t.Fatalf("got %d tools", len(res.Tools))
 	}
 	for _, tool := range res.Tools {

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
@@ -37,7 +38,7 @@ func TestTwoTokensSeeOnlyTheirOwnWork(t *testing.T) {
 		testutil.NoLeftovers(t, b.Client())
 	})
 	server := mcpserver.NewServer(mcpserver.Deps{Engine: eng, Executions: execs, Sessions: sess}, "test", nil)
-	ts := httptest.NewServer(mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{MaxBodyBytes: 1 << 20, Tokens: teamTokens}))
+	ts := httptest.NewServer(transport.HTTPHandler(server, transport.HTTPOptions{MaxBodyBytes: 1 << 20, Tokens: teamTokens}))
 	t.Cleanup(ts.Close)
 	alice, bob, ops := connectAs(t, ts.URL, "alice-s3cret"), connectAs(t, ts.URL, "bob-s3cret"), connectAs(t, ts.URL, "ops-s3cret")
 

@@ -42,10 +42,10 @@ func TestOldToolchainsFailAtCompileWithTheCompilersWords(t *testing.T) {
 			want:     []string{"main.cs(1,0): error CS1525: Unexpected symbol `var'"},
 		},
 		{
-			name:     "Kotlin 1.6 readln() on Kotlin 1.3",
+			name:     "Kotlin 1.6 buildList on Kotlin 1.3",
 			language: "kotlin",
-			code:     "fun main() {\n    val name = readln()\n    println(\"Hello, $name!\")\n}\n",
-			want:     []string{"main.kt:2:16: error: unresolved reference: readln"},
+			code:     "fun main() {\n    val xs = buildList { add(1); add(2) }\n    println(xs)\n}\n",
+			want:     []string{"main.kt:2:14: error: unresolved reference: buildList"},
 		},
 	}
 	for _, tc := range tests {

@@ -39,25 +39,25 @@ of waiting: for jobs longer than a request may last (up to the operator's
 maximum duration, which is also the default time limit). Follow it with
 get_execution (output so far, status, and the result when done; it can wait
 for the end) and stop it with cancel_execution.`,
-		Annotations: &mcp.ToolAnnotations{Title: "Start a long-running execution", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "Start a long-running execution", DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, h.startExecution)
 	addTool(s, h, &mcp.Tool{
 		Name:        "get_execution",
 		Title:       "Get an execution's status and output",
 		Description: "Status, output so far and, once ended, the full result of an execution started with start_execution. wait_seconds makes it wait for the end (long poll); stdout_offset/stderr_offset return only output not yet seen.",
-		Annotations: &mcp.ToolAnnotations{Title: "Get an execution", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "Get an execution", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 	}, h.getExecution)
 	addTool(s, h, &mcp.Tool{
 		Name:        "cancel_execution",
 		Title:       "Cancel an execution",
 		Description: "Stop a running execution: its sandbox is killed and removed; the output so far is kept and returned.",
-		Annotations: &mcp.ToolAnnotations{Title: "Cancel an execution", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "Cancel an execution", DestructiveHint: new(true), OpenWorldHint: new(false)},
 	}, h.cancelExecution)
 	addTool(s, h, &mcp.Tool{
 		Name:        "list_executions",
 		Title:       "List executions",
 		Description: "List your executions running or recently ended, newest first, with status and output sizes (an operator sees everyone's, with their owners).",
-		Annotations: &mcp.ToolAnnotations{Title: "List executions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "List executions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 	}, h.listExecutions)
 }
 

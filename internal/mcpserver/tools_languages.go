@@ -36,7 +36,7 @@ func ListLanguagesTool() *mcp.Tool {
 			Title:          "List languages",
 			ReadOnlyHint:   true,
 			IdempotentHint: true,
-			OpenWorldHint:  boolPtr(false),
+			OpenWorldHint:  new(false),
 		},
 	}
 }

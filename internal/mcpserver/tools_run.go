@@ -11,6 +11,8 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/progress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/tasks"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
@@ -65,9 +67,9 @@ is truncated with the full text at stdout_uri/stderr_uri.`,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run code in a sandbox",
 			ReadOnlyHint:    false,
-			DestructiveHint: boolPtr(false),
+			DestructiveHint: new(false),
 			IdempotentHint:  false,
-			OpenWorldHint:   boolPtr(false),
+			OpenWorldHint:   new(false),
 		},
 	}
 }
@@ -76,47 +78,90 @@ func addRunTools(s *mcp.Server, h *handlers) {
 	addTool(s, h, RunCodeTool(h.eng.Config().Limits), h.runCode)
 }
 
-func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, in engine.Request) (*mcp.CallToolResult, *engine.Result, error) {
-	run, plan, err := h.prepare(ctx, in)
+func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args engine.Request) (*mcp.CallToolResult, *engine.Result, error) {
+	run, plan, err := h.prepare(ctx, args)
 	if err != nil {
 		return nil, nil, err
 	}
 	opts := engine.RunOptions{}
-	if ps := newProgressStreamer(ctx, req, plan.Stages()); ps != nil {
+	if ps := progress.ForRequest(ctx, req, plan.Stages()); ps != nil {
 		opts.OnChunk = ps.OnChunk
+		opts.OnImage = ps.Status
 		defer ps.Close()
 	}
 	// As a task, the run reports its output and result to the task's
 	// execution.
-	tr := taskRunFrom(ctx)
+	tr := tasks.RunFrom(ctx)
 	if tr != nil {
 		if own := opts.OnChunk; own != nil {
-			opts.OnChunk = func(c sandbox.Chunk) { own(c); tr.onChunk(c) }
+			opts.OnChunk = func(c sandbox.Chunk) { own(c); tr.OnChunk(c) }
 		} else {
-			opts.OnChunk = tr.onChunk
+			opts.OnChunk = tr.OnChunk
 		}
 	}
 	res, err := run(ctx, plan, opts)
 	if tr != nil {
-		tr.result = res
+		tr.Result = res
 	}
 	if err != nil {
 		return nil, nil, err
 	}
+	// A one-shot run denied hosts the operator lets the user approve: ask,
+	// and run once more with what was approved. A task has no one to ask
+	// inline, and a session's cell is not run twice (its state would see
+	// it twice): an approval given elsewhere reaches its next call.
+	var note *mcp.TextContent
+	if tr == nil && args.SessionID == "" {
+		if approved := h.askApprovals(ctx, req, res); len(approved) > 0 {
+			_, again, perr := h.prepare(ctx, args)
+			if perr != nil {
+				return nil, nil, perr
+			}
+			if res, err = run(ctx, again, opts); err != nil {
+				return nil, nil, err
+			}
+			note = approvalNote(approved, h.eng.Approvals().TTL())
+		}
+	}
 	out := resultContent(res)
+	if note != nil {
+		out.Content = append([]mcp.Content{note}, out.Content...)
+	}
 	out.Content = append(out.Content, h.artifactContent(ctx, res.Artifacts)...)
 	return out, res, nil
 }
 
 // prepare checks a run_code call once, as a one-shot run or as a call in
-// its session, and returns the plan with what runs it.
-func (h *handlers) prepare(ctx context.Context, in engine.Request) (runPlan, *engine.Plan, error) {
-	if in.SessionID != "" {
-		plan, err := h.sessions.Prepare(ctx, in)
-		return h.sessions.RunPlan, plan, err
+// its session, and returns the plan with what runs it. A task's call was
+// checked when the task started (prepareTask): its plan is reused.
+func (h *handlers) prepare(ctx context.Context, args engine.Request) (runPlan, *engine.Plan, error) {
+	run := h.eng.RunPlan
+	if args.SessionID != "" {
+		run = h.sessions.RunPlan
 	}
-	plan, err := h.eng.Prepare(ctx, in, false)
-	return h.eng.RunPlan, plan, err
+	if tr := tasks.RunFrom(ctx); tr != nil && (tr.Plan != nil || tr.Err != nil) {
+		return run, tr.Plan, tr.Err
+	}
+	var plan *engine.Plan
+	var err error
+	if args.SessionID != "" {
+		plan, err = h.sessions.Prepare(ctx, args)
+	} else {
+		plan, err = h.eng.Prepare(ctx, args, false)
+	}
+	return run, plan, err
+}
+
+// prepareTask checks a task-augmented run_code call before its task
+// starts (tasks.Config.Prepare). Arguments that do not decode get no plan:
+// the tool's own decoding answers them.
+func (h *handlers) prepareTask(ctx context.Context, req *mcp.CallToolRequest) (*engine.Plan, error) {
+	var in engine.Request
+	if req.Params.Name != "run_code" || json.Unmarshal(req.Params.Arguments, &in) != nil {
+		return nil, nil
+	}
+	_, plan, err := h.prepare(ctx, in)
+	return plan, err
 }
 
 // runPlan runs a prepared plan.
@@ -163,13 +208,4 @@ func resultContent(res any) *mcp.CallToolResult {
 	content = append(content, &mcp.TextContent{Text: string(data)})
 	// The same JSON is the structured result: encoded once.
 	return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}
-}
-
-// stageNames lists a language's stages in order, for the progress messages
-// of a task (run_code's own are its plan's).
-func (h *handlers) stageNames(language string) []string {
-	if l, ok := h.eng.Registry().Lookup(language); ok {
-		return engine.StagesOf(l)
-	}
-	return []string{"run"}
 }

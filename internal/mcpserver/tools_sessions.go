@@ -20,6 +20,7 @@ type CreateSessionInput struct {
 	IdleTimeoutSeconds int      `json:"idle_timeout_seconds,omitempty" jsonschema:"close the session after this long unused; default and maximum are the operator's"`
 	Network            string   `json:"network,omitempty" jsonschema:"network access of every call in the session: none (the default), packages (the language's package registries) or allowlist (the operator's hosts); at most the operator's maximum"`
 	Packages           []string `json:"packages,omitempty" jsonschema:"packages to install before the session starts, e.g. requests==2.32.3 (Python) or lodash@4 (JavaScript); install_packages adds more later"`
+	Secrets            []string `json:"secrets,omitempty" jsonschema:"names of the operator's secrets every call in the session may use, for the session's life: its programs see only a placeholder, in MCR_SECRET_<NAME>, and the egress proxy writes the secret into the header the operator bound it to on HTTPS requests to its hosts. Needs a network that reaches those hosts (usually allowlist); a session's run_code cannot add more"`
 }
 
 // InstallPackagesInput is install_packages' input.
@@ -71,7 +72,7 @@ type FileList struct {
 }
 
 func addSessionTools(s *mcp.Server, h *handlers) {
-	closed := boolPtr(false)
+	closed := new(false)
 	addTool(s, h, &mcp.Tool{
 		Name:  "create_session",
 		Title: "Create a session",
@@ -86,7 +87,7 @@ as value). Close it with close_session; it also closes itself when idle.`,
 		Name:        "close_session",
 		Title:       "Close a session",
 		Description: "Close a session: its sandbox, files and interpreter state are destroyed.",
-		Annotations: &mcp.ToolAnnotations{Title: "Close a session", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: closed},
+		Annotations: &mcp.ToolAnnotations{Title: "Close a session", DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: closed},
 	}, h.closeSession)
 	addTool(s, h, &mcp.Tool{
 		Name:  "install_packages",
@@ -98,7 +99,7 @@ by the next run_code at once. Needs the operator to allow the packages
 network tier; the session's own code keeps the network it was created with.
 A package that does not exist or versions that conflict come back with the
 package manager's own message.`,
-		Annotations: &mcp.ToolAnnotations{Title: "Install packages", DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(true)},
+		Annotations: &mcp.ToolAnnotations{Title: "Install packages", DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(true)},
 	}, h.installPackages)
 	addTool(s, h, &mcp.Tool{
 		Name:        "list_sessions",
@@ -107,10 +108,35 @@ package manager's own message.`,
 		Annotations: &mcp.ToolAnnotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: closed},
 	}, h.listSessions)
 	addTool(s, h, &mcp.Tool{
+		Name:  "fork_session",
+		Title: "Fork a session",
+		Description: `Fork one of your sessions: a new session of the same language, idle timeout,
+network and packages, in a sandbox of its own, with a copy of the workspace's
+files (regular files; symbolic links are listed as skipped) and the
+interpreter's state rebuilt by running the original's successful cells again
+in order (mode "replayed"). The original is unchanged; each then goes its own
+way. Cells that depend on time, randomness or the network may rebuild a
+different state; a session past the operator's replay bound
+(sessions.replay_max_cells, replay_max_bytes) cannot be forked.`,
+		Annotations: &mcp.ToolAnnotations{Title: "Fork a session", DestructiveHint: closed, OpenWorldHint: closed},
+	}, h.forkSession)
+	addTool(s, h, &mcp.Tool{
+		Name:  "pause_session",
+		Title: "Pause a session",
+		Description: `Pause one of your sessions: its workspace's files are kept on the server's disk
+and its sandbox is removed (no process, no memory). The next call to the
+session (run_code, the file tools, install_packages, fork_session) resumes it
+transparently: a new sandbox, the files restored, the interpreter state rebuilt
+by running its successful cells again in order (mode "replayed"); that run's
+result says it was resumed and how long it took. Paused sessions count against
+their own quota, not the live sessions'.`,
+		Annotations: &mcp.ToolAnnotations{Title: "Pause a session", DestructiveHint: closed, IdempotentHint: true, OpenWorldHint: closed},
+	}, h.pauseSession)
+	addTool(s, h, &mcp.Tool{
 		Name:        "write_file",
 		Title:       "Write a file into a session",
 		Description: "Write a file (text or base64 for binary) into a session's workspace, creating parent directories.",
-		Annotations: &mcp.ToolAnnotations{Title: "Write a file", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: closed},
+		Annotations: &mcp.ToolAnnotations{Title: "Write a file", DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: closed},
 	}, h.writeFile)
 	addTool(s, h, &mcp.Tool{
 		Name:        "read_file",
@@ -127,11 +153,28 @@ package manager's own message.`,
 }
 
 func (h *handlers) createSession(ctx context.Context, _ *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, sessions.Info, error) {
-	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds, sessions.Options{Network: in.Network, Packages: in.Packages})
+	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds, sessions.Options{Network: in.Network, Packages: in.Packages, Secrets: in.Secrets})
 	if err != nil {
 		return nil, info, err
 	}
 	return withSummary(resultContent(info), "session "+info.SessionID+" ("+info.Language+") is ready; pass session_id to run_code"), info, nil
+}
+
+func (h *handlers) forkSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionRef) (*mcp.CallToolResult, sessions.ForkResult, error) {
+	out, err := h.sessions.Fork(ctx, in.SessionID)
+	if err != nil {
+		return nil, out, err
+	}
+	return withSummary(resultContent(out), fmt.Sprintf("session %s forked into %s (%s: %d cells, %d files, %d ms)",
+		out.ForkedFrom, out.Session.SessionID, out.Mode, out.CellsReplayed, out.FilesCopied, out.DurationMs)), out, nil
+}
+
+func (h *handlers) pauseSession(ctx context.Context, _ *mcp.CallToolRequest, in SessionRef) (*mcp.CallToolResult, sessions.PauseResult, error) {
+	out, err := h.sessions.Pause(ctx, in.SessionID)
+	if err != nil {
+		return nil, out, err
+	}
+	return withSummary(resultContent(out), fmt.Sprintf("session %s paused (%d files kept, %d cells to replay on its next call)", out.SessionID, out.FilesKept, out.CellsToRun)), out, nil
 }
 
 func (h *handlers) installPackages(ctx context.Context, _ *mcp.CallToolRequest, in InstallPackagesInput) (*mcp.CallToolResult, sessions.InstallResult, error) {

@@ -58,6 +58,8 @@ type Metrics struct {
 	createErrors  prometheus.Counter
 	rejected      *prometheus.CounterVec
 	toolCalls     *prometheus.CounterVec
+	egressConns   *prometheus.CounterVec
+	egressBytes   *prometheus.CounterVec
 
 	principalsMu  sync.Mutex
 	principals    map[string]bool
@@ -97,11 +99,15 @@ func New(opts Options) *Metrics {
 		Help: "Requests refused, by reason: auth (401), rate (429), forbidden (403, Host or Origin), quota, busy."}, []string{"reason"})
 	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "tool_calls_total",
 		Help: "Tool calls, by tool and outcome (ok, or the error code)."}, []string{"tool", "outcome"})
+	m.egressConns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "egress_connections_total",
+		Help: "Connections sandboxes made through their egress proxies, by principal and decision (allowed, denied)."}, []string{"principal", "decision"})
+	m.egressBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "egress_bytes_total",
+		Help: "Bytes through the egress proxies, both ways, by principal."}, []string{"principal"})
 	for _, r := range []string{ReasonAuth, ReasonRate, ReasonForbidden, ReasonQuota, ReasonBusy} {
 		m.rejected.WithLabelValues(r) // present at 0, so rate() works from the first scrape
 	}
 	reg.MustRegister(m.runs, m.queueWait, m.acquire, m.exec, m.total, m.outputBytes,
-		m.sandboxCreate, m.sandboxRemove, m.createErrors, m.rejected, m.toolCalls,
+		m.sandboxCreate, m.sandboxRemove, m.createErrors, m.rejected, m.toolCalls, m.egressConns, m.egressBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -129,7 +135,19 @@ func (m *Metrics) principalLabel(name string) string {
 	return name
 }
 
-// RunDone records a finished run (engine.Observer).
+// Egress counts one connection a sandbox of owner made through its egress
+// proxy, and its bytes.
+func (m *Metrics) Egress(owner string, allowed bool, bytes int64) {
+	label := m.principalLabel(owner)
+	decision := "denied"
+	if allowed {
+		decision = "allowed"
+	}
+	m.egressConns.WithLabelValues(label, decision).Inc()
+	m.egressBytes.WithLabelValues(label).Add(float64(bytes))
+}
+
+// RunDone records a finished run ([engine.Observer]).
 func (m *Metrics) RunDone(ctx context.Context, r engine.RunStats) {
 	lang := r.Language
 	if lang == "" {

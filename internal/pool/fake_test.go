@@ -477,3 +477,50 @@ func TestASandboxWhoseAgentFailsAtBootIsAFailedCreation(t *testing.T) {
 		t.Errorf("the sandbox that failed at boot: removed %d, live %d; want it removed and one live", removed, live)
 	}
 }
+
+// TestHeldPoolMakesNothingUntilWokenThenFills: a pool whose image is still
+// being built makes no sandbox and logs no failure; a run that asks for one
+// is told why at once; Wake (the image is built) fills it.
+func TestHeldPoolMakesNothingUntilWokenThenFills(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	var creates atomic.Int32
+	b.SetBeforeCreate(func(context.Context, sandbox.Template) error { creates.Add(1); return nil })
+	var logs lockedBuffer
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 2}, Held: map[string]bool{"bash": true},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	_, err := p.Get(context.Background(), "bash")
+	if !errors.Is(err, sandbox.ErrImageMissing) || !strings.Contains(err.Error(), "still being built") {
+		t.Fatalf("Get on a held pool = %v, want the missing image error saying it is being built", err)
+	}
+	if n := creates.Load(); n != 0 {
+		t.Fatalf("a held pool created %d sandboxes", n)
+	}
+	p.Wake("bash")
+	waitStat(t, p, "filled once woken", func(s pool.Stat) bool { return s.Idle == 2 })
+	if s := stat(p); s.Failures != 0 || strings.Contains(logs.String(), "cannot start") {
+		t.Errorf("a held pool reported failures: %+v\n%s", s, logs.String())
+	}
+}
+
+// TestWakeRetriesAFailingPoolAtOnce: a pool that failed for want of its
+// image, backing off, tries again the moment Wake says the image is built.
+func TestWakeRetriesAFailingPoolAtOnce(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	var built atomic.Bool
+	b.SetBeforeCreate(func(context.Context, sandbox.Template) error {
+		if !built.Load() {
+			return fmt.Errorf("%w: image fake/bash is not present", sandbox.ErrImageMissing)
+		}
+		return nil
+	})
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}})
+	// Four failures: the back-off is 1 s, 2 s, 4 s, then 8 s until the next probe.
+	waitStat(t, p, "four failures", func(s pool.Stat) bool { return s.Failures >= 4 && s.Creating == 0 })
+	built.Store(true)
+	woken := time.Now()
+	p.Wake("bash")
+	waitStat(t, p, "filled", func(s pool.Stat) bool { return s.Idle == 1 })
+	if took := time.Since(woken); took > 4*time.Second {
+		t.Errorf("the pool filled %s after Wake: it waited out its back-off", took)
+	}
+}

@@ -68,6 +68,10 @@ type Options struct {
 	ReleaseGrace time.Duration
 	// Logger receives the pool's logs.
 	Logger *slog.Logger
+	// Held are the keys whose pools start empty and make no sandbox until
+	// Wake: their image is still being built, and a pool that tried would
+	// fail, log it and back off meanwhile.
+	Held map[string]bool
 }
 
 // Clock is the time a pool sizes itself by: the current time, and a ticker
@@ -146,6 +150,8 @@ type keyed struct {
 	// once it grows again or its load is gone.
 	growErr error
 	waited  int // runs that waited for a sandbox to be made
+	// held: no sandbox is made until Wake (see Options.Held).
+	held bool
 }
 
 // New starts pools for every key of templates with a size in opts.Sizes.
@@ -176,7 +182,7 @@ func New(backend sandbox.Backend, templates map[string]sandbox.Template, opts Op
 		}
 		k := &keyed{key: key, tmpl: tmpl, base: size, max: max(size, opts.MaxSizes[key]), size: size,
 			failed: make(chan struct{}), wake: make(chan struct{}, 1), deferrals: map[sandbox.Sandbox]*time.Timer{},
-			lent: map[sandbox.Sandbox]struct{}{}, lastBusy: opts.Clock.Now()}
+			lent: map[sandbox.Sandbox]struct{}{}, lastBusy: opts.Clock.Now(), held: opts.Held[key]}
 		p.keys[key] = k
 		p.workers.Add(1)
 		go p.fill(k)
@@ -186,6 +192,32 @@ func New(backend sandbox.Backend, templates map[string]sandbox.Template, opts Op
 
 // Has reports whether key has a pool.
 func (p *Pool) Has(key string) bool { _, ok := p.keys[key]; return ok }
+
+// Held reports whether key's pool waits for Wake (see Options.Held).
+func (p *Pool) Held(key string) bool {
+	k, ok := p.keys[key]
+	if !ok {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.held
+}
+
+// Wake starts key's pool now: its image has just been built. A held pool
+// (see Options.Held) starts filling, and one that failed to make sandboxes
+// tries again at once instead of after its back-off.
+func (p *Pool) Wake(key string) {
+	k, ok := p.keys[key]
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	k.held = false
+	k.lastErr = nil
+	k.mu.Unlock()
+	k.poke()
+}
 
 // Get takes a sandbox of key for one run; the caller gives it back with
 // Release. It waits at most the wait timeout. Waiting runs are served in
@@ -197,6 +229,10 @@ func (p *Pool) Get(ctx context.Context, key string) (sandbox.Sandbox, error) {
 		return nil, fmt.Errorf("no pool for %q", key)
 	}
 	k.mu.Lock()
+	if k.held {
+		k.mu.Unlock()
+		return nil, fmt.Errorf("%w: the image of %s is still being built; its warm pool starts once it is", sandbox.ErrImageMissing, key)
+	}
 	if len(k.queue) == 0 {
 		for len(k.idle) > 0 {
 			e := k.idle[0]
@@ -483,6 +519,9 @@ func (p *Pool) fill(k *keyed) {
 			need -= len(k.deferrals) // an empty pool refills at once
 		}
 		failing := k.lastErr != nil
+		if k.held {
+			need = 0
+		}
 		k.mu.Unlock()
 
 		if need > 0 && !failing {

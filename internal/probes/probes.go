@@ -27,15 +27,23 @@ func Liveness() http.Handler {
 	})
 }
 
+// Checks are what readiness asks: the sandbox backend, the state store
+// (nil: none to check), and the warm pools.
+type Checks struct {
+	Backend func(context.Context) error
+	Store   func(context.Context) error
+	Pools   func() []pool.Stat
+}
+
 // Readiness answers 200 "ready" when Ready finds nothing wrong, else 503
 // with the reason in plain text.
-func Readiness(check func(context.Context) error, stats func() []pool.Stat) http.Handler {
+func Readiness(c Checks) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		ctx, cancel := context.WithTimeout(r.Context(), checkTimeout)
 		defer cancel()
-		if reason := Ready(ctx, check, stats); reason != "" {
+		if reason := Ready(ctx, c); reason != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ready: "+reason)
 			return
@@ -45,13 +53,20 @@ func Readiness(check func(context.Context) error, stats func() []pool.Stat) http
 }
 
 // Ready returns why the server cannot take runs now, or "" when it can:
-// the backend must answer check, and every pooled language must have an
-// idle sandbox or be filling its pool without errors.
-func Ready(ctx context.Context, check func(context.Context) error, stats func() []pool.Stat) string {
-	if err := check(ctx); err != nil {
+// the backend must answer, the state store too (a replica that cannot
+// record what it is told to do must not be sent work: the others can),
+// and every pooled language must have an idle sandbox or be filling its
+// pool without errors.
+func Ready(ctx context.Context, c Checks) string {
+	if err := c.Backend(ctx); err != nil {
 		return fmt.Sprintf("the sandbox backend is unreachable: %v", err)
 	}
-	for _, s := range stats() {
+	if c.Store != nil {
+		if err := c.Store(ctx); err != nil {
+			return fmt.Sprintf("the state store does not answer: %v", err)
+		}
+	}
+	for _, s := range c.Pools() {
 		if s.Idle == 0 && s.Error != "" {
 			return fmt.Sprintf("the %s pool has no idle sandbox and cannot create one: %s", s.Language, s.Error)
 		}

@@ -1,7 +1,8 @@
 // Package sandbox defines how the engine runs one job in an isolated
-// environment. Backends (Docker now; Kubernetes and gVisor later) implement
-// Backend; every backend runs the same in-container agent and speaks the
-// agent's framed protocol, so the engine does not care where a run happens.
+// environment. Backends (docker, crun, kubernetes, and fake for tests)
+// implement [Backend], whose [Sandbox] runs a [Job] to a [Result]; every
+// backend runs the same in-container agent and speaks the agent's framed
+// protocol, so the engine does not care where a run happens.
 package sandbox
 
 import (
@@ -17,7 +18,7 @@ import (
 // Resources are the hard limits of one sandbox. The backend enforces the
 // sandbox's own (memory, CPUs, processes, the sizes of the workspace and
 // /tmp); the agent applies the per-process ones to itself at boot
-// (wire.Limits, from AgentEnv), so every backend gets them.
+// ([wire.Limits], from AgentEnv), so every backend gets them.
 type Resources struct {
 	MemoryMB    int
 	CPUs        float64
@@ -67,7 +68,7 @@ type Template struct {
 	// MaxLife bounds the sandbox's whole existence (idle wait included); a
 	// sandbox older than that is removed by any server's sweep.
 	MaxLife time.Duration
-	// Purpose names what the sandbox is for ("python", "cold") in labels and logs.
+	// Purpose names what the sandbox is for (a language's name, or cold) in labels and logs.
 	Purpose string
 	// Prestart, if set, is what the agent starts as soon as the sandbox is
 	// up, before its job (see languages.Language.Prestart).
@@ -84,6 +85,39 @@ type Template struct {
 	// Writable; a backend that cannot mount host directories refuses the
 	// template (ErrUnsupported).
 	Mounts []Mount
+	// ReattachGrace, above zero, asks for a sandbox that outlives its
+	// server's connection (a session's): its agent keeps its state and
+	// waits this long for a server to re-attach (Reattacher). A backend
+	// that cannot re-attach ignores it.
+	ReattachGrace time.Duration
+}
+
+// Ref is what a server that did not create a sandbox needs to re-attach to
+// it, as the state store keeps it (a session's record).
+type Ref struct {
+	// ID is the backend's name of the sandbox (the container's ID).
+	ID string `json:"id"`
+	// SocketDir is the host directory the sandbox sees its agent's socket
+	// in.
+	SocketDir string `json:"socket_dir,omitempty"`
+}
+
+// Reattacher is a Backend that can take over a sandbox another server
+// (this one before a restart) created with a ReattachGrace.
+type Reattacher interface {
+	// RefOf returns what re-attaching to sb needs, or false when sb cannot
+	// be re-attached to (its agent serves the attached streams, or it was
+	// created without a ReattachGrace).
+	RefOf(sb Sandbox) (Ref, bool)
+	// Reattach waits for the agent of the sandbox ref names to connect to
+	// this server, checks that the connection comes from that agent and
+	// nothing else in or out of the sandbox, and returns the sandbox, now
+	// this server's: its Close removes it, and this server's sweep keeps
+	// it.
+	Reattach(ctx context.Context, ref Ref) (Sandbox, error)
+	// Remove removes the sandbox ref names, for one that cannot be
+	// re-attached to.
+	Remove(ctx context.Context, ref Ref)
 }
 
 // Egress serves one sandbox's connections to the outside (egress.Proxy).

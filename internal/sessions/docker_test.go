@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
 
 func init() {
@@ -22,7 +23,7 @@ func init() {
 
 func manager(t *testing.T, cfg *config.Config, langs ...string) *sessions.Manager {
 	t.Helper()
-	e, b := testutil.Engine(t, cfg)
+	e, b := testbackend.Engine(t, cfg)
 	for _, l := range langs {
 		testutil.RequireImage(t, b, languages.Builtin(), l)
 	}

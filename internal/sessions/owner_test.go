@@ -54,6 +54,14 @@ func TestSessionsBelongToTheirPrincipal(t *testing.T) {
 	sameAsMissing(t, "bob writes alice's file", err, missingRead, id, missing)
 	_, err = m.ListFiles(bob, id, "")
 	sameAsMissing(t, "bob lists alice's files", err, missingRead, id, missing)
+	_, missingFork := m.Fork(bob, missing)
+	_, err = m.Fork(bob, id)
+	sameAsMissing(t, "bob forks alice's session", err, missingFork, id, missing)
+	_, err = m.Fork(ops, id)
+	sameAsMissing(t, "the operator forks alice's session", err, missingFork, id, missing)
+	_, missingPause := m.Pause(bob, missing)
+	_, err = m.Pause(bob, id)
+	sameAsMissing(t, "bob pauses alice's session", err, missingPause, id, missing)
 	_, err = m.Close(bob, id)
 	sameAsMissing(t, "bob closes alice's session", err, missingClose, id, missing)
 	if got := m.List(bob); len(got) != 0 {
@@ -72,6 +80,9 @@ func TestSessionsBelongToTheirPrincipal(t *testing.T) {
 	// Alice is at her quota; bob is not affected.
 	if _, err := m.Create(alice, "bash", 0, sessions.Options{}); err == nil || !strings.Contains(err.Error(), "quota") || !strings.Contains(err.Error(), "quotas.sessions") || engine.CodeOf(err) != engine.CodeQuota {
 		t.Errorf("alice over her quota: %v", err)
+	}
+	if _, err := m.Fork(alice, id); err == nil || engine.CodeOf(err) != engine.CodeQuota {
+		t.Errorf("alice forks over her quota: %v", err)
 	}
 	bobs, err := m.Create(bob, "bash", 0, sessions.Options{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -24,6 +25,9 @@ type Options struct {
 	Network string
 	// Packages are installed before the session starts.
 	Packages []string
+	// Secrets name the operator's secrets that every call of the session
+	// uses (engine.CheckSecretsOf checks them for the session's owner).
+	Secrets []string
 }
 
 // extras are a session's network and packages: its proxy, and the
@@ -34,9 +38,14 @@ type Options struct {
 type extras struct {
 	tier  string
 	proxy *egress.Proxy
-	// env is what every call of the session gets: the proxy and the
-	// packages' paths.
+	// env is what every call of the session gets: the proxy, the
+	// packages' paths and its secrets' placeholders.
 	env []string
+	// secrets name the operator's secrets the proxy writes into requests
+	// (never their values); files are what every call gets in its
+	// workspace for them (the CA bundle).
+	secrets []string
+	files   []wire.File
 
 	installMu sync.Mutex // one install at a time
 	mu        sync.Mutex // guards specs and installed
@@ -60,11 +69,13 @@ func (x *extras) close() {
 	}
 }
 
-// start starts a session's sandbox with its network and packages. A
+// start starts a session's sandbox for owner with its network, packages
+// and secrets (checked again at each start: a fork or a resume gets only
+// what the operator's configuration allows the owner now). A
 // language with a package manager gets a packages directory whenever the
 // operator allows the packages tier, so that install_packages can add to
 // it later.
-func (m *Manager) start(ctx context.Context, lang languages.Language, opts Options) (sandbox.Sandbox, *extras, error) {
+func (m *Manager) start(ctx context.Context, owner string, lang languages.Language, opts Options, idle time.Duration) (sandbox.Sandbox, *extras, error) {
 	tier, err := m.eng.CheckNetwork(opts.Network)
 	if err != nil {
 		return nil, nil, err
@@ -72,7 +83,11 @@ func (m *Manager) start(ctx context.Context, lang languages.Language, opts Optio
 	if err := m.eng.CheckPackages(lang, opts.Packages); err != nil {
 		return nil, nil, err
 	}
-	x := &extras{tier: tier}
+	secrets, err := m.eng.CheckSecretsOf(owner, opts.Secrets, tier, lang)
+	if err != nil {
+		return nil, nil, err
+	}
+	x := &extras{tier: tier, secrets: engine.SecretNames(secrets)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -81,7 +96,10 @@ func (m *Manager) start(ctx context.Context, lang languages.Language, opts Optio
 	}()
 	t := m.eng.HeldTemplate(lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second)
 	t.Purpose = "session-" + lang.Name
-	x.proxy, x.env = m.eng.Egress(tier, lang, "session")
+	// The sandbox waits for its next server as long as it would wait
+	// for its next call.
+	t.ReattachGrace = idle
+	x.proxy, x.env, x.files = m.eng.SessionEgress(ctx, tier, lang, secrets)
 	if x.proxy != nil {
 		t.Egress = x.proxy
 	}
@@ -118,17 +136,15 @@ func (m *Manager) packagesDir(x *extras, lang languages.Language) error {
 	if err == nil {
 		err = os.Chmod(dir, 0o755)
 	}
-	for _, sub := range []string{"node_modules", "python"} {
-		if err == nil {
-			err = os.Mkdir(filepath.Join(dir, sub), 0o755)
-		}
+	pm, _ := m.eng.Registry().PackageManager(lang)
+	if err == nil {
+		err = os.Mkdir(filepath.Join(dir, pm.Dir), 0o755)
 	}
 	if err != nil {
 		return &engine.Error{Code: engine.CodeInternal, Err: err, Message: fmt.Sprintf("making the session's packages directory: %v", err)}
 	}
 	x.dir = dir
-	in := &engine.Installation{Manager: lang.Packages}
-	x.env = append(x.env, in.Env()...)
+	x.env = append(x.env, engine.PackagesEnv(pm)...)
 	return nil
 }
 
@@ -157,7 +173,7 @@ func (m *Manager) install(ctx context.Context, lang languages.Language, x *extra
 	if err != nil {
 		return nil, err
 	}
-	if err := relink(in.Dir, x.dir); err != nil {
+	if err := relink(in.Dir, x.dir, in.Manager.Dir); err != nil {
 		return nil, &engine.Error{Code: engine.CodeInternal, Err: err, Message: fmt.Sprintf("placing the packages in the session: %v", err)}
 	}
 	x.mu.Lock()
@@ -166,55 +182,50 @@ func (m *Manager) install(ctx context.Context, lang languages.Language, x *extra
 	return in, nil
 }
 
-// relink replaces the contents of dst's node_modules and python with hard
-// links to those of the cache entry src. It never follows a link: symbolic
-// links are copied as links (the sandbox resolves them in its own file
-// system).
-func relink(src, dst string) error {
-	for _, sub := range []string{"node_modules", "python"} {
-		d := filepath.Join(dst, sub)
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			return err
-		}
-		for _, en := range entries {
-			if err := os.RemoveAll(filepath.Join(d, en.Name())); err != nil {
-				return err
-			}
-		}
-		s := filepath.Join(src, sub)
-		if _, err := os.Lstat(s); err != nil {
-			continue
-		}
-		err = filepath.WalkDir(s, func(p string, de fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(s, p)
-			if rel == "." {
-				return nil
-			}
-			target := filepath.Join(d, rel)
-			switch {
-			case de.Type()&fs.ModeSymlink != 0:
-				to, err := os.Readlink(p)
-				if err != nil {
-					return err
-				}
-				return os.Symlink(to, target)
-			case de.IsDir():
-				return os.Mkdir(target, 0o755)
-			case de.Type().IsRegular():
-				return linkOrCopy(p, target)
-			default:
-				return nil // no devices, pipes or sockets
-			}
-		})
-		if err != nil {
+// relink replaces the contents of dst's directory sub (the package
+// manager's, [languages.PackageManager.Dir]) with hard links to those of
+// the cache entry src. It never follows a link: symbolic links are copied
+// as links (the sandbox resolves them in its own file system).
+func relink(src, dst, sub string) error {
+	d := filepath.Join(dst, sub)
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return err
+	}
+	for _, en := range entries {
+		if err := os.RemoveAll(filepath.Join(d, en.Name())); err != nil {
 			return err
 		}
 	}
-	return nil
+	s := filepath.Join(src, sub)
+	if _, err := os.Lstat(s); err != nil {
+		return nil // the install put nothing there
+	}
+	err = filepath.WalkDir(s, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(s, p)
+		if rel == "." {
+			return nil
+		}
+		target := filepath.Join(d, rel)
+		switch {
+		case de.Type()&fs.ModeSymlink != 0:
+			to, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(to, target)
+		case de.IsDir():
+			return os.Mkdir(target, 0o755)
+		case de.Type().IsRegular():
+			return linkOrCopy(p, target)
+		default:
+			return nil // no devices, pipes or sockets
+		}
+	})
+	return err
 }
 
 // linkOrCopy hard-links src at dst, or copies it where a link is refused:

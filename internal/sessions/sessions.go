@@ -3,14 +3,18 @@
 // and, for languages with a kernel (Python, JavaScript), whose interpreter
 // keeps its variables and imports. Sessions share nothing with each other
 // or with one-shot runs. Idle sessions and old ones are closed; a cap
-// bounds how many live at once.
+// bounds how many live at once. [Manager.Create] starts one;
+// [Manager.Prepare] checks a call in it as an [engine.Plan] and
+// [Manager.RunPlan] runs that plan in the session's sandbox.
 package sessions
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +27,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // Info describes a session.
@@ -38,6 +43,8 @@ type Info struct {
 	Owner              string                    `json:"owner,omitempty" jsonschema:"the principal (token name or OAuth subject) whose session it is; shown to operators only"`
 	Network            string                    `json:"network,omitempty" jsonschema:"the session's network tier: none, packages or allowlist"`
 	Packages           []engine.InstalledPackage `json:"packages,omitempty" jsonschema:"packages installed in the session (create_session's packages and install_packages), with their versions"`
+	Paused             bool                      `json:"paused,omitempty" jsonschema:"the session is paused: no sandbox, its files kept; its next call resumes it by replaying its cells"`
+	Secrets            []string                  `json:"secrets,omitempty" jsonschema:"the operator's secrets the session's calls use, by name (create_session's secrets); the programs see placeholders only"`
 	// SandboxID names the session's sandbox, for the audit log; clients do
 	// not see it.
 	SandboxID string `json:"-"`
@@ -66,24 +73,55 @@ type session struct {
 	lastUsed time.Time
 	calls    int
 	closed   bool
+	// ref is what a next server needs to re-attach to sb, which it can
+	// when reattach is set (the store's record keeps both).
+	ref       sandbox.Ref
+	reattach  bool
+	lastWrite time.Time // the record's last write
+	// replay is the session's replay log (guarded by mu).
+	replay replayLog
+	// paused says sb is a pausedSandbox and the workspace is kept in an
+	// archive whose SHA-256 is archiveSum; resumed, set by the resume,
+	// is reported by the next run's result (all guarded by mu).
+	paused     bool
+	archiveSum string
+	resumed    *engine.Resumed
+	// lost, for a paused session, says it has no archive: its sandbox did
+	// not survive its server's restart (lost says why), and its resume
+	// replays its cells alone.
+	lost string
+	// noAutoPause is set once a pause was refused (its replay log
+	// overflowed, its files are too large).
+	noAutoPause bool
 }
 
 // Manager keeps the sessions of one server.
 type Manager struct {
-	eng   *engine.Engine
-	cfg   config.Sessions
-	quota int // live sessions per principal; 0: none
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	eng     *engine.Engine
+	st      store.Store
+	replica string
+	log     *slog.Logger
+	cfg     config.Sessions
+	quota   int // live sessions per principal; 0: none
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	// fwd reaches the replicas holding the sessions this one does not
+	// (forward.go); nil on a store no other replica shares.
+	fwd Forwarder
 
 	mu       sync.Mutex
 	sessions map[string]*session
 	creating map[string]int // principal name -> sessions being created
 }
 
-// NewManager returns a manager and starts its reaper.
-func NewManager(eng *engine.Engine) *Manager {
-	m := &Manager{eng: eng, cfg: eng.Config().Sessions, quota: eng.Config().Quotas.Sessions, stop: make(chan struct{}), sessions: map[string]*session{}, creating: map[string]int{}}
+// NewManager returns a manager and starts its reaper. Its sessions are
+// records in the engine's state store (see Recover).
+func NewManager(eng *engine.Engine, opts ...Option) *Manager {
+	m := &Manager{eng: eng, st: eng.Store(), replica: "local", log: slog.New(slog.DiscardHandler), cfg: eng.Config().Sessions,
+		quota: eng.Config().Quotas.Sessions, stop: make(chan struct{}), sessions: map[string]*session{}, creating: map[string]int{}}
+	for _, o := range opts {
+		o(m)
+	}
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -95,7 +133,7 @@ func invalid(format string, args ...any) error {
 
 // Create starts a session of language for ctx's principal; idleSeconds 0
 // means the default.
-func (m *Manager) Create(ctx context.Context, language string, idleSeconds int, opts Options) (Info, error) {
+func (m *Manager) Create(ctx context.Context, language string, idleSeconds int, opts Options) (info Info, err error) {
 	owner := principal.FromContext(ctx).Name
 	reg := m.eng.Registry()
 	lang, ok := reg.Lookup(language)
@@ -110,41 +148,75 @@ func (m *Manager) Create(ctx context.Context, language string, idleSeconds int, 
 	case idleSeconds > m.cfg.MaxIdleTimeoutSeconds:
 		return Info{}, invalid("idle_timeout_seconds %d is above the maximum of %d", idleSeconds, m.cfg.MaxIdleTimeoutSeconds)
 	}
+	if err := m.reserve(owner); err != nil {
+		return Info{}, err
+	}
+	defer m.unreserve(owner)
+	idle := time.Duration(idleSeconds) * time.Second
+	sb, extras, err := m.start(ctx, owner, lang, opts, idle)
+	if err == nil {
+		now := time.Now()
+		s := &session{id: newID(), owner: owner, lang: lang, sb: sb, extras: extras, created: now, lastUsed: now, idle: idle, lastWrite: now}
+		if ra, ok := m.eng.Backend().(sandbox.Reattacher); ok {
+			s.ref, s.reattach = ra.RefOf(sb)
+		}
+		// Written before the answer: a server that restarts after it
+		// re-attaches to the session.
+		if err = m.put(ctx, s); err != nil {
+			sb.Close()
+			extras.close()
+			err = &engine.Error{Code: engine.CodeInternal, Err: err, Message: fmt.Sprintf("the session could not be written to the state store (%v); try again once the store answers", err)}
+		} else {
+			m.mu.Lock()
+			m.sessions[s.id] = s
+			m.mu.Unlock()
+			defer func() { info = m.info(s) }()
+		}
+	}
+	return info, err
+}
+
+// reserve counts a session being created for owner, or says which quota
+// or limit refuses it; unreserve undoes it once the session is live (or
+// failed).
+func (m *Manager) reserve(owner string) error {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	creating, own := 0, m.creating[owner]
 	for _, n := range m.creating {
 		creating += n
 	}
+	live := 0
 	for _, s := range m.sessions {
+		s.mu.Lock()
+		paused := s.paused
+		s.mu.Unlock()
+		if paused {
+			continue // paused sessions count against quotas.paused_sessions
+		}
+		live++
 		if s.owner == owner {
 			own++
 		}
 	}
 	if q := m.quota; q > 0 && own >= q {
-		m.mu.Unlock()
-		return Info{}, &engine.Error{Code: engine.CodeQuota, Message: fmt.Sprintf(
+		return &engine.Error{Code: engine.CodeQuota, Message: fmt.Sprintf(
 			"over quota: %q already has %d live sessions, its quota of sessions; close one with close_session (list_sessions shows them), use run_code without a session, or ask the operator to raise quotas.sessions", owner, own)}
 	}
-	if n := len(m.sessions) + creating; n >= m.cfg.MaxSessions {
-		m.mu.Unlock()
-		return Info{}, &engine.Error{Code: engine.CodeBusy, Message: fmt.Sprintf(
+	if n := live + creating; n >= m.cfg.MaxSessions {
+		return &engine.Error{Code: engine.CodeBusy, Message: fmt.Sprintf(
 			"the server already has %d live sessions, its limit; close one with close_session (list_sessions shows them) or use run_code without a session", n)}
 	}
 	m.creating[owner]++
-	m.mu.Unlock()
-	sb, extras, err := m.start(ctx, lang, opts)
+	return nil
+}
+
+func (m *Manager) unreserve(owner string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.creating[owner]--; m.creating[owner] <= 0 {
 		delete(m.creating, owner)
 	}
-	if err != nil {
-		return Info{}, err
-	}
-	now := time.Now()
-	s := &session{id: newID(), owner: owner, lang: lang, sb: sb, extras: extras, created: now, lastUsed: now, idle: time.Duration(idleSeconds) * time.Second}
-	m.sessions[s.id] = s
-	return m.info(s), nil
 }
 
 // get finds a live session that ctx's principal may use: its own. Another
@@ -154,7 +226,27 @@ func (m *Manager) get(ctx context.Context, id string) (*session, error) {
 	s, ok := m.sessions[id]
 	m.mu.Unlock()
 	if !ok || !principal.FromContext(ctx).Uses(s.owner) {
+		if h := m.elsewhere(ctx, id, false); h != nil {
+			return nil, h
+		}
 		return nil, invalid("unknown session %q: it never existed, was closed, or expired after being idle; create_session starts a new one", id)
+	}
+	s.mu.Lock()
+	paused := s.paused
+	s.mu.Unlock()
+	if paused {
+		s.callMu.Lock()
+		s.mu.Lock()
+		paused = s.paused && !s.closed
+		s.mu.Unlock()
+		if paused {
+			err := m.resume(ctx, s)
+			if err != nil {
+				s.callMu.Unlock()
+				return nil, err
+			}
+		}
+		s.callMu.Unlock()
 	}
 	select {
 	case <-s.sb.Ended():
@@ -165,11 +257,12 @@ func (m *Manager) get(ctx context.Context, id string) (*session, error) {
 	return s, nil
 }
 
-func (s *session) touch() {
+func (m *Manager) touch(s *session) {
 	s.mu.Lock()
 	s.lastUsed = time.Now()
 	s.calls++
 	s.mu.Unlock()
+	m.written(s)
 }
 
 // Run runs req in the session; req.Language must be the session's (or
@@ -186,18 +279,36 @@ func (m *Manager) Run(ctx context.Context, req engine.Request, opts engine.RunOp
 // language it takes: req.Language must be the session's (or empty).
 func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan, error) {
 	s, err := m.get(ctx, req.SessionID)
-	if err != nil {
+	var held *heldElsewhere
+	var lang languages.Language
+	var secrets []string
+	switch {
+	case errors.As(err, &held):
+		// Its holder runs it; the plan is checked here all the same, so
+		// that bad input is answered without a round trip.
+		l, ok := m.eng.Registry().Lookup(held.rec.Language)
+		if !ok {
+			return nil, invalid("session %s runs %s, which this replica does not know; retry (another replica answers)", held.rec.ID, held.rec.Language)
+		}
+		lang, secrets = l, held.rec.Secrets
+	case err != nil:
 		return nil, err
+	default:
+		s.mu.Lock()
+		lang, secrets = s.lang, s.extras.secrets
+		s.mu.Unlock()
 	}
 	if req.Language != "" {
-		if l, ok := m.eng.Registry().Lookup(req.Language); !ok || l.Name != s.lang.Name {
-			return nil, invalid("session %s runs %s, not %q; create a session for that language or leave language empty", s.id, s.lang.Name, req.Language)
+		if l, ok := m.eng.Registry().Lookup(req.Language); !ok || l.Name != lang.Name {
+			return nil, invalid("session %s runs %s, not %q; create a session for that language or leave language empty", req.SessionID, lang.Name, req.Language)
 		}
 	}
-	req.Language = s.lang.Name
-	plan, err := m.eng.PrepareInSession(ctx, req, s.lang)
+	req.Language = lang.Name
+	plan, err := m.eng.PrepareInSession(ctx, req, lang, secrets)
 	if err != nil {
-		s.touch() // a call the engine refuses counts as a use, as one it runs
+		if s != nil {
+			m.touch(s) // a call the engine refuses counts as a use, as one it runs
+		}
 		return nil, err
 	}
 	return plan, nil
@@ -207,15 +318,38 @@ func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan
 // at a time.
 func (m *Manager) RunPlan(ctx context.Context, plan *engine.Plan, opts engine.RunOptions) (*engine.Result, error) {
 	s, err := m.get(ctx, plan.Request.SessionID)
+	if held := (*heldElsewhere)(nil); errors.As(err, &held) {
+		// The holder takes a run slot of its own for the principal: the
+		// one held here is given back, so that the run counts once.
+		if opts.Release != nil {
+			opts.Release.Release()
+		}
+		req := plan.Request
+		res := new(engine.Result)
+		if err := m.forwardTo(ctx, held, opRun, forwardArgs{Request: &req, Long: opts.Long}, opts.OnChunk, res); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
-	defer s.touch()
+	defer m.touch(s)
 	opts.Env = append(opts.Env, s.extras.env...)
 	opts.Proxy = s.extras.proxy
-	return m.eng.RunOn(ctx, s.sb, plan, opts)
+	opts.Files = append(opts.Files, s.extras.files...)
+	res, err := m.eng.RunOn(ctx, s.sb, plan, opts)
+	if err == nil && res.Status == engine.StatusOK {
+		m.logCell(s, plan.Request)
+	}
+	if err == nil {
+		s.mu.Lock()
+		res.Resumed, s.resumed = s.resumed, nil
+		s.mu.Unlock()
+	}
+	return res, err
 }
 
 // InstallResult is install_packages' result.
@@ -230,12 +364,17 @@ type InstallResult struct {
 // programs can import them at once.
 func (m *Manager) InstallPackages(ctx context.Context, id string, specs []string) (InstallResult, error) {
 	s, err := m.get(ctx, id)
+	if held := (*heldElsewhere)(nil); errors.As(err, &held) {
+		var out InstallResult
+		err := m.forwardTo(ctx, held, opInstall, forwardArgs{Specs: specs}, nil, &out)
+		return out, err
+	}
 	if err != nil {
 		return InstallResult{}, err
 	}
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
-	defer s.touch()
+	defer m.touch(s)
 	in, err := m.install(ctx, s.lang, s.extras, specs, "install-"+id)
 	if err != nil {
 		return InstallResult{}, err
@@ -251,7 +390,7 @@ func (m *Manager) call(ctx context.Context, id string, req wire.Request) (*sandb
 	}
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
-	defer s.touch()
+	defer m.touch(s)
 	req.Workdir, req.Session = wire.WorkspacePath, true
 	res, err := s.sb.Call(ctx, sandbox.Job{Request: req, Deadline: time.Minute, RunID: "files-" + id}, nil)
 	if err != nil {
@@ -281,6 +420,9 @@ func (m *Manager) WriteFiles(ctx context.Context, id string, files []engine.Inpu
 		out = append(out, wire.File{Path: f.Path, Data: data})
 	}
 	_, _, err := m.call(ctx, id, wire.Request{Op: wire.OpWriteFile, Files: out})
+	if held := (*heldElsewhere)(nil); errors.As(err, &held) {
+		return m.forwardTo(ctx, held, opWriteFiles, forwardArgs{Files: files}, nil, nil)
+	}
 	return err
 }
 
@@ -290,6 +432,11 @@ func (m *Manager) ReadFile(ctx context.Context, id, path string) (wire.Artifact,
 		return wire.Artifact{}, invalid("%v", err)
 	}
 	res, _, err := m.call(ctx, id, wire.Request{Op: wire.OpReadFile, Path: path, MaxReadBytes: int64(m.eng.Config().Artifacts.MaxFileBytes)})
+	if held := (*heldElsewhere)(nil); errors.As(err, &held) {
+		var out wire.Artifact
+		err := m.forwardTo(ctx, held, opReadFile, forwardArgs{Path: path}, nil, &out)
+		return out, err
+	}
 	if err != nil {
 		return wire.Artifact{}, err
 	}
@@ -307,6 +454,11 @@ func (m *Manager) ListFiles(ctx context.Context, id, dir string) ([]File, error)
 		}
 	}
 	res, _, err := m.call(ctx, id, wire.Request{Op: wire.OpListFiles, Path: dir})
+	if held := (*heldElsewhere)(nil); errors.As(err, &held) {
+		var out []File
+		err := m.forwardTo(ctx, held, opListFiles, forwardArgs{Path: dir}, nil, &out)
+		return out, err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +477,11 @@ func (m *Manager) Close(ctx context.Context, id string) (Info, error) {
 	s, ok := m.sessions[id]
 	m.mu.Unlock()
 	if !ok || !p.Owns(s.owner) {
+		if held := m.elsewhere(ctx, id, true); held != nil {
+			var out Info
+			err := m.forwardTo(ctx, held, opClose, forwardArgs{}, nil, &out)
+			return out, err
+		}
 		return Info{}, invalid("unknown session %q: it never existed, was already closed, or expired", id)
 	}
 	info := m.info(s)
@@ -344,8 +501,13 @@ func (m *Manager) drop(s *session) {
 	s.closed = true
 	s.mu.Unlock()
 	if !already {
-		s.sb.Close()
-		s.extras.close()
+		m.forget(s.id)
+		s.mu.Lock()
+		sb, x := s.sb, s.extras
+		s.mu.Unlock()
+		sb.Close()
+		x.close()
+		m.removeArchive(s.id)
 	}
 }
 
@@ -365,7 +527,15 @@ func (m *Manager) SandboxOf(id string) string {
 	if !ok {
 		return ""
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.sb.ID()
+}
+
+func (s *session) autoPauseRefused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.noAutoPause
 }
 
 // List returns the live sessions of ctx's principal, newest first; an
@@ -385,6 +555,7 @@ func (m *Manager) List(ctx context.Context) []Info {
 		out = append(out, info)
 	}
 	m.mu.Unlock()
+	out = append(out, m.remoteInfos(ctx)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
 	if out == nil {
 		out = []Info{}
@@ -401,7 +572,8 @@ func (m *Manager) info(s *session) Info {
 	}
 	return Info{SessionID: s.id, Language: s.lang.Name, Stateful: s.lang.Kernel != nil, CreatedAt: s.created,
 		LastUsedAt: s.lastUsed, IdleTimeoutSeconds: int(s.idle.Seconds()), ExpiresAt: expires, Calls: s.calls,
-		SandboxID: s.sb.ID(), Network: s.extras.tier, Packages: s.extras.packages()}
+		SandboxID: s.sb.ID(), Network: s.extras.tier, Packages: s.extras.packages(), Paused: s.paused,
+		Secrets: append([]string(nil), s.extras.secrets...)}
 }
 
 // reap closes sessions past their idle timeout or maximum life.
@@ -416,20 +588,34 @@ func (m *Manager) reap() {
 		case <-t.C:
 		}
 		now := time.Now()
-		var expired []*session
+		var expired, idle []*session
+		pauseAfter := time.Duration(m.cfg.IdlePauseSeconds) * time.Second
 		m.mu.Lock()
 		for _, s := range m.sessions {
 			if !s.callMu.TryLock() {
 				continue // busy: a call in flight is not idleness
 			}
 			s.callMu.Unlock()
-			if now.After(m.info(s).ExpiresAt) {
+			info := m.info(s)
+			switch {
+			case now.After(info.ExpiresAt):
 				expired = append(expired, s)
+			case pauseAfter > 0 && !info.Paused && now.Sub(info.LastUsedAt) >= pauseAfter && !s.autoPauseRefused():
+				idle = append(idle, s)
 			}
 		}
 		m.mu.Unlock()
 		for _, s := range expired {
 			m.drop(s)
+		}
+		for _, s := range idle {
+			m.wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				if _, err := m.pause(ctx, s); err != nil {
+					m.log.Warn("an idle session was not paused", "session", s.id, "err", err)
+				}
+			})
 		}
 	}
 }
@@ -446,8 +632,7 @@ func (m *Manager) Shutdown() {
 	m.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); m.drop(s) }()
+		wg.Go(func() { m.drop(s) })
 	}
 	wg.Wait()
 }

@@ -172,6 +172,9 @@ func unreachable(err error) bool {
 
 func (e *Etcd) key(k string) string { return e.prefix + k }
 
+// Shared reports that several servers share an etcd store ([Shared]).
+func (e *Etcd) Shared() bool { return true }
+
 // lease grants a lease of ttl rounded up to whole seconds, or returns no
 // lease for a ttl of 0.
 func (e *Etcd) lease(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, error) {

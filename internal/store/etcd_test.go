@@ -23,7 +23,7 @@ func TestEtcdMeetsTheSpecification(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := store.OpenEtcd(config.Etcd{Endpoints: []string{etcd.Endpoint}, Prefix: fmt.Sprintf("/spec-%d/", n.Add(1)), DialTimeoutSeconds: 5})
 		if err != nil {
-			t.Fatalf("%v\netcd's log:\n%s", err, etcd.Log.String())
+			t.Fatalf("%v\netcd's log:\n%s", err, etcd.Log())
 		}
 		return s
 	})

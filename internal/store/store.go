@@ -66,3 +66,16 @@ type Store interface {
 	// Close releases the store (the embedded store's file lock).
 	Close() error
 }
+
+// Shared is implemented by stores that several server processes share
+// (etcd): state that one process could keep in memory, such as a
+// principal's runs in flight, must then be kept in the store.
+type Shared interface {
+	Shared() bool
+}
+
+// IsShared reports whether st is shared by several server processes.
+func IsShared(st Store) bool {
+	s, ok := st.(Shared)
+	return ok && s.Shared()
+}

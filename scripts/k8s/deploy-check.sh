@@ -15,11 +15,16 @@
 # pods and the Deployment but leaves the two namespaces and their RBAC (a
 # namespace cannot be deleted without the namespace controller).
 #
-# The test cluster differs from a real one in two ways, which an overlay
+# The server runs as two replicas sharing their state in etcd: the check
+# starts an execution through one replica and reads it through the other.
+#
+# The test cluster differs from a real one in three ways, which an overlay
 # patches and nothing else: its pods have no network at all (no route, no
-# kube-proxy), so the server's pod uses the host's network and reaches the
-# API server on 127.0.0.1 (and its namespace allows that); and images come
-# from the node's containerd, not a registry (imagePullPolicy Never).
+# kube-proxy), so the server's pods use the host's network, reach the API
+# server on 127.0.0.1 (and their namespace allows that), and each replica
+# listens on a port of its own; images come from the node's containerd, not
+# a registry (imagePullPolicy Never), so the store is the test cluster's own
+# etcd (under a prefix of the check's) instead of etcd.yaml's StatefulSet.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -44,7 +49,8 @@ KUBECTL=("$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN")
 KCM=
 [ -f "$PIDS/kube-controller-manager.pid" ] && kill -0 "$(cat "$PIDS/kube-controller-manager.pid")" 2>/dev/null && KCM=1
 SERVER_IMAGE=${SERVER_IMAGE:-mcp-code-runner:latest}
-PORT=${PORT:-18080}       # the server's port on the host network
+PORT=${PORT:-18080}       # the first replica's port on the host network
+PORT2=${PORT2:-18082}     # the second replica's
 LOCAL_PORT=${LOCAL_PORT:-18081} # kubectl port-forward's end
 AGENT_IMAGE=$(cat "$STATE/agent-image")
 bash "$HERE/images.sh" import "$SERVER_IMAGE"
@@ -58,7 +64,7 @@ cleanup() {
 		"${KUBECTL[@]}" delete -k "$overlay" --ignore-not-found --wait=true --timeout 120s >/dev/null 2>&1 || log "delete did not finish (see kubectl get ns)"
 	else
 		log "deleting the server and its sandbox pods (the namespaces stay: no namespace controller)"
-		"${KUBECTL[@]}" -n mcp-code-runner delete deployment/mcp-code-runner pod/mcp-code-runner-check --ignore-not-found --wait=true --timeout 60s >/dev/null 2>&1 || true
+		"${KUBECTL[@]}" -n mcp-code-runner delete deployment/mcp-code-runner pod/mcp-code-runner-check pod/mcp-code-runner-check-2 --ignore-not-found --wait=true --timeout 60s >/dev/null 2>&1 || true
 		"${KUBECTL[@]}" -n mcp-code-runner-sandboxes delete pods -l mcp-code-runner.io/sandbox=true --ignore-not-found --wait=true --timeout 60s >/dev/null 2>&1 || true
 	fi
 	rm -rf "$overlay"
@@ -75,6 +81,18 @@ images:
     newName: ${SERVER_IMAGE%:*}
     newTag: ${SERVER_IMAGE##*:}
 patches:
+  - target: {kind: StatefulSet, name: mcp-code-runner-etcd}
+    patch: |-
+      \$patch: delete
+      apiVersion: apps/v1
+      kind: StatefulSet
+      metadata: {name: mcp-code-runner-etcd, namespace: mcp-code-runner}
+  - target: {kind: Service, name: mcp-code-runner-etcd}
+    patch: |-
+      \$patch: delete
+      apiVersion: v1
+      kind: Service
+      metadata: {name: mcp-code-runner-etcd, namespace: mcp-code-runner}
   - target: {kind: Namespace, name: mcp-code-runner}
     patch: |-
       - op: replace
@@ -82,6 +100,9 @@ patches:
         value: privileged
   - target: {kind: Deployment, name: mcp-code-runner}
     patch: |-
+      - op: replace
+        path: /spec/replicas
+        value: 1
       - op: add
         path: /spec/template/spec/hostNetwork
         value: true
@@ -106,6 +127,9 @@ patches:
           - --cpus=0.25
           - --pool-size=0
           - --pool-sizes=python=1
+          - --store-backend=etcd
+          - --store-etcd-endpoints=http://127.0.0.1:$ETCD_PORT
+          - --store-etcd-prefix=/mcp-code-runner-deploy-check-$$/
       - op: add
         path: /spec/template/spec/containers/0/env/-
         value: {name: KUBERNETES_SERVICE_HOST, value: 127.0.0.1}
@@ -130,12 +154,21 @@ else
 		"${KUBECTL[@]}" -n mcp-code-runner-sandboxes create serviceaccount default >/dev/null
 	"${KUBECTL[@]}" -n mcp-code-runner get configmap kube-root-ca.crt >/dev/null 2>&1 ||
 		"${KUBECTL[@]}" -n mcp-code-runner create configmap kube-root-ca.crt --from-file=ca.crt="$PKI/ca.crt" >/dev/null
-	log "no kube-controller-manager: making the server's pod from the Deployment's pod template"
-	"${KUBECTL[@]}" -n mcp-code-runner get deployment mcp-code-runner -o json |
-		jq '{apiVersion: "v1", kind: "Pod", metadata: {name: "mcp-code-runner-check", namespace: "mcp-code-runner", labels: .spec.template.metadata.labels}, spec: .spec.template.spec}' |
-		"${KUBECTL[@]}" apply -f - >/dev/null
-	log "waiting for the server's pod to be ready (its readiness probe is /readyz)"
-	"${KUBECTL[@]}" -n mcp-code-runner wait --for=condition=Ready pod/mcp-code-runner-check --timeout 180s >/dev/null || die "the server's pod did not become ready"
+	log "no kube-controller-manager: making the two replicas' pods from the Deployment's pod template"
+	for replica in "mcp-code-runner-check $PORT" "mcp-code-runner-check-2 $PORT2"; do
+		read -r name port <<<"$replica"
+		"${KUBECTL[@]}" -n mcp-code-runner get deployment mcp-code-runner -o json |
+			jq --arg name "$name" --argjson port "$port" '{apiVersion: "v1", kind: "Pod",
+				metadata: {name: $name, namespace: "mcp-code-runner", labels: .spec.template.metadata.labels},
+				spec: (.spec.template.spec | .containers[0].ports[0].containerPort = $port
+					| .containers[0].args |= map(if startswith("--http=") then "--http=0.0.0.0:\($port)" else . end)
+					| .containers[0].args += ["--store-advertise-url=http://127.0.0.1:\($port)"])}' |
+			"${KUBECTL[@]}" apply -f - >/dev/null
+	done
+	log "waiting for the servers' pods to be ready (their readiness probe is /readyz: the backend and the state store answer)"
+	for name in mcp-code-runner-check mcp-code-runner-check-2; do
+		"${KUBECTL[@]}" -n mcp-code-runner wait --for=condition=Ready "pod/$name" --timeout 180s >/dev/null || die "the server's pod $name did not become ready"
+	done
 fi
 
 log "kubectl port-forward svc/mcp-code-runner $LOCAL_PORT:8080"
@@ -149,10 +182,11 @@ done
 # mcp POST BODY: one JSON-RPC request through the Service, as a client with
 # the bearer token and the Service's name as Host; prints the JSON answer.
 session=
+URL="http://127.0.0.1:$LOCAL_PORT/mcp"
 mcp() {
 	local hdr body
 	hdr=$(mktemp)
-	body=$(curl -sS -D "$hdr" "http://127.0.0.1:$LOCAL_PORT/mcp" \
+	body=$(curl -sS -D "$hdr" "$URL" \
 		-H "Host: mcp-code-runner.mcp-code-runner.svc" -H "Authorization: Bearer $TOKEN" \
 		-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
 		-H 'MCP-Protocol-Version: 2025-11-25' ${session:+-H "Mcp-Session-Id: $session"} --data "$1")
@@ -169,4 +203,33 @@ result=$(mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ru
 ms=$((($(date +%s%N) - t0) / 1000000))
 grep -q '42 True' <<<"$result" || die "run_code through the Service: $result"
 log "run_code through the Service answered in ${ms} ms from a sandbox pod: $(grep -o '"stdout":"[^"]*"' <<<"$result" | head -1)"
+if [ -z "$KCM" ]; then
+	# One replica starts an execution, the other answers for it: the state
+	# is in the store they share. (Each replica is reached on its own port
+	# of the host network.)
+	URL="http://127.0.0.1:$PORT/mcp" session=
+	started=$(mcp '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"start_execution","arguments":{"language":"python","code":"print(\"from-one-replica\")"}}}')
+	exec_id=$(grep -o '"execution_id":"[^"]*"' <<<"$started" | head -1 | cut -d'"' -f4)
+	[ -n "$exec_id" ] || die "start_execution through the first replica: $started"
+	URL="http://127.0.0.1:$PORT2/mcp" session=
+	got=$(mcp '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_execution","arguments":{"execution_id":"'"$exec_id"'","wait_seconds":60}}}')
+	grep -q 'from-one-replica' <<<"$got" || die "get_execution through the second replica: $got"
+	log "an execution started through one replica was read, finished, through the other"
+	# A session made through one replica runs its cells through the other,
+	# which forwards them to the replica holding its sandbox pod.
+	URL="http://127.0.0.1:$PORT/mcp" session=
+	created=$(mcp '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"create_session","arguments":{"language":"python"}}}')
+	sess_id=$(grep -o '"session_id":"[^"]*"' <<<"$created" | head -1 | cut -d'"' -f4)
+	[ -n "$sess_id" ] || die "create_session through the first replica: $created"
+	URL="http://127.0.0.1:$PORT2/mcp" session=
+	cell=$(mcp '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","session_id":"'"$sess_id"'","code":"x = 20"}}}')
+	grep -q '"status":"ok"' <<<"$cell" || die "a session's cell through the second replica: $cell"
+	URL="http://127.0.0.1:$PORT/mcp" session=
+	cell=$(mcp '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","session_id":"'"$sess_id"'","code":"print(x + 22)"}}}')
+	grep -q '"stdout":"42' <<<"$cell" || die "the session's next cell through the first replica: $cell"
+	URL="http://127.0.0.1:$PORT2/mcp" session=
+	mcp '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"close_session","arguments":{"session_id":"'"$sess_id"'"}}}' | grep -q "$sess_id" ||
+		die "close_session through the second replica"
+	log "a session made through one replica ran a cell and closed through the other (forwarded to its holder)"
+fi
 log "OK: the server deployed from deploy/kubernetes runs code in sandbox pods"

@@ -1,10 +1,11 @@
 // Package entry finds where a program starts, by its language's own
 // convention, so that code runs as people write it: Java's public class
 // Solution in Solution.java, Kotlin's fun main in a package, an Erlang
-// module with main/0, a Clojure namespace with -main. The agent applies it
-// to the code before the first stage; the language registry names the
-// convention and writes {file} and {main} in its commands where the result
-// goes.
+// module with main/0, a Clojure namespace with -main; and the source form
+// a compiler must be told, COBOL's free format or 32-bit x86 assembly. The
+// agent applies it to the code before the first stage; the language
+// registry names the convention and writes {file}, {main} and {form} in its
+// commands where the result goes.
 //
 // It reads source text with small tokenizers that know each language's
 // comments and string literals, not full parsers: enough to find top-level
@@ -27,6 +28,10 @@ type Point struct {
 	// Source is the code to save; the same as given unless the convention
 	// completes it (an escript header made a module, a call of -main).
 	Source []byte
+	// Form is the source form the compiler must be told, for a language
+	// written in more than one that only the code tells apart: COBOL's
+	// "free" or "fixed" format, x86 assembly's "32" or "64" bits.
+	Form string
 }
 
 // A convention reads the code saved as file and says where it starts, or
@@ -42,6 +47,8 @@ var conventions = map[string]convention{
 	"haskell": haskell,
 	"go":      golang,
 	"scala":   scala,
+	"cobol":   cobol,
+	"asm":     asm,
 }
 
 // Known reports whether name is a convention Find understands.
@@ -66,10 +73,13 @@ func Find(name, file string, src []byte) (Point, error) {
 	return c(file, src)
 }
 
-// Fill replaces {file} and {main} in argv with p's values.
+// Placeholders are what Fill replaces in a language's commands.
+var Placeholders = []string{"{file}", "{main}", "{form}"}
+
+// Fill replaces {file}, {main} and {form} in argv with p's values.
 func Fill(argv []string, p Point) []string {
 	out := make([]string, len(argv))
-	r := strings.NewReplacer("{file}", p.File, "{main}", p.Main)
+	r := strings.NewReplacer("{file}", p.File, "{main}", p.Main, "{form}", p.Form)
 	for i, a := range argv {
 		out[i] = r.Replace(a)
 	}

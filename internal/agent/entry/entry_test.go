@@ -1,6 +1,8 @@
 package entry
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -125,7 +127,7 @@ func TestCodeWithoutARunnableEntryPointIsRefusedWithWhatTheRunnerExpects(t *test
 		{"kotlin no main", "kotlin", "main.kt", "fun solve(): Int = 42", "no `fun main()`"},
 		{"kotlin main in a class is not an entry point", "kotlin", "main.kt", "class A { fun main() {} }", "no `fun main()`"},
 		{"go package other than main", "go", "main.go", "package solution\n\nfunc main() {}", "`package solution`"},
-		{"unknown convention", "cobol", "main.cob", "x", "unknown entry-point convention"},
+		{"unknown convention", "intercal", "main.i", "x", "unknown entry-point convention"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -142,5 +144,105 @@ func TestFillPutsTheEntryPointIntoCommands(t *testing.T) {
 	want := []string{"javac", "-d", "/tmp/build", "App.java", "--main=x.App"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %q", got)
+	}
+}
+
+func TestReadsTheSourceFormTheCompilerMustBeTold(t *testing.T) {
+	const fixed = "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. HELLO.\n      * a comment line\n       PROCEDURE DIVISION.\n           DISPLAY \"hello\".\n           STOP RUN.\n"
+	cases := []struct{ name, convention, file, code, want string }{
+		{"cobol fixed format, code in area A from column 8", "cobol", "main.cob", fixed, "fixed"},
+		{"cobol fixed format with sequence numbers and indicators", "cobol", "main.cob",
+			"000100 IDENTIFICATION DIVISION.\n000200 PROGRAM-ID. SEQ.\n000300*COMMENT\n000400/PAGE\n000500 PROCEDURE DIVISION.\n000600D    DISPLAY \"debug\".\n000700     DISPLAY \"a long literal that goes on\n000800-    \"and on\".\n000900     STOP RUN.\n", "fixed"},
+		{"cobol fixed format indented with tabs", "cobol", "main.cob", "\tIDENTIFICATION DIVISION.\n\tPROGRAM-ID. TABS.\n\tPROCEDURE DIVISION.\n\t    DISPLAY \"x\".\n", "fixed"},
+		{"cobol fixed format switching itself to free at column 8", "cobol", "main.cob", "       >>SOURCE FORMAT IS FREE\nIDENTIFICATION DIVISION.\n", "free"},
+		{"cobol free format from column 1", "cobol", "main.cob",
+			"IDENTIFICATION DIVISION.\nPROGRAM-ID. HELLO.\nPROCEDURE DIVISION.\n    DISPLAY \"hello\".\n    STOP RUN.\n", "free"},
+		{"cobol free format indented by four, with *> comments", "cobol", "main.cob",
+			"*> hello in free format\n    identification division.\n    program-id. hello.\n    procedure division.\n        display \"hello\".\n", "free"},
+		{"cobol >>SOURCE FORMAT FREE in column 1", "cobol", "main.cob", ">>SOURCE FORMAT FREE\n       IDENTIFICATION DIVISION.\n", "free"},
+		{"cobol Micro Focus $SET SOURCEFORMAT free", "cobol", "main.cob", "$SET SOURCEFORMAT\"FREE\"\n       IDENTIFICATION DIVISION.\n", "free"},
+		{"cobol free format with CRLF line ends", "cobol", "main.cob", "IDENTIFICATION DIVISION.\r\nPROGRAM-ID. X.\r\n", "free"},
+
+		{"asm x86-64 with syscall", "asm", "main.asm", "global _start\nsection .text\n_start:\n  mov rax, 60\n  xor edi, edi\n  syscall\n", "64"},
+		{"asm x86-64 main with the C library and 32-bit moves", "asm", "main.asm", "extern printf\nglobal main\nmain:\n  push rbp\n  mov eax, 0\n  pop rbp\n  ret\n", "64"},
+		{"asm 32-bit Linux hello world with int 0x80", "asm", "main.asm",
+			"section .data\n  msg db \"Hello, World!\", 0xa\n  len equ $ - msg\nsection .text\n  global _start\n_start:\n  mov edx, len\n  mov ecx, msg\n  mov ebx, 1\n  mov eax, 4\n  int 0x80\n  mov eax, 1\n  int 80h\n", "32"},
+		{"asm 32-bit cdecl frame", "asm", "main.asm", "global f\nf:\n  push ebp\n  mov ebp, esp\n  mov eax, [ebp+8]\n  pop ebp\n  ret\n", "32"},
+		{"asm BITS 32", "asm", "main.asm", "BITS 32\nglobal _start\n_start: ret\n", "32"},
+		{"asm [bits 64] overrides int 0x80", "asm", "main.asm", "[bits 64]\n_start:\n  mov eax, 1\n  int 0x80\n", "64"},
+		{"asm int 0x80 beside 64-bit registers stays 64-bit", "asm", "main.asm", "_start:\n  mov rax, 1\n  int 0x80\n", "64"},
+		{"asm int 0x80 in a comment or a string does not count", "asm", "main.asm", "; int 0x80 is the old way\nmsg: db \"int 0x80\", 0\n_start:\n  mov eax, 60\n  xor edi, edi\n  ret\n", "64"},
+		{"asm register names inside labels do not count", "asm", "main.asm", "_start:\n  jmp rax_done\nrax_done:\n  mov eax, 1\n  int 0x80\n", "32"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Find(c.convention, c.file, []byte(c.code))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Form != c.want || p.File != c.file || string(p.Source) != c.code {
+				t.Fatalf("got form %q, file %q (source kept: %t), want form %q", p.Form, p.File, string(p.Source) == c.code, c.want)
+			}
+		})
+	}
+}
+
+// The idiom corpus's programs were written in fixed format and for x86-64,
+// but those named free*, in free format.
+func TestTheCorpusProgramsKeepTheirForm(t *testing.T) {
+	for _, c := range []struct{ convention, dir, ext, want string }{
+		{"cobol", "cobol", ".cob", "fixed"},
+		{"asm", "asm", ".asm", "64"},
+	} {
+		files, err := filepath.Glob(filepath.Join("..", "..", "engine", "testdata", "corpus", c.dir, "*"+c.ext))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no %s corpus programs (%v)", c.dir, err)
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := c.want
+			if strings.HasPrefix(filepath.Base(f), "free") {
+				want = "free" // written in free format on purpose
+			}
+			if p, _ := Find(c.convention, "main"+c.ext, src); p.Form != want {
+				t.Errorf("%s: form %q, want %q", f, p.Form, want)
+			}
+		}
+	}
+}
+
+func TestKotlinCodeGetsStandInsForWhatItsCompilerLacks(t *testing.T) {
+	cases := []struct {
+		name, code string
+		want       []string // the stand-ins appended, by the name they declare
+	}{
+		{"readln and String.uppercase", "fun main() {\n    val name = readln()\n    println(\"Hello, ${name.uppercase()}!\")\n}", []string{"fun readln()", "fun String.uppercase()"}},
+		{"readlnOrNull, digitToInt and code", "fun main() {\n    val s = readlnOrNull() ?: return\n    println(s.sumOf { it.digitToInt() } + s[0].code)\n}", []string{"fun readlnOrNull()", "fun Char.digitToInt()", "val Char.code"}},
+		{"Kotlin 1.3 code stays as written", "fun main() {\n    println(readLine()!!.toUpperCase())\n}", nil},
+		{"a function the code declares itself", "fun readln(): String = \"x\"\nfun main() {\n    println(readln())\n}", nil},
+		{"names in strings and comments do not count", "// readln()\nfun main() {\n    println(\"readln() .uppercase()\")\n}", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Find("kotlin", "main.kt", []byte(c.code))
+			if err != nil {
+				t.Fatal(err)
+			}
+			added := strings.TrimPrefix(string(p.Source), c.code)
+			if !strings.HasPrefix(string(p.Source), c.code) {
+				t.Fatalf("the code itself changed:\n%s", p.Source)
+			}
+			if len(c.want) == 0 && added != "" {
+				t.Fatalf("appended %q, want nothing", added)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(added, w) {
+					t.Errorf("appended %q, want %q in it", added, w)
+				}
+			}
+		})
 	}
 }

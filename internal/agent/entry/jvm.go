@@ -1,9 +1,11 @@
 package entry
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -204,7 +206,72 @@ func kotlin(file string, src []byte) (Point, error) {
 	if pkg != "" {
 		p.Main = pkg + "." + p.Main
 	}
+	p.Source = kotlinStandIns(src, toks)
 	return p, nil
+}
+
+// kotlinNewer are functions of Kotlin 1.5 and 1.6 that programs written
+// today use and the image's compiler (Debian's 1.3.31) lacks, each with
+// what stands in for it, written in Kotlin 1.3; an extension is used after
+// a ".".
+var kotlinNewer = []struct {
+	name      string
+	extension bool
+	decl      string
+}{
+	{"readln", false, `fun readln(): String = readLine() ?: throw RuntimeException("EOF has already been reached")`},
+	{"readlnOrNull", false, `fun readlnOrNull(): String? = readLine()`},
+	{"uppercase", true, `fun String.uppercase(): String = toUpperCase(java.util.Locale.ROOT); fun Char.uppercase(): String = toString().toUpperCase(java.util.Locale.ROOT)`},
+	{"lowercase", true, `fun String.lowercase(): String = toLowerCase(java.util.Locale.ROOT); fun Char.lowercase(): String = toString().toLowerCase(java.util.Locale.ROOT)`},
+	{"uppercaseChar", true, `fun Char.uppercaseChar(): Char = toUpperCase()`},
+	{"lowercaseChar", true, `fun Char.lowercaseChar(): Char = toLowerCase()`},
+	{"digitToInt", true, `fun Char.digitToInt(): Int = Character.digit(this, 10).also { require(it >= 0) { "Char $this is not a decimal digit" } }`},
+	{"code", true, `val Char.code: Int get() = toInt()`},
+}
+
+// kotlinStandIns appends to src, after its last line so that the lines the
+// compiler names stay the user's, a stand-in for each function of
+// kotlinNewer the code uses and does not declare itself: readln() and
+// "x".uppercase() run as written on the 1.3 compiler.
+func kotlinStandIns(src []byte, toks []token) []byte {
+	// A template's expressions ("${name.uppercase()}") are code too; the
+	// text around them counted as code at worst adds a stand-in unused.
+	for _, t := range slices.Clone(toks) {
+		if t.str && strings.Contains(t.text, "${") {
+			toks = append(toks, cTokens(t.text, true)...)
+		}
+	}
+	var add []string
+	for _, f := range kotlinNewer {
+		used, declared := false, false
+		for i, t := range toks {
+			if t.str || t.text != f.name {
+				continue
+			}
+			prev := ""
+			if i > 0 {
+				prev = toks[i-1].text
+			}
+			switch {
+			case prev == "fun" || prev == "val" || prev == "var" || i > 1 && prev == "." && (toks[i-2].text == "String" || toks[i-2].text == "Char") && i > 2 && (toks[i-3].text == "fun" || toks[i-3].text == "val"):
+				declared = true
+			case f.extension && prev == "." || !f.extension && prev != "." && i+1 < len(toks) && toks[i+1].text == "(":
+				used = true
+			}
+		}
+		if used && !declared {
+			add = append(add, f.decl)
+		}
+	}
+	if len(add) == 0 {
+		return src
+	}
+	out := bytes.Clone(src)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	out = append(out, "// stand-ins for Kotlin 1.5/1.6 functions that this runner's Kotlin 1.3 lacks\n"...)
+	return append(out, strings.Join(add, "\n")+"\n"...)
 }
 
 // kotlinFileClass is the class Kotlin makes of a file's top-level

@@ -1,5 +1,7 @@
 package entry
 
+import "strings"
+
 import "unicode"
 
 // token is a word, a string literal or one punctuation character of
@@ -150,16 +152,16 @@ func isIdent(s string) bool {
 // qualifiedName reads "a.b.c" starting at toks[i]; it returns the name and
 // the index after it.
 func qualifiedName(toks []token, i int) (string, int) {
-	name := ""
+	var name strings.Builder
 	for i < len(toks) && isIdent(toks[i].text) && !toks[i].str {
-		name += toks[i].text
+		name.WriteString(toks[i].text)
 		i++
 		if i+1 < len(toks) && toks[i].text == "." && isIdent(toks[i+1].text) {
-			name += "."
+			name.WriteString(".")
 			i++
 			continue
 		}
 		break
 	}
-	return name, i
+	return name.String(), i
 }

@@ -67,7 +67,7 @@ type Request struct {
 	// Entry names the language's entry-point convention (package entry):
 	// before the first stage the agent reads the code, Files[0], saves it
 	// under the name the convention gives, and puts what it found for
-	// {file} and {main} in the stages' commands. Code without an entry
+	// {file}, {main} and {form} in the stages' commands. Code without an entry
 	// point the convention can run fails the first stage, with a message
 	// on its stderr that says what was expected.
 	Entry string `json:"entry,omitempty"`
@@ -169,7 +169,7 @@ func ValidPath(p string) error {
 	case strings.HasPrefix(p, "/"):
 		return fmt.Errorf("path %q is absolute; give a path relative to the workspace", p)
 	}
-	for _, el := range strings.Split(p, "/") {
+	for el := range strings.SplitSeq(p, "/") {
 		switch el {
 		case "..":
 			return fmt.Errorf("path %q climbs out of the workspace", p)

@@ -30,6 +30,14 @@ const SandboxEnv = "MCR_SANDBOX"
 // standard output and serves there.
 const SocketEnv = "MCR_SOCKET"
 
+// ReattachEnv is the agent's environment variable, set for a session's
+// sandbox, that keeps the sandbox when the server goes away: the most
+// milliseconds the agent waits, keeping its interpreters and workspace,
+// for a server to connect again through SocketEnv's socket (the server
+// restarted and re-attaches to the session). Unset, or for an agent that
+// serves its standard streams, the end of the connection ends the sandbox.
+const ReattachEnv = "MCR_REATTACH_MS"
+
 // PrestartEnv is the agent's environment variable that carries a Prestart as
 // JSON. Like every MCR_ variable it is not passed on to the stages.
 const PrestartEnv = "MCR_PRESTART"

@@ -1,6 +1,6 @@
 // Command fixtureserver serves the conformance suite's fixtures
 // (internal/conformance) over Streamable HTTP at /mcp through the product's
-// own HTTP handler (mcpserver.HTTPHandler: the same Host and Origin guards,
+// own HTTP handler (transport.HTTPHandler: the same Host and Origin guards,
 // body cap, cancellation routing, stateless mode for both protocol eras), or
 // over stdio through the product's stdio transport. It is a test tool run by
 // scripts/conformance.sh, never part of the product:
@@ -24,7 +24,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/conformance"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 )
 
 func main() {
@@ -43,21 +43,21 @@ func main() {
 func run(ctx context.Context, addr string, log *slog.Logger) error {
 	server := conformance.NewServer("test", log)
 	if addr == "" {
-		err := server.Run(ctx, mcpserver.NewStdioTransport())
+		err := server.Run(ctx, transport.NewStdio())
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		return err
 	}
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil || !mcpserver.IsLoopback(host) {
+	if err != nil || !transport.IsLoopback(host) {
 		return fmt.Errorf("--http %q: want a loopback HOST:PORT, like 127.0.0.1:8090 (the fixture server has no authentication)", addr)
 	}
 	// The product's defaults, except the rate limit: the suite sends
 	// hundreds of requests in seconds from one address.
 	defaults := config.Default().HTTP
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpserver.HTTPHandler(server, mcpserver.HTTPOptions{MaxBodyBytes: defaults.MaxBodyBytes}))
+	mux.Handle("/mcp", transport.HTTPHandler(server, transport.HTTPOptions{MaxBodyBytes: defaults.MaxBodyBytes}))
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -4,7 +4,7 @@
 //
 // A backend supplies only a Link: a byte stream to its agent plus the
 // signals the protocol needs from outside the sandbox (kill, OOM, ended,
-// diagnostics). New turns a Link into a sandbox.Sandbox, so a backend
+// diagnostics). New turns a Link into a [sandbox.Sandbox], so a backend
 // implements Create and its Link and nothing else of the protocol.
 package agentconn
 
@@ -67,7 +67,7 @@ type Link interface {
 	Close()
 }
 
-// Sandbox is a sandbox.Sandbox driven over a Link.
+// Sandbox is a [sandbox.Sandbox] driven over a Link.
 type Sandbox struct {
 	id   string
 	link Link
@@ -107,7 +107,7 @@ func (s *Sandbox) Close() { s.closed.Do(s.link.Close) }
 
 // Ready asks the agent whether it, and what the sandbox starts ahead of
 // the job (a warm interpreter, a prestart command), are ready for a job,
-// and waits for its answer (wire.KindReady both ways). It is for a sandbox
+// and waits for its answer ([wire.KindReady] both ways). It is for a sandbox
 // not yet given a job (a pool's refill), and not to be called beside a
 // job; a job sent without it is served all the same, once the agent is
 // ready. After an error the sandbox is of no use: the caller closes it,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
 )
@@ -25,11 +27,10 @@ import (
 // Create starts a new container from t with crun; its agent then waits on
 // its standard input for the job. The agent's standard streams are pipes
 // to this process, handed to crun, which passes them to the container: no
-// daemon or shim stands between the server and the agent.
+// daemon or shim stands between the server and the agent. A template with
+// a ReattachGrace (a session's) gets a sandbox that outlives this server,
+// whose agent serves a socket instead (reattach.go).
 func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandbox, error) {
-	if t.Egress != nil {
-		return nil, fmt.Errorf("%w: the crun backend runs sandboxes without network; network access needs the docker backend", sandbox.ErrUnsupported)
-	}
 	hosts, err := b.prepared()
 	if err != nil {
 		return nil, err
@@ -41,36 +42,74 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	id, hostname := b.newID(t.MaxLife)
 	bundle := filepath.Join(b.bundlesDir(), id)
 	hostnameFile := filepath.Join(bundle, "hostname")
-	spec, err := Spec(t, sandboxSpec{ID: id, Hostname: hostname, Rootfs: root.dir, ImageEnv: root.env, Agent: b.opts.AgentPath,
-		Hosts: hosts, HostnameFile: hostnameFile})
-	if err != nil {
+	s := sandboxSpec{ID: id, Hostname: hostname, Rootfs: root.dir, ImageEnv: root.env, Agent: b.opts.AgentPath,
+		Hosts: hosts, HostnameFile: hostnameFile}
+	// The bundle is 0711: the sandbox's user reaches its hostname file
+	// (and its egress socket) through it, and lists nothing.
+	if err := os.Mkdir(bundle, 0o711); err != nil {
+		return nil, fmt.Errorf("crun sandbox bundle: %w", err)
+	}
+	// A sandbox with network access keeps its network namespace of loopback
+	// alone; its agent relays wire.EgressListen to the socket of its own
+	// proxy, which every removal of the sandbox removes too.
+	var egress *sandbox.EgressSocket
+	if t.Egress != nil {
+		if egress, err = b.serveEgress(id, t.Egress); err != nil {
+			b.destroy(id)
+			return nil, err
+		}
+		s.EgressDir, s.EgressEnv = egress.Dir, egress.Env()
+	}
+	// A session's sandbox outlives its server: its agent serves a socket
+	// that the next server listens on (reattach.go), not pipes to this
+	// process, which end with it.
+	var agent *net.UnixListener
+	if t.ReattachGrace > 0 {
+		if agent, err = listenForAgent(id); err != nil {
+			egress.Close()
+			b.destroy(id)
+			return nil, err
+		}
+		s.AgentSocketDir = agentDir(id)
+		s.AgentSocketEnv = []string{wire.SocketEnv + "=" + agentSocketMount + "/" + agentSocketName,
+			fmt.Sprintf("%s=%d", wire.ReattachEnv, t.ReattachGrace.Milliseconds())}
+	}
+	fail := func(err error) (sandbox.Sandbox, error) {
+		if agent != nil {
+			_ = agent.Close()
+		}
+		egress.Close()
+		b.destroy(id)
 		return nil, err
+	}
+	spec, err := Spec(t, s)
+	if err != nil {
+		return fail(err)
 	}
 	compiled := b.compiledSeccomp()
 	if compiled != "" {
 		spec.Annotations = map[string]string{seccompBPFAnnotation: compiled}
 	}
-	// The bundle is 0711: the sandbox's user reaches its hostname file
-	// through it, and lists nothing.
-	if err := os.Mkdir(bundle, 0o711); err != nil { //nolint:gosec // see above
-		return nil, fmt.Errorf("crun sandbox bundle: %w", err)
-	}
 	data, err := json.Marshal(spec)
 	if err == nil {
-		err = os.WriteFile(hostnameFile, []byte(hostname+"\n"), 0o644) //nolint:gosec // the sandbox reads it
+		err = os.WriteFile(hostnameFile, []byte(hostname+"\n"), 0o644) // the sandbox reads it
 	}
 	if err == nil {
 		err = os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600)
 	}
 	if err != nil {
-		_ = os.RemoveAll(bundle)
-		return nil, fmt.Errorf("crun sandbox configuration: %w", err)
+		return fail(fmt.Errorf("crun sandbox configuration: %w", err))
 	}
-	l, err := b.start(id, bundle)
+	var l *link
+	if agent != nil {
+		l, err = b.startReattachable(ctx, id, bundle, agent)
+	} else {
+		l, err = b.start(id, bundle)
+	}
 	if err != nil {
-		b.destroy(id)
-		return nil, err
+		return fail(err)
 	}
+	l.egress = egress
 	if compiled == "" {
 		b.keepSeccomp(id)
 	}
@@ -80,6 +119,26 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		return nil, fmt.Errorf("creating crun sandbox: %w", err)
 	}
 	return sb, nil
+}
+
+// egressBase holds the directories of the sandboxes' egress sockets, one
+// per sandbox named after its host name (the random part of its ID): a
+// socket's path must fit in 108 bytes, which one in the sandbox's bundle,
+// under a state directory and the sandbox's long ID, does not.
+const egressBase = "/run/mcr-crun-egress"
+
+// egressDir is the directory of sandbox id's egress socket.
+func egressDir(id string) string {
+	return filepath.Join(egressBase, id[strings.LastIndexByte(id, '-')+1:])
+}
+
+// serveEgress serves e on a socket that sandbox id's user may connect to.
+func (b *Backend) serveEgress(id string, e sandbox.Egress) (*sandbox.EgressSocket, error) {
+	dir := egressDir(id)
+	if err := os.MkdirAll(dir, 0o711); err != nil { // the sandbox's user searches it, and lists nothing
+		return nil, fmt.Errorf("crun sandbox egress directory: %w", err)
+	}
+	return sandbox.ServeEgress(dir, e)
 }
 
 // seccompBPFAnnotation gives crun a seccomp filter already compiled, in
@@ -100,7 +159,7 @@ func (b *Backend) compiledSeccomp() string {
 // exec): every sandbox's profile is the same (Docker's default, for a
 // process without capabilities), so the later ones load it as it is.
 func (b *Backend) keepSeccomp(id string) {
-	data, err := os.ReadFile(filepath.Join(b.crunRoot(), id, "seccomp.bpf")) //nolint:gosec // crun's state of our sandbox
+	data, err := os.ReadFile(filepath.Join(b.crunRoot(), id, "seccomp.bpf")) // crun's state of our sandbox
 	// A filter is a whole number of 8-byte instructions.
 	if err != nil || len(data) == 0 || len(data)%8 != 0 {
 		b.log.Debug("crun left no compiled seccomp filter; each sandbox compiles its own", "err", err, "bytes", len(data))
@@ -154,7 +213,7 @@ func (b *Backend) start(id, bundle string) (*link, error) {
 	// it made.
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.crun, "--root", b.crunRoot(), "--log", logFile, //nolint:gosec // our own binary, bundle and sandbox name
+	cmd := exec.CommandContext(ctx, b.crun, "--root", b.crunRoot(), "--log", logFile, // our own binary, bundle and sandbox name
 		"run", "--detach", "--bundle", bundle, "--pid-file", pidFile, id)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// The container's processes get a session of their own: a signal to
@@ -169,7 +228,7 @@ func (b *Backend) start(id, bundle string) (*link, error) {
 		_ = inW.Close()
 		_ = outR.Close()
 		_ = errR.Close()
-		msg, _ := os.ReadFile(logFile) //nolint:gosec // in our bundle
+		msg, _ := os.ReadFile(logFile) // in our bundle
 		return nil, fmt.Errorf("starting crun sandbox: %v: %s", runErr, crunMessage(msg))
 	}
 	proc, err := processOf(pidFile)
@@ -198,7 +257,7 @@ func (b *Backend) start(id, bundle string) (*link, error) {
 // text as it is.
 func crunMessage(log []byte) string {
 	var msgs []string
-	for _, line := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
+	for line := range bytes.SplitSeq(bytes.TrimSpace(log), []byte("\n")) {
 		var entry struct {
 			Msg string `json:"msg"`
 		}
@@ -218,7 +277,7 @@ func crunMessage(log []byte) string {
 // container's first process, held by a pidfd, so that a signal can never
 // reach another process that got its PID later.
 func processOf(path string) (*os.Process, error) {
-	data, err := os.ReadFile(path) //nolint:gosec // in our bundle
+	data, err := os.ReadFile(path) // in our bundle
 	if err != nil {
 		return nil, fmt.Errorf("crun sandbox PID: %w", err)
 	}
@@ -229,29 +288,44 @@ func processOf(path string) (*os.Process, error) {
 	return os.FindProcess(pid)
 }
 
-// link is one started crun container and its agent's pipes: the sandbox's
-// agentconn.Link.
+// link is one started crun container and its agent's stream: its pipes,
+// or for a sandbox that outlives its server its socket connection. It is
+// the sandbox's agentconn.Link.
 type link struct {
 	b      *Backend
 	id     string
 	proc   *os.Process
-	stdin  *os.File
-	frames *io.PipeReader
-	diag   agentconn.Diagnostics
-	ended  chan struct{} // closed when the agent's standard output ends
+	stdin  *os.File       // nil when the agent serves conn
+	frames *io.PipeReader // nil when the agent serves conn
+	// conn is the agent's socket connection, for a sandbox that outlives
+	// its server; its standard streams then go to logPath.
+	conn    *net.UnixConn
+	logPath string
+	diag    agentconn.Diagnostics
+	ended   chan struct{}         // closed when the agent's standard output ends, or (conn) its process
+	egress  *sandbox.EgressSocket // nil without network access
 }
 
 func (l *link) Ended() <-chan struct{} { return l.ended }
 
-func (l *link) Diagnostics() string { return l.diag.String() }
+func (l *link) Diagnostics() string {
+	if l.logPath != "" {
+		return logTail(l.logPath)
+	}
+	return l.diag.String()
+}
 
-// Stream returns the agent's pipes; a container that has ended (before its
-// first job: a pool sandbox that died while idle) has none.
+// Stream returns the agent's pipes or connection; a container that has
+// ended (before its first job: a pool sandbox that died while idle) has
+// none.
 func (l *link) Stream(context.Context) (agentconn.Stream, error) {
 	select {
 	case <-l.ended:
 		return agentconn.Stream{}, errors.New("the sandbox ended before its agent was reached")
 	default:
+	}
+	if l.conn != nil {
+		return agentconn.Stream{Reader: l.conn, Writer: l.conn, CloseWrite: l.conn.CloseWrite}, nil
 	}
 	return agentconn.Stream{Reader: l.frames, Writer: l.stdin, CloseWrite: l.stdin.Close}, nil
 }
@@ -260,6 +334,10 @@ func (l *link) Stream(context.Context) (agentconn.Stream, error) {
 // its PID namespace, and ends the agent's stream.
 func (l *link) Kill(context.Context) {
 	_ = l.proc.Signal(syscall.SIGKILL)
+	if l.conn != nil {
+		_ = l.conn.Close()
+		return
+	}
 	_ = l.frames.CloseWithError(errors.New("the sandbox was killed"))
 }
 
@@ -274,11 +352,11 @@ func (l *link) OOMKilled(context.Context) bool {
 
 // oomKills reads the "oom_kill N" line of a cgroup memory file.
 func oomKills(path string) int {
-	data, err := os.ReadFile(path) //nolint:gosec // a cgroup file of our sandbox
+	data, err := os.ReadFile(path) // a cgroup file of our sandbox
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if n, ok := strings.CutPrefix(line, "oom_kill "); ok {
 			v, _ := strconv.Atoi(strings.TrimSpace(n))
 			return v
@@ -295,14 +373,22 @@ const endGrace = 2 * time.Second
 // removes it, its cgroup and its bundle.
 func (l *link) Close() {
 	_ = l.proc.Signal(syscall.SIGKILL)
-	_ = l.stdin.Close()
+	if l.conn != nil {
+		_ = l.conn.Close()
+	} else {
+		_ = l.stdin.Close()
+	}
 	t := time.NewTimer(endGrace)
 	select {
 	case <-l.ended:
 	case <-t.C:
 	}
 	t.Stop()
-	_ = l.frames.Close()
+	if l.frames != nil {
+		_ = l.frames.Close()
+	}
 	_ = l.proc.Release()
+	l.egress.Close()
 	l.b.destroy(l.id)
+	l.b.disown(l.id)
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,10 @@ type Backend struct {
 	// cgroupV2 says whether the host's cgroups are the unified hierarchy,
 	// which decides where a sandbox's OOM kills are counted.
 	cgroupV2 bool
+	// keep lists the sandboxes of stopped servers the sweep keeps (SetKeep).
+	keep func(context.Context) ([]sandbox.Ref, error)
+	// adoptedIDs are the sandboxes of other servers this one re-attached to.
+	adoptedIDs sync.Map
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -104,6 +109,16 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 // Binary is the crun executable the backend runs.
 func (b *Backend) Binary() string { return b.crun }
 
+// Version is crun's version ("crun 1.21"), or why it is unknown.
+func (b *Backend) Version() string {
+	out, err := exec.Command(b.crun, "--version").Output() // our own binary
+	if err != nil {
+		return fmt.Sprintf("crun of unknown version (%v)", err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.Replace(strings.TrimSpace(first), " version ", " ", 1)
+}
+
 // Client returns the Docker client the backend takes its images from.
 func (b *Backend) Client() *client.Client { return b.cli }
 
@@ -125,6 +140,18 @@ func (b *Backend) Check(ctx context.Context) error {
 	}
 	if d := info.Info.Driver; d != "overlay2" {
 		return fmt.Errorf("%w: the crun backend reads images from Docker's overlay2 storage, but the daemon uses %q; use the docker backend", sandbox.ErrUnavailable, d)
+	}
+	if slices.ContainsFunc(info.Info.SecurityOptions, func(o string) bool { return strings.Contains(o, "name=rootless") }) {
+		return fmt.Errorf("%w: the Docker daemon runs rootless: its images' files belong to its user's mapped IDs; use the docker backend", sandbox.ErrUnavailable)
+	}
+	if strings.Contains(info.Info.OperatingSystem, "Docker Desktop") {
+		return fmt.Errorf("%w: the Docker daemon is Docker Desktop's, whose images are in its VM, not on this host; use the docker backend", sandbox.ErrUnavailable)
+	}
+	// The daemon's storage must be this host's: a daemon in a VM, in a
+	// container or on another machine reports directories this server
+	// cannot mount.
+	if fi, err := os.Stat(filepath.Join(info.Info.DockerRootDir, "overlay2")); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: the Docker daemon's storage (%s/overlay2) is not on this host's file system (a daemon in a VM, a container or on another machine); use the docker backend", sandbox.ErrUnavailable, info.Info.DockerRootDir)
 	}
 	if _, err := b.prepared(); err != nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
@@ -149,7 +176,7 @@ func (b *Backend) prepared() (string, error) {
 	if _, err := os.Stat(hosts); err != nil {
 		tmp := hosts + ".tmp" + strconv.Itoa(os.Getpid())
 		content := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil { //nolint:gosec // read by the sandboxes' user
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil { // read by the sandboxes' user
 			return "", fmt.Errorf("crun backend hosts file: %w", err)
 		}
 		if err := os.Rename(tmp, hosts); err != nil {
@@ -218,25 +245,40 @@ func parseID(id string) (s sandboxID, ok bool) {
 }
 
 // Sweep removes the sandboxes, and the image roots, of servers that are
-// gone, and sandboxes past their expiry.
+// gone, and sandboxes past their expiry. A sandbox's server is the one
+// that last re-attached to it, if any (its owner file); one that a live
+// session's record names (SetKeep) is kept though its server is gone,
+// since the next server re-attaches to it.
 func (b *Backend) Sweep(ctx context.Context) (int, error) {
-	removed, err := b.removeWhere(ctx, func(s sandboxID) bool {
-		return !b.owner.AliveNamed(s.pid, s.start, s.hostTag) || time.Now().After(s.expires)
+	keep, keepErr := b.kept(ctx)
+	if keepErr != nil {
+		b.log.Warn("the sweep keeps every crun sandbox of a stopped server this time: which of them live sessions own is unknown", "err", keepErr)
+	}
+	removed, err := b.removeWhere(ctx, func(id string, s sandboxID) bool {
+		if time.Now().After(s.expires) {
+			return true
+		}
+		if _, ok := b.adoptedIDs.Load(id); ok || keepErr != nil || keep[id] {
+			return false
+		}
+		return !b.owner.AliveNamed(b.ownerOf(id, s))
 	})
 	sweepRoots(filepath.Join(b.opts.StateDir, "rootfs"), b.owner, b.log)
 	return removed, err
 }
 
-// RemoveOwn removes every sandbox this server process made.
+// RemoveOwn removes every sandbox this server process made or re-attached
+// to.
 func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
-	return b.removeWhere(ctx, func(s sandboxID) bool {
-		return s.pid+"-"+s.start+"-"+s.hostTag == b.owner.NameFields()
+	return b.removeWhere(ctx, func(id string, s sandboxID) bool {
+		pid, start, hostTag := b.ownerOf(id, s)
+		return pid+"-"+start+"-"+hostTag == b.owner.NameFields()
 	})
 }
 
 // removeWhere removes every sandbox in the bundles directory that match
 // selects.
-func (b *Backend) removeWhere(ctx context.Context, match func(sandboxID) bool) (int, error) {
+func (b *Backend) removeWhere(ctx context.Context, match func(string, sandboxID) bool) (int, error) {
 	entries, err := os.ReadDir(b.bundlesDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -250,26 +292,29 @@ func (b *Backend) removeWhere(ctx context.Context, match func(sandboxID) bool) (
 			return removed, ctx.Err()
 		}
 		s, ok := parseID(e.Name())
-		if !ok || !match(s) {
+		if !ok || !match(e.Name(), s) {
 			continue
 		}
 		b.destroy(e.Name())
+		b.disown(e.Name())
 		removed++
 	}
 	return removed, nil
 }
 
 // destroy removes a sandbox's container (killing what still runs in it),
-// its cgroup and its bundle.
+// its cgroup, its egress and agent sockets' directories and its bundle.
 func (b *Backend) destroy(id string) {
 	for attempt := range 3 {
-		out, err := exec.Command(b.crun, "--root", b.crunRoot(), "delete", "--force", id).CombinedOutput() //nolint:gosec // our own binary and sandbox name
+		out, err := exec.Command(b.crun, "--root", b.crunRoot(), "delete", "--force", id).CombinedOutput() // our own binary and sandbox name
 		if err == nil || strings.Contains(string(out), "does not exist") || strings.Contains(string(out), "No such file") {
 			break
 		}
 		b.log.Warn("removing crun sandbox", "id", id, "attempt", attempt+1, "err", err, "output", strings.TrimSpace(string(out)))
 		time.Sleep(100 * time.Millisecond)
 	}
+	_ = os.RemoveAll(egressDir(id))
+	_ = os.RemoveAll(agentDir(id))
 	_ = os.RemoveAll(filepath.Join(b.bundlesDir(), id))
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -273,7 +274,7 @@ func TestCrunEnforcesTheLimits(t *testing.T) {
 }
 
 // TestCrunRefusesWhatItCannotDo gives a clear error, and leaves nothing,
-// for a missing image and for network access.
+// for a missing image.
 func TestCrunRefusesWhatItCannotDo(t *testing.T) {
 	b, state := newBackend(t)
 	ctx := context.Background()
@@ -285,17 +286,51 @@ func TestCrunRefusesWhatItCannotDo(t *testing.T) {
 	if err := b.CheckImage(ctx, tmpl.Image); !errors.Is(err, sandbox.ErrImageMissing) {
 		t.Errorf("CheckImage of a missing image: %v, want ErrImageMissing", err)
 	}
-	tmpl.Image = languages.Builtin().ImageOf(mustLookup(t, "bash")).Tag
-	tmpl.Egress = noEgress{}
-	if _, err := b.Create(ctx, tmpl); !errors.Is(err, sandbox.ErrUnsupported) || !strings.Contains(err.Error(), "docker backend") {
-		t.Errorf("network access: %v, want ErrUnsupported naming the docker backend", err)
-	}
 	requireNoLeftovers(t, b, state)
 }
 
-type noEgress struct{}
+// greetingEgress answers every connection to its socket with a greeting:
+// a sandbox's program that reads it reached its own egress proxy.
+type greetingEgress struct{}
 
-func (noEgress) Serve(ln net.Listener) error { return ln.Close() }
+func (greetingEgress) Serve(ln net.Listener) error {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		_, _ = c.Write([]byte("proxy here\n"))
+		_ = c.Close()
+	}
+}
+
+// A sandbox with network access keeps loopback alone; its one way out is
+// its agent's relay on wire.EgressListen to the socket of its own proxy,
+// which goes with the sandbox.
+func TestACrunSandboxWithNetworkAccessReachesOnlyItsOwnProxy(t *testing.T) {
+	b, state := newBackend(t)
+	ctx := context.Background()
+	tmpl := sandbox.Template{Image: languages.Builtin().ImageOf(mustLookup(t, "bash")).Tag, MaxLife: time.Minute,
+		Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 64, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1},
+		Egress:    greetingEgress{}}
+	sb, err := b.Create(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "exec 3<>/dev/tcp/" + strings.Replace(wire.EgressListen, ":", "/", 1) + " && head -1 <&3\n" +
+		"echo \"interfaces: $(ls /sys/class/net | tr '\\n' ' ')\"\n"
+	res, err := sb.Exec(ctx, sandbox.Job{Deadline: time.Minute, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
+		Files:  []wire.File{{Path: "main.sh", Data: []byte(script)}},
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 60_000}}}}, nil)
+	sb.Close()
+	if err != nil || len(res.Stages) != 1 {
+		t.Fatalf("want one stage, got %+v, %v", res, err)
+	}
+	if got, want := string(res.Stages[0].Stdout), "proxy here\ninterfaces: lo \n"; got != want {
+		t.Errorf("the sandbox printed %q (stderr %q), want %q", got, res.Stages[0].Stderr, want)
+	}
+	requireNoLeftovers(t, b, state)
+}
 
 func mustLookup(t *testing.T, name string) languages.Language {
 	t.Helper()

@@ -7,8 +7,9 @@
 // one overlay mount per image, which the sandboxes share as their root.
 //
 // It runs where the server runs as root beside a local Docker daemon with
-// the overlay2 storage driver; sandboxes have no network (network tiers
-// need the Docker backend).
+// the overlay2 storage driver. A sandbox's network namespace holds
+// loopback alone; network tiers reach the server's egress proxy through
+// the agent's relay to a Unix socket, as on the Docker backend.
 package crun
 
 import "log/slog"

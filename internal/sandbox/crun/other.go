@@ -27,6 +27,9 @@ func New(*client.Client, Options) (*Backend, error) { return nil, unavailable() 
 // Binary is empty off Linux.
 func (b *Backend) Binary() string { return "" }
 
+// Version is empty off Linux.
+func (b *Backend) Version() string { return "" }
+
 // Client returns the Docker client.
 func (b *Backend) Client() *client.Client { return b.cli }
 

@@ -109,7 +109,7 @@ func touch(upper, rel string, layers []string) error {
 			return nil
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(upper, rel), os.O_CREATE|os.O_WRONLY, 0o644) //nolint:gosec // under our state directory
+	f, err := os.OpenFile(filepath.Join(upper, rel), os.O_CREATE|os.O_WRONLY, 0o644) // under our state directory
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func unmountAll(path string) error {
 	}
 	var st, parent unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
-		return nil //nolint:nilerr // nothing there to be mounted
+		return nil // nothing there to be mounted
 	}
 	if err := unix.Stat(filepath.Dir(path), &parent); err == nil && st.Dev != parent.Dev {
 		return fmt.Errorf("%s stays mounted", path)

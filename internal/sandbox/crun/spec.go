@@ -62,6 +62,16 @@ type sandboxSpec struct {
 	// HostnameFile is the sandbox's own /etc/hostname: the image's holds
 	// the name of the machine that built it.
 	HostnameFile string
+	// EgressDir, for a sandbox with network access, holds its egress
+	// proxy's socket, shown read-only at sandbox.EgressDir; EgressEnv is
+	// the agent's entry that tells it to relay to it. Both "" without.
+	EgressDir, EgressEnv string
+	// AgentSocketDir, for a sandbox that outlives its server (a
+	// session's), holds the socket its agent dials, shown read-only at
+	// agentSocketMount; AgentSocketEnv are the agent's entries that name
+	// the socket and its grace. "" and nil for any other sandbox.
+	AgentSocketDir string
+	AgentSocketEnv []string
 }
 
 // Spec returns the hardened OCI configuration of a sandbox for t: the
@@ -95,6 +105,17 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 		{Destination: "/etc/hosts", Type: "bind", Source: s.Hosts, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}},
 		{Destination: "/etc/hostname", Type: "bind", Source: s.HostnameFile, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}},
 	}
+	env := append(sandbox.AgentEnv(t), "HOSTNAME="+s.Hostname)
+	if s.EgressDir != "" {
+		mounts = append(mounts, specs.Mount{Destination: sandbox.EgressDir, Type: "bind", Source: s.EgressDir,
+			Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+		env = append(env, s.EgressEnv)
+	}
+	if s.AgentSocketDir != "" {
+		mounts = append(mounts, specs.Mount{Destination: agentSocketMount, Type: "bind", Source: s.AgentSocketDir,
+			Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+		env = append(env, s.AgentSocketEnv...)
+	}
 	for _, m := range t.Mounts {
 		opts := []string{"bind", "nosuid", "nodev"}
 		if !m.Writable {
@@ -111,7 +132,7 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 			// No separate init: the agent is PID 1, as on the Docker backend
 			// (it reaps orphans; see agent.BecomeInit).
 			Args:            []string{AgentPath, "agent"},
-			Env:             mergeEnv(s.ImageEnv, append(sandbox.AgentEnv(t), "HOSTNAME="+s.Hostname)),
+			Env:             mergeEnv(s.ImageEnv, env),
 			Cwd:             wire.WorkspacePath,
 			User:            specs.User{UID: wire.SandboxUID, GID: wire.SandboxGID, Umask: &umask},
 			NoNewPrivileges: true,
@@ -135,7 +156,7 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 			Resources: &specs.LinuxResources{
 				Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}},
 				Memory:  &specs.LinuxMemory{Limit: &memory, Swap: &memory},
-				CPU:     &specs.LinuxCPU{Quota: &quota, Period: ptr(uint64(period))},
+				CPU:     &specs.LinuxCPU{Quota: &quota, Period: new(uint64(period))},
 				Pids:    &specs.LinuxPids{Limit: pids},
 			},
 			MaskedPaths:   maskedPaths,
@@ -155,8 +176,8 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 // environment with a container's.
 func mergeEnv(base, over []string) []string {
 	name := func(kv string) string {
-		if i := strings.IndexByte(kv, '='); i >= 0 {
-			return kv[:i]
+		if before, _, ok := strings.Cut(kv, "="); ok {
+			return before
 		}
 		return kv
 	}
@@ -183,5 +204,3 @@ func mergeEnv(base, over []string) []string {
 	}
 	return out
 }
-
-func ptr[T any](v T) *T { return &v }

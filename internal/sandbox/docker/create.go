@@ -45,15 +45,15 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 func (b *Backend) create(ctx context.Context, t sandbox.Template, runtime string) (sandbox.Sandbox, error) {
 	cfg, hostCfg := b.ContainerConfig(t)
 	hostCfg.Runtime = runtime
-	var egress *egressListener
+	var egress *sandbox.EgressSocket
 	if t.Egress != nil {
-		l, err := listenForEgress(b.SocketsDir(), t.Egress)
+		s, err := listenForEgress(b.SocketsDir(), t.Egress)
 		if err != nil {
 			return nil, err
 		}
-		egress = l
-		hostCfg.Mounts = append(hostCfg.Mounts, l.mount())
-		cfg.Env = append(cfg.Env, l.env())
+		egress = s
+		hostCfg.Mounts = append(hostCfg.Mounts, egressMount(s))
+		cfg.Env = append(cfg.Env, s.Env())
 	}
 	var listener *agentListener
 	if dir := b.SocketsDir(); dir != "" {
@@ -67,6 +67,10 @@ func (b *Backend) create(ctx context.Context, t sandbox.Template, runtime string
 			}
 			hostCfg.Mounts = append(hostCfg.Mounts, l.mount())
 			cfg.Env = append(cfg.Env, wire.SocketEnv+"="+SocketDir+"/"+socketName)
+			if t.ReattachGrace > 0 {
+				l.keepDir = true
+				cfg.Env = append(cfg.Env, fmt.Sprintf("%s=%d", wire.ReattachEnv, t.ReattachGrace.Milliseconds()))
+			}
 		}
 	}
 	// The create call is not cancelled with ctx: a cancellation while the
@@ -78,10 +82,11 @@ func (b *Backend) create(ctx context.Context, t sandbox.Template, runtime string
 		if listener != nil {
 			listener.close()
 		}
-		egress.close()
+		egress.Close()
 		return nil, b.classify(err, t.Image, "creating sandbox container")
 	}
-	l := &link{b: b, id: created.ID, ended: make(chan struct{}), listener: listener, egress: egress}
+	l := &link{b: b, id: created.ID, ended: make(chan struct{}), listener: listener, egress: egress,
+		reattachable: listener != nil && listener.keepDir}
 	sb := agentconn.New(created.ID, l, b.log)
 	if err := ctx.Err(); err != nil {
 		sb.Close()

@@ -77,6 +77,16 @@ func peerCred(conn *net.UnixConn) (*syscall.Ucred, error) {
 	return cred, nil
 }
 
+// peerPID is the process at the other end of conn, as this process's PID
+// namespace numbers it: 0 when it lives outside that namespace's view.
+func peerPID(conn *net.UnixConn) (int, error) {
+	cred, err := peerCred(conn)
+	if err != nil {
+		return 0, err
+	}
+	return int(cred.Pid), nil
+}
+
 // daemonUser returns the uid of the daemon behind a unix:// host, when it
 // is another user than this process's (a rootless engine's user, say).
 func daemonUser(daemonHost string) (uid int, other bool) {

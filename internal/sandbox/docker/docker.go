@@ -68,6 +68,10 @@ type Backend struct {
 	useSockets  atomic.Bool
 	socketsOnce sync.Once
 	sockets     string // "" until made, or if it could not be
+	// keep lists the sandboxes of stopped servers the sweep keeps (SetKeep).
+	keep func(context.Context) ([]sandbox.Ref, error)
+	// adoptedIDs are the containers of other servers this one re-attached to.
+	adoptedIDs sync.Map
 	// runtime is the chosen runtime once the daemon has answered (runtime.go).
 	runtimeMu sync.Mutex
 	runtime   *RuntimeChoice
@@ -214,7 +218,7 @@ func (b *Backend) CheckImage(ctx context.Context, image string) error {
 }
 
 // ErrImagePlatform marks a runtime image built for another platform than
-// the daemon's (with sandbox.ErrImageMissing: it must be built again).
+// the daemon's (with [sandbox.ErrImageMissing]: it must be built again).
 var ErrImagePlatform = errors.New("built for another platform")
 
 // imagePlatformMismatch is the ErrImageMissing of an image built for

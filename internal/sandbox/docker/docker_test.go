@@ -5,6 +5,7 @@ package docker_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -80,9 +81,7 @@ func TestSweepRemovesOrphans(t *testing.T) {
 	base, _ := b.ContainerConfig(sandbox.Template{Image: img, MaxLife: time.Minute, Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 8, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}})
 	plant := func(name string, mutate func(map[string]string)) string {
 		labels := map[string]string{}
-		for k, v := range base.Labels {
-			labels[k] = v
-		}
+		maps.Copy(labels, base.Labels)
 		mutate(labels)
 		res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 			Config:     &container.Config{Image: img, Cmd: []string{"true"}, Labels: labels},

@@ -42,3 +42,15 @@ var (
 
 // ModuleCacheSource exposes moduleCacheSource.
 var ModuleCacheSource = moduleCacheSource
+
+// Disconnect ends the server's side of sb's agent connection and its
+// attached streams without removing it, as a server killed with -9 does.
+func Disconnect(sb sandbox.Sandbox) {
+	l := sb.(*agentconn.Sandbox).Link().(*link)
+	if c := l.stdout.socket(); c != nil {
+		c.Close()
+	}
+	if l.att.Conn != nil {
+		l.att.Close()
+	}
+}

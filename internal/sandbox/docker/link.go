@@ -9,25 +9,30 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
 )
 
 // link is one started container, and its agent's stream: the agent's
 // socket connection, or (when the agent could not connect) the attached
-// standard streams. It is the container's agentconn.Link.
+// standard streams. It is the container's [agentconn.Link].
 type link struct {
 	b        *Backend
 	id       string
 	att      client.HijackedResponse
-	listener *agentListener  // nil without a socket
-	egress   *egressListener // nil without network access
-	stdout   *stdoutSink     // settles the channel: the socket or the streams
-	frames   *io.PipeReader  // the agent's frames when it serves on the streams
+	listener *agentListener        // nil without a socket
+	egress   *sandbox.EgressSocket // nil without network access
+	stdout   *stdoutSink           // settles the channel: the socket or the streams
+	frames   *io.PipeReader        // the agent's frames when it serves on the streams
 	diag     agentconn.Diagnostics
 	ended    chan struct{} // closed when the attached stream ends
 	// streamed says the agent's stream was handed out: only an agent that
 	// has been reached can be told that nothing more comes.
 	streamed atomic.Bool
+	// reattachable says the agent outlives its connection (its sandbox
+	// was created with a ReattachGrace, or re-attached to): closing the
+	// connection does not end it, so Close removes it at once.
+	reattachable bool
 }
 
 func (l *link) Ended() <-chan struct{} { return l.ended }
@@ -65,7 +70,9 @@ func (l *link) Stream(ctx context.Context) (agentconn.Stream, error) {
 // the agent's frames.
 func (l *link) Kill(ctx context.Context) {
 	_, _ = l.b.cli.ContainerKill(ctx, l.id, client.ContainerKillOptions{Signal: "KILL"})
-	l.att.Close()
+	if l.att.Conn != nil {
+		l.att.Close()
+	}
 	if c := l.stdout.socket(); c != nil {
 		c.Close()
 	}
@@ -89,15 +96,16 @@ func (l *link) Close() {
 		l.att.Close()
 	}
 	if l.listener != nil {
-		l.listener.close()
+		l.listener.remove()
 	}
-	l.egress.close()
+	l.egress.Close()
 	if l.stdout != nil {
 		if c := l.stdout.socket(); c != nil {
 			c.Close()
 		}
 	}
 	l.b.remove(l.id)
+	l.b.disown(l.id)
 }
 
 // letAgentExit closes the input of an agent that has been reached and
@@ -105,7 +113,7 @@ func (l *link) Close() {
 // reached (an idle pool sandbox) may not have connected yet, so it is left
 // to the removal's kill.
 func (l *link) letAgentExit() {
-	if l.ended == nil || !l.streamed.Load() {
+	if l.ended == nil || !l.streamed.Load() || l.reattachable {
 		return
 	}
 	select {

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -43,15 +42,20 @@ func socketsUsable(daemonHost, runtime string) bool {
 
 // socketsDirPrefix starts the name of a server's directory of agent sockets
 // (in the system's temporary directory); the server's owner fields
-// (sandbox.Owner.NameFields) follow, so that a later server can remove the
+// ([sandbox.Owner.NameFields]) follow, so that a later server can remove the
 // one a dead server left.
 const socketsDirPrefix = "mcp-code-runner-sockets-"
 
 func socketsPrefix(o sandbox.Owner) string { return socketsDirPrefix + o.NameFields() + "-" }
 
 // sweepSockets removes the socket directories of servers that are gone, as
-// self tells (sandbox.Owner.AliveNamed).
-func sweepSockets(self sandbox.Owner) (removed int) {
+// self tells ([sandbox.Owner.AliveNamed]), but not one holding a directory
+// in keep (a live session's sandbox's, which the next server takes over),
+// and none at all with keepAll.
+func sweepSockets(self sandbox.Owner, keep map[string]bool, keepAll bool) (removed int) {
+	if keepAll {
+		return 0
+	}
 	entries, _ := os.ReadDir(os.TempDir())
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), socketsDirPrefix)
@@ -69,11 +73,24 @@ func sweepSockets(self sandbox.Owner) (removed int) {
 		if self.AliveNamed(fields[0], fields[1], hostTag) {
 			continue // its server still runs, or is not this host's to judge
 		}
+		if holdsKept(filepath.Join(os.TempDir(), e.Name()), keep) {
+			continue
+		}
 		if os.RemoveAll(filepath.Join(os.TempDir(), e.Name())) == nil {
 			removed++
 		}
 	}
 	return removed
+}
+
+// holdsKept reports whether a directory in keep is directly under dir.
+func holdsKept(dir string, keep map[string]bool) bool {
+	for k := range keep {
+		if filepath.Dir(k) == dir {
+			return true
+		}
+	}
+	return false
 }
 
 // testHookListening, when set, sees each listener before its sandbox is
@@ -84,43 +101,20 @@ var testHookListening func(*agentListener)
 type agentListener struct {
 	dir string
 	ln  *net.UnixListener
+	// keepDir keeps the directory once the agent connected, for the life
+	// of the sandbox: the agent of a sandbox that can be re-attached to
+	// dials a socket there again after its server went away.
+	keepDir bool
 }
 
 // listenForAgent makes a directory under root holding a socket that the
 // sandbox's agent (another user) may connect to, and listens on it.
 func listenForAgent(root string) (*agentListener, error) {
-	dir, ln, err := listenForSandbox(root, "s", socketName, "the agent's socket")
+	dir, ln, err := sandbox.ListenForSandbox(root, "s", socketName, "the agent's socket")
 	if err != nil {
 		return nil, err
 	}
 	return &agentListener{dir: dir, ln: ln}, nil
-}
-
-// listenForSandbox makes a directory under root (its name starting with
-// prefix) holding a socket called name, and listens on it. The sandbox's
-// user differs from ours: it needs to search the directory and write to
-// the socket. what names the socket in errors.
-func listenForSandbox(root, prefix, name, what string) (string, *net.UnixListener, error) {
-	dir, err := os.MkdirTemp(root, prefix)
-	if err != nil {
-		return "", nil, fmt.Errorf("making the directory of %s: %w", what, err)
-	}
-	path := filepath.Join(dir, name)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-		if err == nil {
-			err = os.Chmod(path, 0o666)
-		}
-		if err != nil {
-			ln.Close()
-		}
-	}
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("listening on %s: %w", path, err)
-	}
-	return dir, ln, nil
 }
 
 // mount is the read-only bind mount that shows the socket to the sandbox.
@@ -137,8 +131,17 @@ func (l *agentListener) accept() (*net.UnixConn, error) {
 }
 
 // close stops listening (ending a waiting accept) and removes the socket
-// and its directory.
+// and, unless it is kept, its directory.
 func (l *agentListener) close() {
+	_ = l.ln.Close()
+	if !l.keepDir {
+		_ = os.RemoveAll(l.dir)
+	}
+}
+
+// remove stops listening and removes the directory, kept or not: the
+// sandbox is gone.
+func (l *agentListener) remove() {
 	_ = l.ln.Close()
 	_ = os.RemoveAll(l.dir)
 }

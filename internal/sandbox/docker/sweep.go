@@ -15,9 +15,44 @@ import (
 )
 
 // ownerAlive reports whether the server that labelled a container still
-// runs (sandbox.Owner.Alive).
+// runs ([sandbox.Owner.Alive]).
 func (b *Backend) ownerAlive(labels map[string]string) bool {
 	return b.owner.Alive(sandbox.RecordedOwner(labels[LabelOwner], labels[LabelOwnerHost], labels[LabelOwnerPID], labels[LabelOwnerBoot]))
+}
+
+// keptSandboxes are the sandboxes of stopped servers that the sweep keeps.
+type keptSandboxes struct {
+	ids  map[string]bool // containers
+	dirs map[string]bool // their agents' socket directories
+}
+
+// SetKeep makes the sweep keep the sandboxes that keep lists (the live
+// sessions' sandboxes, which the state store names), though their server is
+// gone: a server re-attaches to them. It is called before the first sweep.
+func (b *Backend) SetKeep(keep func(context.Context) ([]sandbox.Ref, error)) { b.keep = keep }
+
+func (b *Backend) kept(ctx context.Context) (keptSandboxes, error) {
+	k := keptSandboxes{ids: map[string]bool{}, dirs: map[string]bool{}}
+	if b.keep == nil {
+		return k, nil
+	}
+	refs, err := b.keep(ctx)
+	for _, r := range refs {
+		k.ids[r.ID], k.dirs[r.SocketDir] = true, true
+	}
+	return k, err
+}
+
+// adopt marks a container another server made as this server's (a
+// session re-attached to): the sweep keeps it while this server runs.
+func (b *Backend) adopt(id string) { b.adoptedIDs.Store(id, true) }
+
+// disown forgets an adopted container once it is removed.
+func (b *Backend) disown(id string) { b.adoptedIDs.Delete(id) }
+
+func (b *Backend) adopted(id string) bool {
+	_, ok := b.adoptedIDs.Load(id)
+	return ok
 }
 
 // Sweep removes our containers whose server is gone, and any of ours past
@@ -30,19 +65,23 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("listing sandbox containers: %w", err)
 	}
-	if n := sweepSockets(b.owner); n > 0 {
+	keep, keepErr := b.kept(ctx)
+	if keepErr != nil {
+		b.log.Warn("the sweep keeps every sandbox of a stopped server this time: which of them live sessions own is unknown", "err", keepErr)
+	}
+	if n := sweepSockets(b.owner, keep.dirs, keepErr != nil); n > 0 {
 		b.log.Info("removed agent socket directories of servers that are gone", "count", n)
 	}
 	now := time.Now().Unix()
 	removed := 0
 	for _, c := range list.Items {
-		if c.Labels[LabelOwner] == b.owner.ID {
-			continue // ours: removed by the run or the pool that made it
+		if c.Labels[LabelOwner] == b.owner.ID || b.adopted(c.ID) {
+			continue // ours: removed by the run or the pool that made it, or the session re-attached to
 		}
 		expires, _ := strconv.ParseInt(c.Labels[LabelExpires], 10, 64)
 		expired := expires > 0 && now > expires
-		if !expired && b.ownerAlive(c.Labels) {
-			continue
+		if !expired && (keepErr != nil || keep.ids[c.ID] || b.ownerAlive(c.Labels)) {
+			continue // its server runs, or a live session's record names it: the next server re-attaches to it
 		}
 		_, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {

@@ -1,4 +1,4 @@
-// Package fake is a sandbox.Backend for logic tests that need no Docker:
+// Package fake is a [sandbox.Backend] for logic tests that need no Docker:
 // each sandbox is the real agent (agent.Serve) running in this process
 // over a pair of pipes, driven by the real host half of the protocol
 // (agentconn), with a temporary directory of the host as its workspace.
@@ -106,8 +106,8 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 }
 
 // SetBeforeCreate makes fn run at the start of every Create from now on
-// (nil: none). An error it returns is Create's (wrap sandbox.ErrImageMissing
-// or sandbox.ErrUnavailable to play those); it may block to make creation
+// (nil: none). An error it returns is Create's (wrap [sandbox.ErrImageMissing]
+// or [sandbox.ErrUnavailable] to play those); it may block to make creation
 // slow, and should then honour ctx.
 func (b *Backend) SetBeforeCreate(fn func(ctx context.Context, t sandbox.Template) error) {
 	b.mu.Lock()
@@ -168,7 +168,7 @@ func (b *Backend) Live() []string {
 }
 
 // Workspace returns the host directory that is sandbox id's workspace
-// (wire.WorkspacePath inside it), or "" when id is not live.
+// ([wire.WorkspacePath] inside it), or "" when id is not live.
 func (b *Backend) Workspace(id string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -318,7 +318,7 @@ func startLink(workspace, id string, boot func(id string) error) (*link, error) 
 }
 
 // translate passes the host's frames to the agent, with the contract's
-// workspace path (wire.WorkspacePath) in each request made this sandbox's
+// workspace path ([wire.WorkspacePath]) in each request made this sandbox's
 // directory: what a container's mount does for the Docker backend.
 func (l *link) translate() {
 	for {

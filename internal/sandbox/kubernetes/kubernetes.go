@@ -290,7 +290,7 @@ func (b *Backend) deletePod(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for attempt := range 3 {
-		err := b.cs.CoreV1().Pods(b.opts.Pod.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+		err := b.cs.CoreV1().Pods(b.opts.Pod.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
 		if err == nil || apierrors.IsNotFound(err) {
 			return
 		}
@@ -324,7 +324,7 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 		if !expired && b.ownerAlive(ctx, p.Annotations) {
 			continue
 		}
-		err := b.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+		err := b.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
 		if err != nil && !apierrors.IsNotFound(err) {
 			b.log.Warn("deleting left-behind sandbox pod", "pod", p.Name, "err", err)
 			continue

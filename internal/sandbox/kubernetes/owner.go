@@ -11,7 +11,7 @@ import (
 func CurrentOwner() Owner { return Owner{Owner: sandbox.CurrentOwner()} }
 
 // alive reports whether the server described by a pod's annotations still
-// runs, as far as this server can tell (sandbox.Owner.Alive): only servers
+// runs, as far as this server can tell ([sandbox.Owner.Alive]): only servers
 // on this host can be checked; for others the pod's expiry decides (or,
 // in the cluster, its ownerReference).
 func (o Owner) alive(annotations map[string]string) bool {

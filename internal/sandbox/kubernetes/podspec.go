@@ -155,18 +155,18 @@ func Pod(t sandbox.Template, o PodOptions, now time.Time) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ActiveDeadlineSeconds:         &deadline,
-			TerminationGracePeriodSeconds: ptr(int64(0)),
-			AutomountServiceAccountToken:  ptr(false),
-			EnableServiceLinks:            ptr(false),
+			TerminationGracePeriodSeconds: new(int64(0)),
+			AutomountServiceAccountToken:  new(false),
+			EnableServiceLinks:            new(false),
 			HostNetwork:                   false,
 			HostPID:                       false,
 			HostIPC:                       false,
-			ShareProcessNamespace:         ptr(false),
+			ShareProcessNamespace:         new(false),
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr(true),
-				RunAsUser:      ptr(int64(SandboxUID)),
-				RunAsGroup:     ptr(int64(SandboxUID)),
-				FSGroup:        ptr(int64(SandboxUID)),
+				RunAsNonRoot:   new(true),
+				RunAsUser:      new(int64(SandboxUID)),
+				RunAsGroup:     new(int64(SandboxUID)),
+				FSGroup:        new(int64(SandboxUID)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			NodeSelector: o.NodeSelector,
@@ -211,7 +211,7 @@ func Pod(t sandbox.Template, o PodOptions, now time.Time) *corev1.Pod {
 		pod.Annotations[AnnotationOwnerPod] = o.Owner.Pod
 	}
 	if o.RuntimeClassName != "" {
-		pod.Spec.RuntimeClassName = ptr(o.RuntimeClassName)
+		pod.Spec.RuntimeClassName = new(o.RuntimeClassName)
 	}
 	for _, s := range o.ImagePullSecrets {
 		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
@@ -256,15 +256,15 @@ func NetworkPolicy(namespace string) *networkingv1.NetworkPolicy {
 
 func containerSecurity() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
-		RunAsNonRoot:             ptr(true),
-		RunAsUser:                ptr(int64(SandboxUID)),
-		RunAsGroup:               ptr(int64(SandboxUID)),
-		AllowPrivilegeEscalation: ptr(false),
-		Privileged:               ptr(false),
-		ReadOnlyRootFilesystem:   ptr(true),
+		RunAsNonRoot:             new(true),
+		RunAsUser:                new(int64(SandboxUID)),
+		RunAsGroup:               new(int64(SandboxUID)),
+		AllowPrivilegeEscalation: new(false),
+		Privileged:               new(false),
+		ReadOnlyRootFilesystem:   new(true),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		ProcMount:                ptr(corev1.DefaultProcMount),
+		ProcMount:                new(corev1.DefaultProcMount),
 	}
 }
 
@@ -279,8 +279,6 @@ func jsonString(v any) string {
 	b, _ := json.Marshal(v) // plain structs of strings: cannot fail
 	return string(b)
 }
-
-func ptr[T any](v T) *T { return &v }
 
 var notLabelChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 

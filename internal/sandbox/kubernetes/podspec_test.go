@@ -186,7 +186,7 @@ func TestPodIsHardened(t *testing.T) {
 }
 
 func TestPodTakesTheOperatorsPlacementOptions(t *testing.T) {
-	ref := &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "server-0", UID: "u-1", Controller: ptr(true)}
+	ref := &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "server-0", UID: "u-1", Controller: new(true)}
 	o := testOptions
 	o.RuntimeClassName = "gvisor"
 	o.NodeSelector = map[string]string{"pool": "sandboxes"}

@@ -1,4 +1,4 @@
-// Package storetest is the specification of store.Store as one table of
+// Package storetest is the specification of [store.Store] as one table of
 // tests, run against every implementation (the in-memory store, the
 // embedded store and a real etcd): what one implementation does, all do.
 package storetest

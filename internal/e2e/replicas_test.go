@@ -1,0 +1,224 @@
+//go:build !fast
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store/storetest"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// replicaFlags are the flags of a replica on the etcd at endpoint: alice's
+// and bob's tokens, two runs in flight per principal.
+func replicaFlags(endpoint string) []string {
+	return []string{"--pool-size", "0", "--sweep-interval-seconds", "2",
+		"--http-auth-tokens", "alice=" + restartAlice + ",bob=" + restartBob,
+		"--store-backend", "etcd", "--store-etcd-endpoints", endpoint, "--quotas-concurrent-runs", "2"}
+}
+
+// TestTwoReplicasOnOneEtcdServeEveryHandleAndLoseNothingWithOne: two
+// servers (real binaries, real Docker) share a real etcd. A result, an
+// output URI, an artifact URI, an execution and a task made through one
+// are read through the other by their owner only; a principal's quota of
+// concurrent runs counts both; a replica killed with SIGKILL loses no
+// finished result, and what it was running ends interrupted with its
+// output, through the replica that is left.
+func TestTwoReplicasOnOneEtcdServeEveryHandleAndLoseNothingWithOne(t *testing.T) {
+	cli := testutil.RequireDocker(t)
+	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "bash")
+	etcd := storetest.StartEtcd(t, storetest.EtcdOptions{})
+	one := serveOn(t, t.TempDir(), replicaFlags(etcd.Endpoint)...)
+	other := serveOn(t, t.TempDir(), replicaFlags(etcd.Endpoint)...)
+	aliceOne, aliceOther, bobOther := connectAs(t, one.url, restartAlice), connectAs(t, other.url, restartAlice), connectAs(t, other.url, restartBob)
+
+	var run engine.Result
+	call(t, aliceOne, "run_code", map[string]any{"language": "bash",
+		"code": `head -c 100000 /dev/zero | tr '\0' x; echo; echo kept > report.txt`}, &run)
+	if run.StdoutURI == "" || len(run.Artifacts) != 1 {
+		t.Fatalf("the run kept no output or artifact URI: %+v", run)
+	}
+	if full, err := readResource(aliceOther, run.StdoutURI); err != nil || len(full) < 100000 {
+		t.Errorf("the full output through the other replica: %d bytes, %v", len(full), err)
+	}
+	if got, err := readResource(aliceOther, run.Artifacts[0].URI); err != nil || got != "kept\n" {
+		t.Errorf("the artifact through the other replica: %q, %v", got, err)
+	}
+	for _, uri := range []string{run.StdoutURI, run.Artifacts[0].URI} {
+		if _, err := readResource(bobOther, uri); err == nil {
+			t.Errorf("bob reads alice's %s through the other replica", uri)
+		}
+	}
+	var finished executions.Snapshot
+	call(t, aliceOne, "start_execution", map[string]any{"language": "bash", "code": "echo finished-execution"}, &finished)
+	call(t, aliceOther, "get_execution", map[string]any{"execution_id": finished.ExecutionID, "wait_seconds": 30}, &finished)
+	if finished.Status != executions.StatusFinished || !strings.Contains(finished.Stdout, "finished-execution") {
+		t.Errorf("an execution made through one replica, read through the other: %+v", finished)
+	}
+	task := startTask(t, one.url, restartAlice, "echo finished-task")
+	if result, errMsg := taskRPC(t, other.url, restartAlice, "tasks/result", map[string]any{"taskId": task}); errMsg != "" {
+		t.Errorf("a task made through one replica, its result through the other: %v %s", result, errMsg)
+	} else if sc, _ := result["structuredContent"].(map[string]any); sc == nil || sc["stdout"] != "finished-task\n" {
+		t.Errorf("a task made through one replica, its result through the other: %v", result)
+	}
+
+	// Two runs in flight on one replica: alice's quota, counted on both.
+	var running []string
+	for i := range 2 {
+		var s executions.Snapshot
+		call(t, aliceOne, "start_execution", map[string]any{"language": "bash", "code": fmt.Sprintf("echo partial-%d; sleep 300", i)}, &s)
+		running = append(running, s.ExecutionID)
+	}
+	res, err := aliceOther.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "echo third"}})
+	if err != nil || !res.IsError || !strings.Contains(textOf(res), "over quota") {
+		t.Errorf("alice's third run, through the other replica: %v %s, want the quota's refusal", err, textOf(res))
+	}
+	waitFor(t, "the running executions' output in the store", 60*time.Second, func() bool {
+		for _, id := range running {
+			var s executions.Snapshot
+			call(t, aliceOther, "get_execution", map[string]any{"execution_id": id, "wait_seconds": 1}, &s)
+			if !strings.Contains(s.Stdout, "partial-") {
+				return false
+			}
+		}
+		return true
+	})
+
+	pid := one.cmd.Process.Pid
+	_ = one.cmd.Process.Kill()
+	_ = one.cmd.Wait()
+	var got executions.Snapshot
+	call(t, aliceOther, "get_execution", map[string]any{"execution_id": finished.ExecutionID}, &got)
+	if got.Status != executions.StatusFinished {
+		t.Errorf("the finished execution after its replica was killed: %+v", got)
+	}
+	if full, err := readResource(aliceOther, run.StdoutURI); err != nil || len(full) < 100000 {
+		t.Errorf("the full output after its replica was killed: %d bytes, %v", len(full), err)
+	}
+	// The killed replica's heartbeat expires (15 s); the one left ends what
+	// it was running as interrupted, with its output.
+	for _, id := range running {
+		waitFor(t, "the killed replica's execution to end interrupted", 90*time.Second, func() bool {
+			call(t, aliceOther, "get_execution", map[string]any{"execution_id": id, "wait_seconds": 1}, &got)
+			return got.Status == executions.StatusInterrupted
+		})
+		if !strings.Contains(got.Stdout, "partial-") {
+			t.Errorf("the interrupted execution lost its output: %+v", got)
+		}
+	}
+	// Its places in alice's quota expire with it.
+	waitFor(t, "alice's quota free again after her runs' replica died", 90*time.Second, func() bool {
+		res, err := aliceOther.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "echo again"}})
+		return err == nil && !res.IsError
+	})
+	waitFor(t, "the killed replica's containers removed", 60*time.Second, func() bool { return len(containersOf(t, cli, pid)) == 0 })
+}
+
+// textOf is a tool result's text.
+func textOf(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestARollingRestartOfTwoReplicasUnderLoadFailsNoCall: clients call
+// run_code steadily through two replicas on one etcd while each replica in
+// turn is stopped (SIGTERM) and replaced by a new server at its address.
+// A call that no server answered is retried (a connection refused or
+// closed); every answer is right: no call fails, none gives another
+// call's output.
+func TestARollingRestartOfTwoReplicasUnderLoadFailsNoCall(t *testing.T) {
+	testutil.RequireDocker(t)
+	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "bash")
+	etcd := storetest.StartEtcd(t, storetest.EtcdOptions{})
+	flags := append(replicaFlags(etcd.Endpoint), "--quotas-concurrent-runs", "0", "--pool-sizes", "bash=2")
+	addrs := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	replicas := []*server{serveAt(t, addrs[0], t.TempDir(), flags...), serveAt(t, addrs[1], t.TempDir(), flags...)}
+
+	var answered, retried, wrong atomic.Int64
+	var failures sync.Map
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Go(func() {
+			var cs *mcp.ClientSession
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if cs == nil {
+					url := "http://" + addrs[(c+n)%2] + "/mcp"
+					s, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(),
+						&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, MaxRetries: -1,
+							HTTPClient: &http.Client{Transport: bearer{token: restartAlice, next: http.DefaultTransport}}}, nil)
+					if err != nil { // no server at that address now: try the other
+						retried.Add(1)
+						continue
+					}
+					cs = s
+				}
+				marker := fmt.Sprintf("call-%d-%d", c, n)
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "echo " + marker}})
+				if err != nil { // not answered: the connection went with its server
+					_ = cs.Close()
+					cs = nil
+					retried.Add(1)
+					continue
+				}
+				if res.IsError || !strings.Contains(textOf(res), marker) {
+					wrong.Add(1)
+					failures.Store(marker, textOf(res))
+					continue
+				}
+				answered.Add(1)
+				// The next call goes through the other replica.
+				_ = cs.Close()
+				cs = nil
+			}
+		})
+	}
+	waitForCalls := func(what string, more int64) {
+		from := answered.Load()
+		waitFor(t, what, 120*time.Second, func() bool { return answered.Load() >= from+more })
+	}
+	waitForCalls("calls through both replicas", 10)
+	for i := range replicas {
+		_ = replicas[i].cmd.Process.Signal(syscall.SIGTERM)
+		_ = replicas[i].cmd.Wait()
+		waitForCalls("calls through the replica left", 5)
+		replicas[i] = serveAt(t, addrs[i], t.TempDir(), flags...)
+		waitForCalls("calls after the new replica started", 10)
+	}
+	close(stop)
+	wg.Wait()
+	failures.Range(func(k, v any) bool {
+		t.Errorf("%s: %v", k, v)
+		return true
+	})
+	if wrong.Load() > 0 {
+		t.Fatalf("%d of %d answered calls failed or were wrong during the rolling restart", wrong.Load(), answered.Load()+wrong.Load())
+	}
+	t.Logf("%d calls answered right, %d retried after their server went, during the rolling restart", answered.Load(), retried.Load())
+}

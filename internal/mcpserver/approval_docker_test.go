@@ -1,0 +1,146 @@
+//go:build !fast
+
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
+)
+
+// loopbackResolver answers every name with the host's loopback, where the
+// test's own server listens.
+type loopbackResolver struct{}
+
+func (loopbackResolver) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) {
+	return []net.IPAddr{{IP: net.IPv4(127, 0, 0, 1)}}, nil
+}
+
+// TestADeniedApprovableHostIsAskedForThroughTheClient: a Python program in
+// a real sandbox fetches from a loopback server under a name the operator
+// marked approvable. A client that elicits and accepts gets the run retried
+// and reaching the server, and its next run within the TTL is not asked
+// again; a client that declines, and one that cannot elicit, get the
+// denial.
+func TestADeniedApprovableHostIsAskedForThroughTheClient(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "approved-api-says-hi")
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	cfg := config.Default()
+	cfg.Network.MaxTier = config.TierPackages
+	cfg.Packages.CacheDir = t.TempDir()
+	cfg.Pool.Sizes = nil
+	cfg.Network.ApprovableHosts = []string{"api.approve.test:" + port}
+	testutil.Unhurried(&cfg)
+	code := fmt.Sprintf(`import urllib.request
+try:
+    print(urllib.request.urlopen("http://api.approve.test:%s/").read().decode())
+except Exception as e:
+    print("DENIED", e)
+`, port)
+	args := map[string]any{"language": "python", "network": "packages", "code": code}
+
+	call := func(t *testing.T, eng *engine.Engine, answer string) (string, int) {
+		t.Helper()
+		var asked atomic.Int32
+		var opts *mcp.ClientOptions
+		if answer != "" {
+			opts = &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Add(1)
+				if !strings.Contains(req.Params.Message, "api.approve.test") {
+					t.Errorf("the question %q does not name the host", req.Params.Message)
+				}
+				if answer == "accept" {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}, nil
+				}
+				return &mcp.ElicitResult{Action: answer}, nil
+			}}
+		}
+		cs := connect2025(t, eng, opts)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("run_code: %v %+v", err, res)
+		}
+		var out engine.Result
+		data, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		text := ""
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text + "\n"
+			}
+		}
+		return out.Stdout + "\n" + text, int(asked.Load())
+	}
+
+	t.Run("a client that cannot elicit gets the denial", func(t *testing.T) {
+		eng, b := testbackend.Engine(t, &cfg, engine.WithEgressResolver(loopbackResolver{}))
+		testutil.RequireImage(t, b, languages.Builtin(), "python")
+		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
+		out, _ := call(t, eng, "")
+		if !strings.Contains(out, "DENIED") || strings.Contains(out, "approved-api-says-hi") {
+			t.Fatalf("output %q, want the denial", out)
+		}
+	})
+	t.Run("a user who declines keeps the denial", func(t *testing.T) {
+		eng, b := testbackend.Engine(t, &cfg, engine.WithEgressResolver(loopbackResolver{}))
+		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
+		out, asked := call(t, eng, "decline")
+		if asked != 1 || !strings.Contains(out, "DENIED") || strings.Contains(out, "approved-api-says-hi") {
+			t.Fatalf("asked %d times, output %q: want one question and the denial", asked, out)
+		}
+	})
+	t.Run("a user who approves gets the run retried, and is not asked again within the TTL", func(t *testing.T) {
+		eng, b := testbackend.Engine(t, &cfg, engine.WithEgressResolver(loopbackResolver{}))
+		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
+		out, asked := call(t, eng, "accept")
+		if asked != 1 || !strings.Contains(out, "approved-api-says-hi") || !strings.Contains(out, "retried after the approval") {
+			t.Fatalf("asked %d times, output %q: want one question and the retried run reaching the server", asked, out)
+		}
+		out, asked = call(t, eng, "decline")
+		if asked != 0 || !strings.Contains(out, "approved-api-says-hi") || strings.Contains(out, "retried") {
+			t.Fatalf("second run: asked %d times, output %q: want no question and the server reached", asked, out)
+		}
+	})
+}
+
+// connect2025 connects an in-memory client on protocol 2025-11-25, where
+// the server asks the client's user with elicitation/create.
+func connect2025(t *testing.T, eng *engine.Engine, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := mcpserver.New(eng, "test", nil).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
+	return cs
+}

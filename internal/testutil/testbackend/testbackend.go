@@ -1,0 +1,121 @@
+// Package testbackend gives the suites that run on every sandbox backend
+// the one MCR_TEST_BACKEND names: the Docker backend, or the crun backend
+// on the Docker daemon's images. It is apart from testutil, which the
+// crun package's own tests import.
+package testbackend
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+)
+
+// Env names the sandbox backend: "" or "docker" (testutil.Backend),
+// "crun", or "default": the one serve runs with no backend set, crun
+// wherever crun.Refusal finds nothing against it (under CI=true, where the
+// machines can run crun, a default that is not crun fails). make test runs
+// the hostile batteries on the Docker backend and on the default.
+const Env = "MCR_TEST_BACKEND"
+
+// Default is Env's value for the backend serve runs with no backend set.
+const Default = "default"
+
+// OnCrun says the suites run on the crun backend.
+func OnCrun() bool { return Name() == config.BackendCrun }
+
+// Name is the backend Env names, "default" resolved.
+func Name() string {
+	name, _ := resolve()
+	return name
+}
+
+// RequireName is Name, and fails the test under CI=true where the default
+// is not crun: the CI machines run as root with crun, so a default there
+// that is docker means the batteries would not prove the default backend.
+func RequireName(t testing.TB) string {
+	t.Helper()
+	name, refusal := resolve()
+	if refusal != "" && os.Getenv("CI") == "true" {
+		t.Fatalf("%s=%s: the default backend is docker here (%s), but under CI=true it must be crun: run the tests as root on Linux with crun installed", Env, Default, refusal)
+	}
+	return name
+}
+
+// resolve is the backend Env names and, for a default that is docker,
+// why crun cannot serve.
+func resolve() (name, refusal string) {
+	name = os.Getenv(Env)
+	if name != Default {
+		return name, ""
+	}
+	if why := crun.Refusal(config.Default(), runtime.GOOS, os.Geteuid(), os.Getenv("DOCKER_HOST")); why != "" {
+		return config.BackendDocker, why
+	}
+	return config.BackendCrun, ""
+}
+
+// Crun returns a crun backend in a state directory of the test's own,
+// removed after it; it fails the test where crun cannot serve.
+func Crun(t testing.TB) (*crun.Backend, string) {
+	t.Helper()
+	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
+	b, err := crun.New(testutil.RequireDocker(t), crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
+	if err == nil {
+		err = b.Check(context.Background())
+	}
+	if err != nil {
+		t.Fatalf("%s=crun: the crun backend is unavailable: %v", Env, err)
+	}
+	t.Cleanup(func() {
+		_ = b.Close()
+		_ = os.RemoveAll(state)
+	})
+	return b, state
+}
+
+// Sandboxes returns the real backend Env names.
+func Sandboxes(t testing.TB) sandbox.Backend {
+	t.Helper()
+	switch name := RequireName(t); name {
+	case "", config.BackendDocker:
+		return testutil.Backend(t)
+	case config.BackendCrun:
+		b, _ := Crun(t)
+		return b
+	default:
+		t.Fatalf("%s=%q: want docker, crun or default", Env, name)
+		return nil
+	}
+}
+
+// Engine returns an engine with cfg (Default() when nil) and the built-in
+// registry on the backend Env names, and the Docker backend, which holds
+// the images whichever backend runs the sandboxes.
+func Engine(t testing.TB, cfg *config.Config, opts ...engine.Option) (*engine.Engine, *docker.Backend) {
+	t.Helper()
+	c := config.Default()
+	if cfg != nil {
+		c = *cfg
+	}
+	db := testutil.Backend(t)
+	var sb sandbox.Backend = db
+	if RequireName(t) == config.BackendCrun {
+		sb = Sandboxes(t)
+	}
+	reg := languages.Builtin()
+	opts = append([]engine.Option{engine.WithRuntimeVersions(images.NewLocalVersions(db.Client(), reg))}, opts...)
+	return engine.New(c, reg, sb, nil, opts...), db
+}
