@@ -24,11 +24,15 @@ type ImageBuilds interface {
 	WaitImage(ctx context.Context, image string, progress func(state, detail string)) error
 }
 
-// The states ImageState reports, as list_languages shows them.
+// The states ImageState reports, as list_languages shows them, and the
+// two list_languages adds: available (the image is there) and missing
+// (it is not, and nothing builds it).
 const (
-	ImageBuilding = "building"
-	ImageQueued   = "queued"
-	ImageFailed   = "failed"
+	ImageBuilding  = "building"
+	ImageQueued    = "queued"
+	ImageFailed    = "failed"
+	ImageAvailable = "available"
+	ImageMissing   = "missing"
 )
 
 // SetImageBuilds makes runs in a language whose image b is building wait
