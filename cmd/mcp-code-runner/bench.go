@@ -19,7 +19,9 @@ func init() { subcommands = append(subcommands, newBenchCmd) }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
 	o := bench.Options{Out: os.Stdout}
-	var langs, cpuProfile, backends, runtimes, deliveries, vary string
+	var langs, cpuProfile, backends, runtimes, deliveries, vary, servers, token string
+	var think time.Duration
+	var warmup int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
@@ -41,10 +43,21 @@ on a shared machine, compare ratios across runs.`,
   mcp-code-runner bench --runtimes runc,crun
   mcp-code-runner bench --agent-deliveries bind,volume --churn-for 0 --load-for 0
   mcp-code-runner bench --backends docker,crun --languages python
+  mcp-code-runner bench --servers http://127.0.0.1:8080/mcp,http://127.0.0.1:8081/mcp --runs 200 --think 500ms
   mcp-code-runner bench --backends docker,kubernetes --kubernetes-kubeconfig ~/.kube/config \
     --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if servers != "" {
+				_, reg, err := g.load()
+				if err != nil {
+					return err
+				}
+				return bench.Servers(cmd.Context(), reg, bench.ServersOptions{
+					URLs: strings.Split(servers, ","), Languages: strings.Split(langs, ","),
+					Runs: o.Runs, Warmup: warmup, Think: think, Token: token, Out: o.Out,
+				})
+			}
 			if vary != "" {
 				return compareSettings(cmd.Context(), g, vary, strings.Split(langs, ","), o)
 			}
@@ -104,6 +117,10 @@ on a shared machine, compare ratios across runs.`,
 	f.StringVar(&runtimes, "runtimes", "", "compare OCI runtimes side by side instead (runc,crun: churn ceiling, --cold-runs cold runs and the sustained load of --load-language under each)")
 	f.StringVar(&deliveries, "agent-deliveries", "", "compare agent deliveries side by side instead (bind,volume: like --runtimes, under the configured runtime)")
 	f.StringVar(&vary, "vary", "", "compare values of one setting side by side instead (SETTING=V1,V2: run_code through MCP, cold and warm, like --backends, on the Docker backend; for example pool.release_grace_ms=0,30)")
+	f.StringVar(&servers, "servers", "", "time run_code against these running servers side by side instead (URL,URL,...: their MCP endpoints; calls take turns, --runs each per language, --think before each), e.g. two builds of the server")
+	f.DurationVar(&think, "think", 500*time.Millisecond, "with --servers: the pause before each call, as a model's turn")
+	f.IntVar(&warmup, "warmup", 10, "with --servers: untimed calls to each server first, per language")
+	f.StringVar(&token, "token", "", "with --servers: a bearer token for servers that require one")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	g.addSettingFlags(cmd)
 	return cmd

@@ -22,9 +22,10 @@ const rawProtocolVersion = "2025-11-25"
 // SDK's client costs about 0.5-1 ms more per call here: goroutine
 // hand-offs that each wait for a wake-up on an idle machine).
 type rawClient struct {
-	url  string
-	http *http.Client
-	id   int64
+	url   string
+	token string // sent as a bearer token when set
+	http  *http.Client
+	id    int64
 }
 
 func newRawClient(url string) *rawClient {
@@ -46,6 +47,9 @@ func (c *rawClient) callTool(ctx context.Context, name string, args any) (json.R
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", rawProtocolVersion)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err
@@ -92,8 +96,14 @@ func (c *rawClient) callTool(ctx context.Context, name string, args any) (json.R
 
 // rawMCPCall runs lang's hello world as run_code with the minimal client.
 func rawMCPCall(ctx context.Context, c *rawClient, lang string) func() bool {
+	return rawRunCall(ctx, c, lang, hello[lang])
+}
+
+// rawRunCall runs code in lang as run_code with the minimal client; true
+// when the run ends ok.
+func rawRunCall(ctx context.Context, c *rawClient, lang, code string) func() bool {
 	return func() bool {
-		res, err := c.callTool(ctx, "run_code", map[string]any{"language": lang, "code": hello[lang]})
+		res, err := c.callTool(ctx, "run_code", map[string]any{"language": lang, "code": code})
 		if err != nil {
 			return false
 		}
