@@ -107,17 +107,14 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 		return nil, nil, err
 	}
 	// A one-shot run denied hosts the operator lets the user approve: ask,
-	// and run once more with what was approved. A task has no one to ask
-	// inline, and a session's cell is not run twice (its state would see
-	// it twice): an approval given elsewhere reaches its next call.
+	// and run the same plan once more (its proxy reads approvals as it
+	// connects). A task has no one to ask inline, and a session's cell is
+	// not run twice (its state would see it twice): an approval given
+	// elsewhere reaches its next call.
 	var note *mcp.TextContent
-	if tr == nil && args.SessionID == "" {
+	if tr == nil && !plan.Session {
 		if approved := h.askApprovals(ctx, req, res); len(approved) > 0 {
-			_, again, perr := h.prepare(ctx, args)
-			if perr != nil {
-				return nil, nil, perr
-			}
-			if res, err = run(ctx, again, opts); err != nil {
+			if res, err = run(ctx, plan, opts); err != nil {
 				return nil, nil, err
 			}
 			note = approvalNote(approved, h.eng.Approvals().TTL())
