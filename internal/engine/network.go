@@ -138,6 +138,12 @@ func (e *Engine) newProxy(ctx context.Context, p *egress.Policy, runID string) *
 		Approval: e.approvalOf(owner)})
 }
 
+// Approvable reports whether the operator lets a user approve host
+// (network.approvable_hosts names it, on some port).
+func (e *Engine) Approvable(host string) bool {
+	return approval.Named(e.cfg.Network.ApprovableHosts, host)
+}
+
 // Approvals returns the hosts each principal's user approved.
 func (e *Engine) Approvals() *approval.Approvals { return e.approvals }
 

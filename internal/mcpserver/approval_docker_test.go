@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
@@ -38,7 +39,10 @@ func (loopbackResolver) LookupIPAddr(context.Context, string) ([]net.IPAddr, err
 // marked approvable. A client that elicits and accepts gets the run retried
 // and reaching the server, and its next run within the TTL is not asked
 // again; a client that declines, and one that cannot elicit, get the
-// denial.
+// denial. In both protocol eras: 2025-11-25 in memory, where the server
+// sends elicitation/create; 2026-07-28 over stateless Streamable HTTP, where
+// the result carries input requests and the client calls again with the
+// answers.
 func TestADeniedApprovableHostIsAskedForThroughTheClient(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "approved-api-says-hi")
@@ -59,6 +63,12 @@ except Exception as e:
 `, port)
 	args := map[string]any{"language": "python", "network": "packages", "code": code}
 
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) { approvalScenarios(t, &cfg, era, args) })
+	}
+}
+
+func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[string]any) {
 	call := func(t *testing.T, eng *engine.Engine, answer string) (string, int) {
 		t.Helper()
 		var asked atomic.Int32
@@ -75,7 +85,7 @@ except Exception as e:
 				return &mcp.ElicitResult{Action: answer}, nil
 			}}
 		}
-		cs := connect2025(t, eng, opts)
+		cs := connectApprovalEra(t, eng, era, opts)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: args})
@@ -97,7 +107,7 @@ except Exception as e:
 	}
 
 	t.Run("a client that cannot elicit gets the denial", func(t *testing.T) {
-		eng, b := testbackend.Engine(t, &cfg, engine.WithEgressResolver(loopbackResolver{}))
+		eng, b := testbackend.Engine(t, cfg, engine.WithEgressResolver(loopbackResolver{}))
 		testutil.RequireImage(t, b, languages.Builtin(), "python")
 		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 		out, _ := call(t, eng, "")
@@ -106,7 +116,7 @@ except Exception as e:
 		}
 	})
 	t.Run("a user who declines keeps the denial", func(t *testing.T) {
-		eng, b := testbackend.Engine(t, &cfg, engine.WithEgressResolver(loopbackResolver{}))
+		eng, b := testbackend.Engine(t, cfg, engine.WithEgressResolver(loopbackResolver{}))
 		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 		out, asked := call(t, eng, "decline")
 		if asked != 1 || !strings.Contains(out, "DENIED") || strings.Contains(out, "approved-api-says-hi") {
@@ -114,7 +124,7 @@ except Exception as e:
 		}
 	})
 	t.Run("a user who approves gets the run retried, and is not asked again within the TTL", func(t *testing.T) {
-		eng, b := testbackend.Engine(t, &cfg, engine.WithEgressResolver(loopbackResolver{}))
+		eng, b := testbackend.Engine(t, cfg, engine.WithEgressResolver(loopbackResolver{}))
 		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 		out, asked := call(t, eng, "accept")
 		if asked != 1 || !strings.Contains(out, "approved-api-says-hi") || !strings.Contains(out, "retried after the approval") {
@@ -127,11 +137,27 @@ except Exception as e:
 	})
 }
 
-// connect2025 connects an in-memory client on protocol 2025-11-25, where
-// the server asks the client's user with elicitation/create.
-func connect2025(t *testing.T, eng *engine.Engine, opts *mcp.ClientOptions) *mcp.ClientSession {
+// connectApprovalEra connects a client on protocol era: 2025-11-25 in
+// memory, where the server asks the client's user with elicitation/create;
+// 2026-07-28 over stateless Streamable HTTP, where the server cannot send
+// requests and asks with input requests in its result.
+func connectApprovalEra(t *testing.T, eng *engine.Engine, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
+	if era != "2025-11-25" {
+		srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(eng, "test", nil), transport.HTTPOptions{MaxBodyBytes: 1 << 20}))
+		t.Cleanup(srv.Close)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		if got := cs.InitializeResult().ProtocolVersion; got != era {
+			t.Fatalf("asked for protocol %s, agreed on %s", era, got)
+		}
+		return cs
+	}
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := mcpserver.New(eng, "test", nil).Connect(ctx, st, nil)
 	if err != nil {

@@ -203,7 +203,9 @@ func addTool[In, Out any](s *mcp.Server, h *handlers, t *mcp.Tool, fn mcp.ToolHa
 		if res == nil {
 			res = &mcp.CallToolResult{}
 		}
-		if res.StructuredContent == nil {
+		// A result that asks the client for input (multi round-trip) carries
+		// nothing else.
+		if res.StructuredContent == nil && res.InputRequests == nil {
 			data, err := encodeOutput(out)
 			if err != nil {
 				return nil, nil, fmt.Errorf("encoding the result of %s: %w", t.Name, err)

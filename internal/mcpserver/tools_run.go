@@ -99,6 +99,12 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 			opts.OnChunk = tr.OnChunk
 		}
 	}
+	// A call retried with its user's answers (2026-07-28) records the
+	// approvals before it runs again.
+	var note *mcp.TextContent
+	if approved := h.takeApprovals(ctx, req); len(approved) > 0 {
+		note = approvalNote(approved, h.eng.Approvals().TTL())
+	}
 	res, err := run(ctx, plan, opts)
 	if tr != nil {
 		tr.Result = res
@@ -108,11 +114,15 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 	}
 	// A one-shot run denied hosts the operator lets the user approve: ask,
 	// and run the same plan once more (its proxy reads approvals as it
-	// connects). A task has no one to ask inline, and a session's cell is
-	// not run twice (its state would see it twice): an approval given
-	// elsewhere reaches its next call.
-	var note *mcp.TextContent
-	if tr == nil && !plan.Session {
+	// connects). In the 2026-07-28 era the result asks, and the client
+	// calls again with the answers. A task has no one to ask inline, and a
+	// session's cell is not run twice (its state would see it twice): an
+	// approval given elsewhere reaches its next call.
+	if tr == nil && !plan.Session && askedInResult(req) {
+		if questions, state := h.approvalRequests(ctx, req, res); questions != nil {
+			return &mcp.CallToolResult{InputRequests: questions, RequestState: state}, nil, nil
+		}
+	} else if tr == nil && !plan.Session {
 		if approved := h.askApprovals(ctx, req, res); len(approved) > 0 {
 			if res, err = run(ctx, plan, opts); err != nil {
 				return nil, nil, err

@@ -119,6 +119,23 @@ func (a *Approvals) Approved(ctx context.Context, owner, host string) (bool, err
 // TTL is how long an approval lasts.
 func (a *Approvals) TTL() time.Duration { return a.ttl }
 
+// Named reports whether any of the operator's approvable patterns names
+// host, on whatever port: a host a user may be asked about at all.
+func Named(patterns []string, host string) bool {
+	for _, port := range []int{443, 80} {
+		if ok, _ := Match(patterns, host, port, port == 443); ok {
+			return true
+		}
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, p := range patterns {
+		if h, _, err := net.SplitHostPort(strings.ToLower(strings.TrimSpace(p))); err == nil && strings.TrimSuffix(h, ".") == host && net.ParseIP(strings.Trim(host, "[]")) == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Match reports whether the operator's approvable patterns let a user
 // approve host on port: a name or "*.example.com" on the port of the
 // connection's kind (443 for a tunnel, 80 for plain HTTP), as an allowlist

@@ -131,3 +131,20 @@ func TestMatchIsWhatTheOperatorMarkedOnTheRightPort(t *testing.T) {
 		})
 	}
 }
+
+func TestNamedIsAnyHostAPatternNamesOnAnyPort(t *testing.T) {
+	patterns := []string{"*.example.com", "api.internal.test:8443"}
+	for host, want := range map[string]bool{
+		"api.example.com":   true,
+		"API.Example.com.":  true,
+		"api.internal.test": true,
+		"example.org":       false,
+		"internal.test":     false,
+		"127.0.0.1":         false,
+		"":                  false,
+	} {
+		if got := Named(patterns, host); got != want {
+			t.Errorf("Named(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
