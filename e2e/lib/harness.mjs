@@ -189,11 +189,14 @@ export async function startHttpServer({ attempts = 3, args = [] } = {}) {
 
 /**
  * Connects an @modelcontextprotocol/client (2.x) Client over stdio (spawning
- * `BIN serve ...args`) or HTTP (url), with the given version negotiation.
+ * `BIN serve ...args`) or HTTP (url), with the given version negotiation,
+ * the client capabilities it declares and setup(client) run before it
+ * connects (to register handlers, e.g. of elicitation/create).
  * Returns { client, close, logs }.
  */
-export async function connect2({ transport, url, negotiation, name = 'mcr-e2e', token, args = [] }) {
-    const client = new Client({ name, version: '1.0.0' }, { versionNegotiation: negotiation });
+export async function connect2({ transport, url, negotiation, name = 'mcr-e2e', token, args = [], capabilities, setup }) {
+    const client = new Client({ name, version: '1.0.0' }, { versionNegotiation: negotiation, ...(capabilities && { capabilities }) });
+    setup?.(client);
     let t;
     let err = { text: '' };
     if (transport === 'stdio') {
