@@ -179,7 +179,13 @@ func (b *Background) run(ctx context.Context) {
 		w := &stepLog{b: b, name: name, out: b.opts.Log}
 		err := b.opts.Build(ctx, name, w)
 		w.Close()
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// The server is stopping: the build was cut short, not broken;
+			// the next start builds it again.
+			b.log.Info("background build of a runtime image stopped with the server; the next start builds it",
+				"image", img.Tag)
+		case err != nil:
 			b.log.Error("background build of a runtime image failed; its languages fail until it is built",
 				"image", img.Tag, "err", err, "log_tail", w.tail(), "fix", "mcp-code-runner images build "+name)
 		}
