@@ -20,9 +20,9 @@ import (
 // TestASessionAnswersThroughEitherReplicaAndOutlivesItsReplica: two
 // servers (real binaries, real Docker) share a real etcd. Alice's Python
 // session, made through one, runs her cells, takes and gives her files,
-// is listed and is closed through the other (which forwards to the one
-// holding it, streaming the run's output as progress); bob cannot use it
-// through either. When the replica holding a second session is killed
+// is listed, forked, paused and closed through the other (which forwards
+// to the one holding it, streaming the run's output as progress); bob
+// cannot use it through either. When the replica holding a second session is killed
 // (SIGKILL), the one left re-attaches to its sandbox once the dead one's
 // heartbeat expires, and the session keeps its variables and files.
 func TestASessionAnswersThroughEitherReplicaAndOutlivesItsReplica(t *testing.T) {
@@ -73,6 +73,24 @@ func TestASessionAnswersThroughEitherReplicaAndOutlivesItsReplica(t *testing.T) 
 			t.Errorf("bob lists alice's session through %s: %+v", name, listed)
 		}
 	}
+	// Fork and pause through the other replica: the one holding the
+	// session does both, and the original keeps its state.
+	var fork sessions.ForkResult
+	call(t, aliceOther, "fork_session", map[string]any{"session_id": s.SessionID}, &fork)
+	call(t, aliceOther, "run_code", map[string]any{"language": "python", "session_id": fork.Session.SessionID, "code": "x += 100\nprint(x)"}, &res)
+	if strings.TrimSpace(res.Stdout) != "141" {
+		t.Errorf("a cell in the fork made through the other replica: %+v", res)
+	}
+	var paused sessions.PauseResult
+	call(t, aliceOther, "pause_session", map[string]any{"session_id": s.SessionID}, &paused)
+	if paused.SessionID != s.SessionID {
+		t.Errorf("pause_session through the other replica: %+v", paused)
+	}
+	call(t, aliceOne, "run_code", map[string]any{"language": "python", "session_id": s.SessionID, "code": "print(x)"}, &res)
+	if strings.TrimSpace(res.Stdout) != "41" {
+		t.Errorf("the original, paused through the other replica and resumed: %+v", res)
+	}
+	call(t, aliceOther, "close_session", map[string]any{"session_id": fork.Session.SessionID}, &struct{}{})
 	call(t, aliceOther, "close_session", map[string]any{"session_id": s.SessionID}, &s)
 	got, err := aliceOne.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "session_id": s.SessionID, "code": "print(x)"}})
 	if err == nil && !got.IsError {

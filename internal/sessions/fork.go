@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -215,6 +216,12 @@ func tail(s string, n int) string {
 func (m *Manager) Fork(ctx context.Context, id string) (ForkResult, error) {
 	start := time.Now()
 	s, err := m.get(ctx, id)
+	if held := (*heldElsewhere)(nil); errors.As(err, &held) {
+		// The replica holding the sandbox forks it, and holds the fork.
+		var out ForkResult
+		err := m.forwardTo(ctx, held, opFork, forwardArgs{}, nil, &out)
+		return out, err
+	}
 	if err != nil {
 		return ForkResult{}, err
 	}

@@ -41,6 +41,8 @@ const (
 	opReadFile   = "session.read_file"
 	opListFiles  = "session.list_files"
 	opClose      = "session.close"
+	opPause      = "session.pause"
+	opFork       = "session.fork"
 )
 
 // forwardArgs is every operation's body.
@@ -144,6 +146,10 @@ func (m *Manager) ServeForwarded(ctx context.Context, op string, body json.RawMe
 		return m.ListFiles(ctx, a.ID, a.Path)
 	case opClose:
 		return m.Close(ctx, a.ID)
+	case opPause:
+		return m.Pause(ctx, a.ID)
+	case opFork:
+		return m.Fork(ctx, a.ID)
 	}
 	return nil, invalid("unknown forwarded operation %q", op)
 }

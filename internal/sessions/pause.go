@@ -78,10 +78,16 @@ func (m *Manager) archivePath(id string) (string, error) {
 	return filepath.Join(dir, pausedDir, id+".tar"), nil
 }
 
-// Pause pauses one of ctx's principal's sessions.
+// Pause pauses one of ctx's principal's sessions; one that another
+// replica holds is paused there.
 func (m *Manager) Pause(ctx context.Context, id string) (PauseResult, error) {
 	s, err := m.lookup(ctx, id)
 	if err != nil {
+		if held := m.elsewhere(ctx, id, false); held != nil {
+			var out PauseResult
+			err := m.forwardTo(ctx, held, opPause, forwardArgs{}, nil, &out)
+			return out, err
+		}
 		return PauseResult{}, err
 	}
 	return m.pause(ctx, s)
