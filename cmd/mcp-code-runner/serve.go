@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -144,6 +145,9 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			var serveErr error
 			if httpAddr == "" {
 				st.log.Info("serving MCP on stdio")
+				if st.cfg.HTTP.HealthSocket != "" {
+					st.log.Warn("http.health_socket is served with --http only; a stdio server's health is its client's to see")
+				}
 				serveErr = server.Run(ctx, transport.NewStdio())
 			} else {
 				serveErr = serveHTTP(ctx, st, server, sess, httpAddr, tokens)
@@ -228,9 +232,23 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, sess *session
 	}
 	probeRoutes(mux, st)
 	metricsRoute(mux, st, func(next http.Handler) http.Handler { return transport.ProtectForOperators(next, httpOpts) })
-	ln, err := net.Listen("tcp", addr)
+	// The listener binds once the server can serve: with http.reuse_port,
+	// joining the port's group is what sends connections here.
+	var lc net.ListenConfig
+	if h.ReusePort {
+		lc.Control = reusePort
+	}
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
+		hint := ""
+		if errors.Is(err, syscall.EADDRINUSE) && !h.ReusePort {
+			hint = " (another process has the port: choose another, or set http.reuse_port on every server that shares it)"
+		}
+		return fmt.Errorf("listening on %s: %w%s", addr, err, hint)
+	}
+	if err := listenHealthSocket(ctx, st); err != nil {
+		ln.Close()
+		return err
 	}
 	leave, err := joinPeers(ctx, st, sess, mux, ln.Addr())
 	if err != nil {
@@ -249,7 +267,7 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, sess *session
 			names = append(names, t.Name)
 		}
 	}
-	st.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "tokens", names)
+	st.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "tokens", names, "reuse_port", h.ReusePort)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -559,6 +559,16 @@ type HTTP struct {
 	Operators []string `json:"operators"`
 	// RatePerMinute limits requests per client (token or address).
 	RatePerMinute int `json:"rate_per_minute"`
+	// ReusePort lets several servers on one host listen on the same port
+	// (SO_REUSEPORT): the kernel spreads new connections among them, and
+	// a server leaves the group as its shutdown begins, so replicas on one
+	// machine share an address without a load balancer in front.
+	ReusePort bool `json:"reuse_port"`
+	// HealthSocket, when set, is a Unix socket on which /healthz and
+	// /readyz are served without authentication: a probe there reaches
+	// this process and no other, even when several share the port
+	// (`mcp-code-runner healthcheck --socket PATH`).
+	HealthSocket string `json:"health_socket"`
 	// PublicURL is the server's /mcp URL as clients reach it: the OAuth
 	// resource identifier.
 	PublicURL string `json:"public_url"`
