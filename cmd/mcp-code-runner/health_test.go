@@ -55,12 +55,13 @@ func TestHealthcheckAsksTheServerOnItsSocketAndExitsOneWhenItIsNotReady(t *testi
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "store: connection refused", http.StatusServiceUnavailable)
 	})
 	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
+	// Serve's error after Close is http.ErrServerClosed: nothing to report.
+	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 
 	if code, out := healthcheck(t, "--socket", sock, "--live"); code != 0 {

@@ -29,3 +29,17 @@ PAUSE_IMAGE=localhost/mcp-code-runner/pause:1
 
 kubectl_admin() { "$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" --request-timeout 20s "$@"; }
 ctr_k8s() { ctr --address "$SOCK" -n k8s.io "$@"; }
+
+# start_kcm: starts kube-controller-manager (built by build.sh
+# kube-controller-manager) with the controllers a Deployment relies on, in
+# its own session, its PID recorded for down.sh.
+start_kcm() {
+	[ -f "$PKI/controller-manager.crt" ] || { echo "the PKI in $PKI has no controller-manager certificate: make k8s-down, then make k8s-up" >&2; return 1; }
+	setsid "$BIN_DIR/kube-controller-manager" \
+		--kubeconfig "$STATE/controller-manager.kubeconfig" --bind-address 127.0.0.1 --secure-port "$KCM_PORT" \
+		--use-service-account-credentials=true --service-account-private-key-file "$PKI/sa.key" \
+		--root-ca-file "$PKI/ca.crt" --leader-elect=false --profiling=false \
+		--controllers 'serviceaccount-controller,serviceaccount-token-controller,namespace-controller,garbage-collector-controller,pod-garbage-collector-controller,deployment-controller,replicaset-controller,endpoints-controller,endpointslice-controller,root-ca-certificate-publisher-controller' \
+		>>"$LOGS/kube-controller-manager.log" 2>&1 </dev/null &
+	echo $! >"$PIDS/kube-controller-manager.pid"
+}

@@ -16,7 +16,11 @@
 # namespace cannot be deleted without the namespace controller).
 #
 # The server runs as two replicas sharing their state in etcd: the check
-# starts an execution through one replica and reads it through the other.
+# starts an execution through one replica and reads it through the other,
+# and a session made through one runs its cells through the other. Then
+# the Deployment's controllers (kube-controller-manager, started here when
+# the cluster runs none, and stopped afterwards) restart both replicas one
+# at a time under a steady load of run_code calls, and no call may fail.
 #
 # The test cluster differs from a real one in three ways, which an overlay
 # patches and nothing else: its pods have no network at all (no route, no
@@ -57,6 +61,7 @@ bash "$HERE/images.sh" import "$SERVER_IMAGE"
 
 overlay=$(mktemp -d)
 pf_pid=
+STARTED_KCM=
 cleanup() {
 	[ -z "$pf_pid" ] || kill "$pf_pid" 2>/dev/null || true
 	if [ -n "$KCM" ]; then
@@ -68,6 +73,10 @@ cleanup() {
 		"${KUBECTL[@]}" -n mcp-code-runner-sandboxes delete pods -l mcp-code-runner.io/sandbox=true --ignore-not-found --wait=true --timeout 60s >/dev/null 2>&1 || true
 	fi
 	rm -rf "$overlay"
+	if [ -n "$STARTED_KCM" ]; then
+		kill "$(cat "$PIDS/kube-controller-manager.pid")" 2>/dev/null || true
+		rm -f "$PIDS/kube-controller-manager.pid"
+	fi
 }
 trap cleanup EXIT
 
@@ -232,4 +241,121 @@ if [ -z "$KCM" ]; then
 		die "close_session through the second replica"
 	log "a session made through one replica ran a cell and closed through the other (forwarded to its holder)"
 fi
+
+# A rolling restart under a steady load of run_code calls completes with no
+# failed call. The Deployment and ReplicaSet controllers replace the pods
+# one at a time (maxSurge 1, maxUnavailable 0), each after the new one is
+# ready; a replaced server stops taking connections as SIGTERM comes and
+# finishes the calls it has. The test cluster's pods share the host's
+# network, so the replicas share one port (http.reuse_port: the kernel
+# spreads connections, as kube-proxy would a Service's) and each is probed
+# on its own Unix socket (mcp-code-runner healthcheck). A call the server
+# never answered (connection refused or reset before a response) is
+# retried, as a client would; a wrong answer, an error result or an HTTP
+# error fails the check.
+rolling_restart() {
+	if [ -z "$KCM" ]; then
+		if [ ! -x "$BIN_DIR/kube-controller-manager" ]; then
+			log "building kube-controller-manager for the rolling restart (minutes, once)"
+			bash "$HERE/build.sh" kube-controller-manager || die "building kube-controller-manager"
+		fi
+		# What runs is scaled to nothing before the controllers start, so
+		# that they make only the pods of the template below.
+		"${KUBECTL[@]}" -n mcp-code-runner delete pod/mcp-code-runner-check pod/mcp-code-runner-check-2 --ignore-not-found --wait=true --timeout 60s >/dev/null
+	fi
+	"${KUBECTL[@]}" -n mcp-code-runner scale deploy/mcp-code-runner --replicas 0 >/dev/null
+	if [ -n "$KCM" ]; then
+		"${KUBECTL[@]}" -n mcp-code-runner wait --for=delete pod -l app.kubernetes.io/name=mcp-code-runner --timeout 90s >/dev/null 2>&1 || true
+	fi
+	local probe='["/usr/local/bin/mcp-code-runner","healthcheck","--socket","/tmp/mcr-health.sock"]'
+	"${KUBECTL[@]}" -n mcp-code-runner patch deploy/mcp-code-runner --type json -p '[
+		{"op": "remove", "path": "/spec/template/spec/containers/0/ports"},
+		{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--http-reuse-port=true"},
+		{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--http-health-socket=/tmp/mcr-health.sock"},
+		{"op": "replace", "path": "/spec/template/spec/containers/0/readinessProbe", "value": {"exec": {"command": '"$probe"'}, "periodSeconds": 1, "timeoutSeconds": 5}},
+		{"op": "replace", "path": "/spec/template/spec/containers/0/livenessProbe", "value": {"exec": {"command": '"${probe%]},\"--live\"]"'}, "periodSeconds": 10, "timeoutSeconds": 5}}
+	]' >/dev/null || die "patching the Deployment for the rolling restart"
+	if [ -z "$KCM" ]; then
+		log "starting kube-controller-manager (the Deployment and ReplicaSet controllers)"
+		start_kcm || die "kube-controller-manager did not start"
+		KCM=1 STARTED_KCM=1
+	fi
+	"${KUBECTL[@]}" -n mcp-code-runner scale deploy/mcp-code-runner --replicas 2 >/dev/null
+	"${KUBECTL[@]}" -n mcp-code-runner rollout status deploy/mcp-code-runner --timeout 180s >/dev/null ||
+		die "the Deployment's two replicas did not become ready"
+	log "two replicas ready on one port; a steady load of run_code calls, then kubectl rollout restart"
+
+	local load stop workers=()
+	load=$(mktemp -d)
+	stop="$load/stop"
+	URL="http://127.0.0.1:$PORT/mcp"
+	for w in 1 2; do
+		(
+			n=0 ok=0 retried=0
+			while [ ! -f "$stop" ]; do
+				n=$((n + 1))
+				want=$((w * 100000 + n))
+				body='{"jsonrpc":"2.0","id":'$n',"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":"print('$want')"}}}'
+				for try in $(seq 1 60); do
+					code=$(curl -sS --max-time 120 -o "$load/out.$w" -w '%{http_code}' "$URL" \
+						-H "Host: mcp-code-runner.mcp-code-runner.svc" -H "Authorization: Bearer $TOKEN" \
+						-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+						-H 'MCP-Protocol-Version: 2025-11-25' --data "$body" 2>"$load/err.$w") || code=000
+					[ "$code" = 000 ] || break
+					# Never answered: the connection was refused or reset.
+					retried=$((retried + 1))
+					sleep 0.2
+				done
+				if [ "$code" = 200 ] && grep -qF "\"stdout\":\"$want\\n\"" "$load/out.$w"; then
+					ok=$((ok + 1))
+				else
+					{ echo "worker $w call $n: HTTP $code"; cat "$load/err.$w" "$load/out.$w"; echo; } >>"$load/failures"
+				fi
+				echo "$ok $retried" >"$load/count.$w"
+			done
+		) &
+		workers+=($!)
+	done
+	# stop_load: ends the load and waits for its workers (a bare wait would
+	# wait for kube-controller-manager and the port-forward too).
+	stop_load() {
+		touch "$stop"
+		wait "${workers[@]}"
+	}
+	local t0 before
+	t0=$(date +%s)
+	# The load is steady before the restart begins.
+	until [ "$(cut -d' ' -f1 "$load/count.1" 2>/dev/null || echo 0)" -ge 3 ] && [ "$(cut -d' ' -f1 "$load/count.2" 2>/dev/null || echo 0)" -ge 3 ]; do
+		[ ! -s "$load/failures" ] || break
+		[ $(($(date +%s) - t0)) -lt 120 ] || { stop_load; die "the load did not start: $(cat "$load"/err.* 2>/dev/null)"; }
+		sleep 0.5
+	done
+	before=$("${KUBECTL[@]}" -n mcp-code-runner get pods -l app.kubernetes.io/name=mcp-code-runner -o jsonpath='{.items[*].metadata.name}')
+	t0=$(date +%s)
+	"${KUBECTL[@]}" -n mcp-code-runner rollout restart deploy/mcp-code-runner >/dev/null
+	"${KUBECTL[@]}" -n mcp-code-runner rollout status deploy/mcp-code-runner --timeout 300s >/dev/null ||
+		{ stop_load; die "the rolling restart did not complete"; }
+	# The replaced pods are gone (their calls finished) before the load ends.
+	for p in $before; do
+		"${KUBECTL[@]}" -n mcp-code-runner wait --for=delete "pod/$p" --timeout 120s >/dev/null 2>&1 || true
+	done
+	local took=$(($(date +%s) - t0)) c1 c2
+	c1=$(cat "$load/count.1") c2=$(cat "$load/count.2")
+	# A few calls on the new replicas alone.
+	until [ "$(($(cut -d' ' -f1 "$load/count.1") + $(cut -d' ' -f1 "$load/count.2")))" -ge $((${c1% *} + ${c2% *} + 4)) ]; do
+		[ ! -s "$load/failures" ] || break
+		sleep 0.5
+	done
+	stop_load
+	if [ -s "$load/failures" ]; then
+		cat "$load/failures"
+		die "calls failed during the rolling restart (above)"
+	fi
+	read -r ok1 retried1 <"$load/count.1"
+	read -r ok2 retried2 <"$load/count.2"
+	log "rolling restart of 2 replicas in ${took} s under load: $((ok1 + ok2)) run_code calls answered right, none failed, $((retried1 + retried2)) retried after no answer (pods replaced: $before)"
+	rm -rf "$load"
+}
+rolling_restart
+
 log "OK: the server deployed from deploy/kubernetes runs code in sandbox pods"

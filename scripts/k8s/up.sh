@@ -225,12 +225,8 @@ start kube-scheduler "$BIN_DIR/kube-scheduler" --kubeconfig "$STATE/scheduler.ku
 	--bind-address 127.0.0.1 --secure-port "$SCHED_PORT" --leader-elect=false --profiling=false
 
 if [ -n "${WITH_KCM:-}" ]; then
-	[ -f "$PKI/controller-manager.crt" ] || die "the PKI in $PKI predates WITH_KCM: make k8s-down, then WITH_KCM=1 make k8s-up"
-	start kube-controller-manager "$BIN_DIR/kube-controller-manager" \
-		--kubeconfig "$STATE/controller-manager.kubeconfig" --bind-address 127.0.0.1 --secure-port "$KCM_PORT" \
-		--use-service-account-credentials=true --service-account-private-key-file "$PKI/sa.key" \
-		--root-ca-file "$PKI/ca.crt" --leader-elect=false --profiling=false \
-		--controllers 'serviceaccount-controller,serviceaccount-token-controller,namespace-controller,garbage-collector-controller,pod-garbage-collector-controller,deployment-controller,replicaset-controller,endpoints-controller,endpointslice-controller,root-ca-certificate-publisher-controller'
+	start_kcm || die "kube-controller-manager did not start"
+	log "started kube-controller-manager (pid $(cat "$PIDS/kube-controller-manager.pid"))"
 fi
 
 # 10. kubelet. It changes these kernel settings: remember them for down.sh.
