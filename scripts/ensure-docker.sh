@@ -114,8 +114,9 @@ else
 	fi
 	log "starting dockerd${*:+ $*} (log: /var/log/dockerd.log)"
 	# In a session of its own, so that stopping the run that started it (its
-	# process group) leaves the daemon, and its containerd, serving.
-	setsid nohup dockerd "$@" >>/var/log/dockerd.log 2>&1 </dev/null &
+	# process group) leaves the daemon, and its containerd, serving; from /,
+	# so that removing the directory it was started from cannot touch it.
+	(cd / && exec setsid nohup dockerd "$@") >>/var/log/dockerd.log 2>&1 </dev/null &
 fi
 
 i=0

@@ -68,8 +68,11 @@ ensure_podman() {
 		mkdir -p /run/podman
 		log "starting podman system service (log: /var/log/podman-service.log)"
 		# No systemd here: cgroupfs owns the containers' cgroups, and events go
-		# to a file (journald's default would drop them).
-		setsid nohup podman --cgroup-manager=cgroupfs --events-backend=file system service --time=0 "$PODMAN_HOST" \
+		# to a file (journald's default would drop them). It runs from /: its
+		# conmons inherit its working directory, and one that is removed (the
+		# clone a run started it from) fails every container start ("write
+		# child: broken pipe", conmon: "Failed to get working directory").
+		(cd / && exec setsid nohup podman --cgroup-manager=cgroupfs --events-backend=file system service --time=0 "$PODMAN_HOST") \
 			>>/var/log/podman-service.log 2>&1 </dev/null &
 		wait_for "$PODMAN_HOST" 60 /var/log/podman-service.log
 	fi
