@@ -66,11 +66,16 @@ func checkPidsValues(t *testing.T, cur, maxPids, refused, limit int) {
 	}
 }
 
-// bashForkBomb is the classic fork bomb; the main shell then spins on
-// builtins only (it cannot fork any more) until the pids cgroup reports a
-// refused fork (however long a one-core sandbox on a loaded host takes to
-// fill the limit), reports the cgroup, and spins until its timeout.
-const bashForkBomb = `:(){ :|:& };:
+// bashForkBomb is the classic fork bomb, started in the background so that
+// the main shell forks once, before the limit is full. (Called in the main
+// shell, as in `:(){ :|:& };:`, the main shell forks both sides of the
+// pipeline itself; when the bomb fills the limit between the two forks, as
+// it does on a loaded host, bash retries the second for 15 s and exits 254,
+// EX_NOEXEC|128, without the report below.) The main shell then spins on
+// builtins only until the pids cgroup reports a refused fork (however long
+// a one-core sandbox on a loaded host takes to fill the limit), reports the
+// cgroup, and spins until its timeout.
+const bashForkBomb = `:(){ :|:& }; : &
 for d in /sys/fs/cgroup/pids /sys/fs/cgroup; do [ -r $d/pids.events ] && break; done
 refused=0
 until [ "$refused" -gt 0 ]; do
