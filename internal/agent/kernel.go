@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +28,13 @@ type kernel struct {
 	out     *kstream
 	err     *kstream
 	exited  chan struct{}
+	// env is the environment it was started with; ran, whether it has run
+	// any code. A session's interpreter can be started ahead of its first
+	// call (a call with no code); that call's environment is then the one
+	// it keeps, so an interpreter that ran nothing yet is started again
+	// when the first code comes with another environment.
+	env []string
+	ran bool
 }
 
 type kernelResult struct {
@@ -170,7 +178,7 @@ func startKernel(call *wire.KernelCall, workdir string) (*kernel, error) {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	started = true
-	k := &kernel{cmd: cmd, ctl: ctlW, results: make(chan kernelResult, 1), out: newKstream(outR), err: newKstream(errR), exited: make(chan struct{})}
+	k := &kernel{cmd: cmd, ctl: ctlW, results: make(chan kernelResult, 1), out: newKstream(outR), err: newKstream(errR), exited: make(chan struct{}), env: call.Env}
 	go func() {
 		sc := bufio.NewScanner(resR)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -226,6 +234,11 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 		default:
 		}
 	}
+	if k != nil && !k.ran && call.Code != "" && !slices.Equal(k.env, call.Env) {
+		k.kill()
+		delete(a.kernels, call.Name)
+		k = nil
+	}
 	if k == nil {
 		var err error
 		if k, err = startKernel(call, req.Workdir); err != nil {
@@ -264,6 +277,7 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 
 	oomBefore := oomKills()
 	start := time.Now()
+	k.ran = k.ran || call.Code != ""
 	line, _ := json.Marshal(map[string]string{"code": call.Code})
 	_, werr := k.ctl.Write(append(line, '\n'))
 	timer := time.NewTimer(time.Duration(call.TimeoutMs) * time.Millisecond)

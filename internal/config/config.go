@@ -437,6 +437,16 @@ type Sessions struct {
 	// workspace is kept on disk and its sandbox removed; the next call
 	// resumes it by replaying its cells.
 	IdlePauseSeconds int `json:"idle_pause_seconds"`
+	// Spares keeps, per session language ("python=1" entries; languages
+	// with a kernel), sandboxes made ahead with the interpreter started,
+	// for sessions without network, packages or secrets: create_session,
+	// fork_session and a resume take one instead of starting a sandbox.
+	Spares []string `json:"spares"`
+}
+
+// SparesFor returns how many spare session sandboxes of language to keep.
+func (s Sessions) SparesFor(language string) int {
+	return entryFor(s.Spares, language, 0)
 }
 
 // Artifacts configures the files that runs create or change, returned with
@@ -842,6 +852,12 @@ func (c Config) Validate() error {
 		name, n, ok := strings.Cut(e, "=")
 		if v, err := strconv.Atoi(strings.TrimSpace(n)); !ok || name == "" || err != nil || v < 0 {
 			errs = append(errs, fmt.Errorf("pool.sizes entry %q: want LANGUAGE=N, like python=4", e))
+		}
+	}
+	for _, e := range c.Sessions.Spares {
+		name, n, ok := strings.Cut(e, "=")
+		if v, err := strconv.Atoi(strings.TrimSpace(n)); !ok || name == "" || err != nil || v < 0 || v > c.Sessions.MaxSessions {
+			errs = append(errs, fmt.Errorf("sessions.spares entry %q: want LANGUAGE=N with N from 0 to sessions.max_sessions, like python=1", e))
 		}
 	}
 	for _, e := range c.Pool.MaxSizes {

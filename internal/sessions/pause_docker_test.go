@@ -189,3 +189,10 @@ func TestIdleSessionsArePausedAutomatically(t *testing.T) {
 		t.Errorf("after the automatic pause: %+v", r)
 	}
 }
+
+func TestSpareSandboxesServeSessionsOnDockerAndLeaveNothingBehind(t *testing.T) {
+	cfg := config.Default()
+	cfg.Sessions.Spares = []string{"python=1"}
+	m, _, _ := pauseManager(t, cfg)
+	testSpares(t, m)
+}

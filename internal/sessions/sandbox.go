@@ -76,6 +76,17 @@ func (x *extras) close() {
 // operator allows the packages tier, so that install_packages can add to
 // it later.
 func (m *Manager) start(ctx context.Context, owner string, lang languages.Language, opts Options, idle time.Duration) (sandbox.Sandbox, *extras, error) {
+	if tier, err := m.eng.CheckNetwork(opts.Network); err == nil && m.spares.fit(lang, tier, opts, idle) {
+		if s, ok := m.spares.take(lang); ok {
+			return s.sb, s.x, nil
+		}
+	}
+	return m.startNew(ctx, owner, lang, opts, idle, 0)
+}
+
+// startNew starts a new sandbox for start, or for a spare (spares.go),
+// which lives ahead longer than a session's life.
+func (m *Manager) startNew(ctx context.Context, owner string, lang languages.Language, opts Options, idle, ahead time.Duration) (sandbox.Sandbox, *extras, error) {
 	tier, err := m.eng.CheckNetwork(opts.Network)
 	if err != nil {
 		return nil, nil, err
@@ -94,7 +105,7 @@ func (m *Manager) start(ctx context.Context, owner string, lang languages.Langua
 			x.close()
 		}
 	}()
-	t := m.eng.HeldTemplate(lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second)
+	t := m.eng.HeldTemplate(lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second+ahead)
 	t.Purpose = "session-" + lang.Name
 	// The sandbox waits for its next server as long as it would wait
 	// for its next call.

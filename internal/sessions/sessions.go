@@ -108,6 +108,8 @@ type Manager struct {
 	// fwd reaches the replicas holding the sessions this one does not
 	// (forward.go); nil on a store no other replica shares.
 	fwd Forwarder
+	// spares are sandboxes made ahead for sessions (sessions.spares).
+	spares *spares
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -122,6 +124,8 @@ func NewManager(eng *engine.Engine, opts ...Option) *Manager {
 	for _, o := range opts {
 		o(m)
 	}
+	m.spares = newSpares(m)
+	m.spares.fill(eng.Registry())
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -624,6 +628,7 @@ func (m *Manager) reap() {
 func (m *Manager) Shutdown() {
 	close(m.stop)
 	m.wg.Wait()
+	m.spares.close()
 	m.mu.Lock()
 	all := make([]*session, 0, len(m.sessions))
 	for _, s := range m.sessions {

@@ -91,7 +91,9 @@ type KernelCall struct {
 	// the kernel program.
 	Argv []string `json:"argv"`
 	Env  []string `json:"env,omitempty"`
-	// Code is the cell to run.
+	// Code is the cell to run. Empty, the call starts the interpreter
+	// (when none runs) and waits until it answers: a session's, ahead of
+	// its first call.
 	Code string `json:"code"`
 	// TimeoutMs bounds the call; past it the interpreter is killed and the
 	// next call starts a fresh one.
