@@ -75,6 +75,9 @@ func shellLanguage(reg *languages.Registry) (languages.Language, error) {
 // example, filled in before a language is measured.
 var hello = map[string]string{}
 
+// idleSessions is how many idle sessions the bench holds, then pauses.
+const idleSessions = 20
+
 // Run measures everything and prints the tables.
 func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) error {
 	o.LoadLanguage = cmp.Or(o.LoadLanguage, reg.Roles().Load)
@@ -298,6 +301,9 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	if o.Runs > 0 {
 		if err := sessionStateSection(ctx, w, cfg, reg, b, min(o.Runs, 10), &report); err != nil {
 			fmt.Fprintf(w, "session state: %v\n", err)
+		}
+		if err := sessionMemorySection(ctx, w, cfg, reg, b, idleSessions, &report); err != nil {
+			fmt.Fprintf(w, "idle against paused sessions: %v\n", err)
 		}
 	}
 	if o.StoreRuns > 0 {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
@@ -132,4 +135,89 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 		resume.add(time.Since(t))
 	}
 	return []*Sample{fork, pause, resume}, nil
+}
+
+// sessionMemorySection measures what idle sessions hold against paused
+// ones: n sessions of the session_state role's language, each with its
+// common data libraries imported (role.Libraries), first live (the memory
+// of their sandboxes, as their cgroups count it), then paused (no sandbox;
+// what is kept on disk: the files' archive), and the resume of one.
+func sessionMemorySection(ctx context.Context, w io.Writer, cfg config.Config, reg *languages.Registry, b sandbox.Backend, n int, report *Report) error {
+	role := reg.Roles().SessionState
+	if role == nil || role.Libraries == "" || role.Memory == "" {
+		return nil
+	}
+	if _, ok := reg.Lookup(role.Language); !ok {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "mcp-code-runner-bench-sessions-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	scfg := cfg
+	scfg.DataDir = dir
+	scfg.Sessions.MaxSessions = max(scfg.Sessions.MaxSessions, n)
+	scfg.Sessions.Spares = nil
+	scfg.Quotas.Sessions, scfg.Quotas.PausedSessions = 0, 0
+	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
+	defer closeEngine(eng)
+	m := sessions.NewManager(eng)
+	defer m.Shutdown()
+	cell := func(id, code string) (*engine.Result, error) {
+		r, err := m.Run(ctx, engine.Request{SessionID: id, Code: code}, engine.RunOptions{})
+		if err == nil && r.Status != engine.StatusOK {
+			err = fmt.Errorf("%s: %s", r.Status, r.Stderr)
+		}
+		return r, err
+	}
+	ids := make([]string, 0, n)
+	var live int64
+	for range n {
+		info, err := m.Create(ctx, role.Language, 0, sessions.Options{})
+		if err != nil {
+			return err
+		}
+		ids = append(ids, info.SessionID)
+		if _, err := cell(info.SessionID, role.Libraries); err != nil {
+			return err
+		}
+		r, err := cell(info.SessionID, role.Memory)
+		if err != nil {
+			return err
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(r.Value), 10, 64)
+		if err != nil {
+			return fmt.Errorf("the memory cell answered %q: %v", r.Value, err)
+		}
+		live += v
+	}
+	for _, id := range ids {
+		if _, err := m.Pause(ctx, id); err != nil {
+			return err
+		}
+	}
+	var kept int64
+	entries, _ := os.ReadDir(filepath.Join(dir, "paused-sessions"))
+	for _, en := range entries {
+		if fi, err := en.Info(); err == nil {
+			kept += fi.Size()
+		}
+	}
+	resume := &Sample{Name: "resume of a paused session with " + role.Libraries + " + its call (replayed)"}
+	t := time.Now()
+	if _, err := cell(ids[0], role.Memory); err != nil {
+		resume.Errs++
+	} else {
+		resume.add(time.Since(t))
+	}
+	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+	fmt.Fprintf(w, "\n## Idle against paused sessions (%d %s sessions, each after %q)\n\n", n, role.Language, role.Libraries)
+	fmt.Fprintln(w, "| sessions | sandboxes | memory held (cgroups) | kept on disk | per session |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	fmt.Fprintf(w, "| %d idle | %d | %s | 0 | %s |\n", n, n, mib(live), mib(live/int64(n)))
+	fmt.Fprintf(w, "| %d paused | 0 | 0 | %d bytes (file archives) | %d bytes on disk, and its replay log in the store |\n", n, kept, kept/int64(n))
+	fmt.Fprintf(w, "\n| path | p50 | errors |\n|---|---|---|\n| %s | %s | %d |\n", resume.Name, ms(resume.Quantile(.5)), resume.Errs)
+	report.Rows = append(report.Rows, rowOf(role.Language, resume))
+	return nil
 }

@@ -257,6 +257,12 @@ type SessionState struct {
 	Language string `json:"language"`
 	State    string `json:"state"`
 	Read     string `json:"read"`
+	// Libraries imports the language's common data libraries: the idle
+	// session whose memory, live and paused, the benchmarks measure.
+	Libraries string `json:"libraries,omitempty"`
+	// Memory is a cell whose value is the bytes of memory its sandbox
+	// holds, as its cgroup counts them.
+	Memory string `json:"memory,omitempty"`
 }
 
 // ExampleCall is a run_code call's arguments: a language and its code.
