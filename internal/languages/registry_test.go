@@ -21,8 +21,8 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 	imgs := r.Images()
-	if len(imgs) != 13 || imgs[0].Name != "base" {
-		t.Errorf("build order %v: want 13 images, base first", imgs)
+	if len(imgs) != 14 || imgs[0].Name != "base" {
+		t.Errorf("build order %v: want 14 images, base first", imgs)
 	}
 	built := map[string]bool{"root": true}
 	for _, img := range imgs {
@@ -51,6 +51,17 @@ func TestOnDemandImagesAreLeftOutOfTheDefaultSetOnly(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "crystal,octave,racket,raku,vala" {
 		t.Errorf("languages of dialects: %s", got)
+	}
+	js, ok := r.Image("jsruntimes")
+	if !ok || !js.OnDemand || js.From != "node" || r.Default(js) {
+		t.Errorf("jsruntimes image %+v: want an on-demand image on node, out of the default set", js)
+	}
+	names = names[:0]
+	for _, l := range r.LanguagesOf("jsruntimes") {
+		names = append(names, l.Name)
+	}
+	if got := strings.Join(names, ","); got != "bun,coffeescript,deno" {
+		t.Errorf("languages of jsruntimes: %s", got)
 	}
 	for _, name := range []string{"base", "python", "native", "jvm"} {
 		if img, _ := r.Image(name); !r.Default(img) {
