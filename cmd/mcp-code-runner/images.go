@@ -49,8 +49,8 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 		Short: "Build the runtime images that are missing or out of date",
 		Long: `Build the named images, or the images of the named languages, and the
 images they build on. With no names, build the default set: every image but
-the on-demand ones (the dialects image: Racket, Octave, Raku, Crystal, Vala)
-and the optional python-ml. --all adds the on-demand images; python-ml is
+the on-demand ones (dialects: Racket, Octave, Raku, Crystal, Vala; swift;
+objc) and the optional python-ml. --all adds the on-demand images; python-ml is
 built only when named.
 
 An image is skipped when it exists and was built from its current Dockerfile
