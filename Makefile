@@ -122,7 +122,7 @@ test-fast:
 # egress battery run a third time on the default backend (what serve runs
 # with no backend set: crun, which starts the containers itself, on these
 # machines, which run as root with crun; under CI=true a default of docker fails).
-RUNC_MATRIX_LANGUAGES = bash|python|javascript|ruby|go|c|java|csharp|r|haskell|octave|deno
+RUNC_MATRIX_LANGUAGES = bash|python|javascript|ruby|go|c|java|csharp|r|haskell|octave|deno|swift|objective-c
 test-go: build
 	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -p 1 -count=1 -timeout 45m ./...
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m ./internal/containment/
