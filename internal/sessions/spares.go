@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,6 +82,12 @@ func (p *spares) take(lang languages.Language) (s spare, ok bool) {
 
 // fill starts making the spares each configured language lacks.
 func (p *spares) fill(reg *languages.Registry) {
+	for _, e := range p.m.cfg.Spares {
+		name, _, _ := strings.Cut(e, "=")
+		if lang, ok := reg.Lookup(strings.TrimSpace(name)); !ok || lang.Kernel == nil {
+			p.m.log.Warn("sessions.spares names a language without a session interpreter; it gets no spares", "entry", e)
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, lang := range reg.Languages() {
