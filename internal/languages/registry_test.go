@@ -21,8 +21,8 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 	imgs := r.Images()
-	if len(imgs) != 13 || imgs[0].Name != "base" {
-		t.Errorf("build order %v: want 13 images, base first", imgs)
+	if len(imgs) != 14 || imgs[0].Name != "base" {
+		t.Errorf("build order %v: want 14 images, base first", imgs)
 	}
 	built := map[string]bool{"root": true}
 	for _, img := range imgs {
