@@ -47,9 +47,9 @@ gvisor: docker
 	@bash scripts/ensure-gvisor.sh
 
 # Build the default runtime images that are missing or out of date: what
-# `make run` serves with. The on-demand dialects image (Racket, Octave, Raku,
-# Crystal, Vala) is left out: `make images-all` builds it too, as `make test`
-# and CI do.
+# `make run` serves with. The on-demand images (dialects, jsruntimes, swift,
+# objc, extras) are left out: `make images-all` builds them too, as
+# `make test` and CI do.
 images: build docker
 	$(BIN) images build
 
@@ -118,11 +118,11 @@ test-fast:
 # hostile battery then runs again under runc, whole, and the language matrix
 # for one language of each image (what a runtime changes is the container,
 # which every language of an image shares), so that both runtimes are proven
-# on every change without running 42 languages twice. The battery and the
+# on every change without running 55 languages twice. The battery and the
 # egress battery run a third time on the default backend (what serve runs
 # with no backend set: crun, which starts the containers itself, on these
 # machines, which run as root with crun; under CI=true a default of docker fails).
-RUNC_MATRIX_LANGUAGES = bash|python|javascript|ruby|go|c|java|csharp|r|haskell|octave|deno|swift|objective-c
+RUNC_MATRIX_LANGUAGES = bash|python|javascript|ruby|go|c|java|csharp|r|haskell|octave|deno|swift|objective-c|jq
 test-go: build
 	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -p 1 -count=1 -timeout 45m ./...
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m ./internal/containment/

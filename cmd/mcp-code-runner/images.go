@@ -50,7 +50,8 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 		Long: `Build the named images, or the images of the named languages, and the
 images they build on. With no names, build the default set: every image but
 the on-demand ones (dialects: Racket, Octave, Raku, Crystal, Vala;
-jsruntimes: Deno, Bun, CoffeeScript; swift; objc) and the optional python-ml.
+jsruntimes: Deno, Bun, CoffeeScript; swift; objc; extras: Emacs Lisp,
+Fennel, Hy, Forth, jq, BASIC, brainfuck, LLVM IR) and the optional python-ml.
 --all adds the on-demand images; python-ml is
 built only when named.
 

@@ -21,8 +21,8 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 	imgs := r.Images()
-	if len(imgs) != 16 || imgs[0].Name != "base" {
-		t.Errorf("build order %v: want 16 images, base first", imgs)
+	if len(imgs) != 17 || imgs[0].Name != "base" {
+		t.Errorf("build order %v: want 17 images, base first", imgs)
 	}
 	built := map[string]bool{"root": true}
 	for _, img := range imgs {
