@@ -49,6 +49,7 @@ var conventions = map[string]convention{
 	"scala":   scala,
 	"cobol":   cobol,
 	"asm":     asm,
+	"csharp":  csharp,
 }
 
 // Known reports whether name is a convention Find understands.
