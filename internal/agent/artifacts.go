@@ -30,6 +30,9 @@ func scan(dir string, limit int) (map[string]fileState, error) {
 		if err != nil {
 			return nil // unreadable entries are skipped, not fatal
 		}
+		if d.IsDir() && p == filepath.Join(dir, wire.ForksDir) {
+			return fs.SkipDir // the workspaces of the session's forks are theirs
+		}
 		seen++
 		if seen > limit {
 			return errScanLimit

@@ -22,8 +22,10 @@ var kernelMark = []byte("\x00\x1eMCR-CELL-END\x1e\x00")
 
 // kernel is a session's long-lived interpreter.
 type kernel struct {
-	cmd     *exec.Cmd
-	ctl     *os.File // the kernel's fd 3: cells go in
+	cmd     *exec.Cmd // nil for a fork, whose parent is the interpreter it was forked from
+	pid     int       // its process, the leader of its process group
+	dir     string    // its workspace
+	ctl     *os.File  // the kernel's fd 3: cells go in
 	results chan kernelResult
 	out     *kstream
 	err     *kstream
@@ -178,18 +180,8 @@ func startKernel(call *wire.KernelCall, workdir string) (*kernel, error) {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	started = true
-	k := &kernel{cmd: cmd, ctl: ctlW, results: make(chan kernelResult, 1), out: newKstream(outR), err: newKstream(errR), exited: make(chan struct{}), env: call.Env}
-	go func() {
-		sc := bufio.NewScanner(resR)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var r kernelResult
-			if json.Unmarshal(sc.Bytes(), &r) == nil {
-				k.results <- r
-			}
-		}
-		resR.Close()
-	}()
+	k := &kernel{cmd: cmd, pid: cmd.Process.Pid, dir: workdir, ctl: ctlW, results: make(chan kernelResult, 1), out: newKstream(outR), err: newKstream(errR), exited: make(chan struct{}), env: call.Env}
+	go k.readResults(resR, nil)
 	go func() {
 		_ = cmd.Wait()
 		untrack(cmd)
@@ -199,8 +191,26 @@ func startKernel(call *wire.KernelCall, workdir string) (*kernel, error) {
 	return k, nil
 }
 
+// readResults reads the kernel's answers, one JSON line each, until the
+// kernel closes its end; then it calls ended (a fork's exit: its parent,
+// not the agent, waits for it).
+func (k *kernel) readResults(r *os.File, ended func()) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var res kernelResult
+		if json.Unmarshal(sc.Bytes(), &res) == nil {
+			k.results <- res
+		}
+	}
+	r.Close()
+	if ended != nil {
+		ended()
+	}
+}
+
 func (k *kernel) kill() {
-	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-k.pid, syscall.SIGKILL)
 	k.ctl.Close()
 	select {
 	case <-k.exited:
@@ -215,6 +225,9 @@ func (a *server) closeKernels() {
 	}
 }
 
+// kernelKey names an interpreter of the sandbox: its program and instance.
+func kernelKey(call *wire.KernelCall) string { return call.Name + "\x00" + call.Instance }
+
 // runKernel runs one cell in the session's interpreter of that language,
 // starting it first when there is none (or the last one died).
 func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
@@ -226,7 +239,8 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 	if err := writeFiles(req.Workdir, req.Files); err != nil {
 		return a.w.json(wire.KindDone, 0, wire.Done{Error: err.Error()})
 	}
-	k := a.kernels[call.Name]
+	key := kernelKey(call)
+	k := a.kernels[key]
 	if k != nil {
 		select {
 		case <-k.exited:
@@ -236,7 +250,7 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 	}
 	if k != nil && !k.ran && call.Code != "" && !slices.Equal(k.env, call.Env) {
 		k.kill()
-		delete(a.kernels, call.Name)
+		delete(a.kernels, key)
 		k = nil
 	}
 	if k == nil {
@@ -246,7 +260,7 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 			_ = a.w.json(wire.KindStage, 0, res)
 			return a.w.json(wire.KindDone, 0, wire.Done{})
 		}
-		a.kernels[call.Name] = k
+		a.kernels[key] = k
 		res.KernelRestarted = true
 	}
 	var before map[string]fileState
@@ -308,7 +322,9 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 			res.Cancelled, res.Signal, res.ExitCode, lost = true, "SIGKILL", 137, true
 		case <-k.exited:
 			lost = true
-			if ps := k.cmd.ProcessState; ps != nil {
+			if k.cmd == nil {
+				res.ExitCode = 1 // a fork's status goes to its parent
+			} else if ps := k.cmd.ProcessState; ps != nil {
 				if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 					res.Signal = unix.SignalName(ws.Signal())
 					res.ExitCode = 128 + int(ws.Signal())
@@ -321,7 +337,7 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 	res.DurationMs = time.Since(start).Milliseconds()
 	if lost {
 		k.kill()
-		delete(a.kernels, call.Name)
+		delete(a.kernels, key)
 		for _, s := range []*kstream{k.out, k.err} {
 			select {
 			case <-s.closed:

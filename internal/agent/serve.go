@@ -165,6 +165,10 @@ func (a *server) handle(req wire.Request, cancel <-chan struct{}) error {
 		return a.w.json(wire.KindDone, 0, listFiles(a.w, req))
 	case wire.OpKernel:
 		return a.runKernel(req, cancel)
+	case wire.OpKernelFork:
+		return a.forkKernel(req)
+	case wire.OpKernelClose:
+		return a.closeKernel(req)
 	default:
 		return a.w.json(wire.KindDone, 0, wire.Done{Error: fmt.Sprintf("unknown operation %q", req.Op)})
 	}

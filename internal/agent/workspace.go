@@ -67,6 +67,9 @@ func listFiles(w *frameWriter, req wire.Request) wire.Done {
 		if p == "." || p == dir && d.IsDir() {
 			return nil
 		}
+		if p == wire.ForksDir && d.IsDir() {
+			return fs.SkipDir // the workspaces of the session's forks are theirs
+		}
 		if n++; n > limit {
 			return fmt.Errorf("more than %d entries; list a subdirectory", limit)
 		}

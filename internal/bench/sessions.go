@@ -103,7 +103,8 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 	if err := cell(role.State); err != nil {
 		return nil, err
 	}
-	fork := &Sample{Name: "fork_session of an idle session (replayed; " + how + ")"}
+	fork := &Sample{}
+	forkMode := ""
 	pause := &Sample{Name: "pause_session of an idle session (" + how + ")"}
 	resume := &Sample{Name: "resume of a paused session + its call (replayed; " + how + ")"}
 	for range runs {
@@ -116,6 +117,7 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 			fork.Errs++
 		} else {
 			fork.add(time.Since(t))
+			forkMode = f.Mode
 			_, _ = m.Close(ctx, f.Session.SessionID)
 		}
 		t = time.Now()
@@ -134,6 +136,7 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 		}
 		resume.add(time.Since(t))
 	}
+	fork.Name = "fork_session of an idle session (" + forkMode + "; " + how + ")"
 	return []*Sample{fork, pause, resume}, nil
 }
 

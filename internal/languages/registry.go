@@ -186,6 +186,10 @@ type Kernel struct {
 	Name string `json:"name"`
 	// Run starts the interpreter; "{kernel}" stands for the program's path.
 	Run []string `json:"run"`
+	// Fork says the kernel program copies its interpreter by fork() when
+	// asked (wire.OpKernelFork): fork_session then copies a session's live
+	// state inside its sandbox instead of replaying its cells.
+	Fork bool `json:"fork,omitempty"`
 }
 
 // WarmInterpreter is a language's pre-started interpreter.
@@ -617,7 +621,7 @@ func programFiles(w *WarmInterpreter, k *Kernel) (*WarmInterpreter, *Kernel) {
 	}
 	if k != nil {
 		if file, ok := legacyKernel[k.Name]; ok {
-			k = &Kernel{Name: file, Run: k.Run}
+			k = &Kernel{Name: file, Run: k.Run, Fork: k.Fork}
 		}
 	}
 	return w, k

@@ -101,9 +101,11 @@ func TestForkSessionOverMCP(t *testing.T) {
 	url, _, _, _ := sessionStateServer(t)
 	langs := []struct {
 		lang, build, grow, length string
+		mode                      string
+		replayed                  int
 	}{
-		{"python", "x = [i for i in range(10**6)]", "x.append(1)", "len(x)"},
-		{"javascript", "let x = Array.from({length: 10**6}, (_, i) => i)", "x.push(1)", "x.length"},
+		{"python", "x = [i for i in range(10**6)]", "x.append(1)", "len(x)", sessions.ModeForked, 0},
+		{"javascript", "let x = Array.from({length: 10**6}, (_, i) => i)", "x.push(1)", "x.length", sessions.ModeReplayed, 1},
 	}
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
@@ -115,7 +117,7 @@ func TestForkSessionOverMCP(t *testing.T) {
 					cell(t, alice, c.lang, orig.SessionID, c.build)
 					var fork sessions.ForkResult
 					okTool(t, alice, "fork_session", map[string]any{"session_id": orig.SessionID}, &fork)
-					if fork.Mode != sessions.ModeReplayed || fork.CellsReplayed != 1 || fork.ForkedFrom != orig.SessionID ||
+					if fork.Mode != c.mode || fork.CellsReplayed != c.replayed || fork.ForkedFrom != orig.SessionID ||
 						fork.Session.SessionID == orig.SessionID || fork.Session.Language != c.lang {
 						t.Fatalf("fork result %+v", fork)
 					}

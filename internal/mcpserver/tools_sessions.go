@@ -111,13 +111,17 @@ package manager's own message.`,
 		Name:  "fork_session",
 		Title: "Fork a session",
 		Description: `Fork one of your sessions: a new session of the same language, idle timeout,
-network and packages, in a sandbox of its own, with a copy of the workspace's
-files (regular files; symbolic links are listed as skipped) and the
-interpreter's state rebuilt by running the original's successful cells again
-in order (mode "replayed"). The original is unchanged; each then goes its own
-way. Cells that depend on time, randomness or the network may rebuild a
-different state; a session past the operator's replay bound
-(sessions.replay_max_cells, replay_max_bytes) cannot be forked.`,
+network and packages, with a copy of the workspace's files and of the
+interpreter's state. A Python session whose interpreter runs is forked in
+place (mode "forked"): its interpreter copies itself, its live state exactly,
+in the original's sandbox, whose memory and process limits the two then share
+(shares_sandbox says so), and the fork works in its own copy of the files.
+Otherwise (JavaScript, or no code run yet) the fork gets a sandbox of its own
+and the state is rebuilt by running the original's successful cells again in
+order (mode "replayed"): cells that depend on time, randomness or the network
+may rebuild a different state, and a session past the operator's replay bound
+(sessions.replay_max_cells, replay_max_bytes) cannot be forked that way. The
+original is unchanged; each then goes its own way.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Fork a session", DestructiveHint: closed, OpenWorldHint: closed},
 	}, h.forkSession)
 	addTool(s, h, &mcp.Tool{

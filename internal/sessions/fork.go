@@ -79,11 +79,13 @@ func (m *Manager) logCell(s *session, req engine.Request) {
 type ForkResult struct {
 	Session       Info     `json:"session" jsonschema:"the new session"`
 	ForkedFrom    string   `json:"forked_from" jsonschema:"the session it was forked from, which is unchanged"`
-	Mode          string   `json:"mode" jsonschema:"how the interpreter state was rebuilt: replayed (the original's cells run again in order in the new sandbox)"`
+	Mode          string   `json:"mode" jsonschema:"how the interpreter state was copied: forked (the interpreter copied by fork() inside the original's sandbox: its state exactly; see shares_sandbox) or replayed (the original's cells run again in order in a new sandbox)"`
 	CellsReplayed int      `json:"cells_replayed" jsonschema:"cells run again to rebuild the state"`
 	FilesCopied   int      `json:"files_copied" jsonschema:"regular files of the workspace copied into the new session"`
 	Skipped       []string `json:"skipped,omitempty" jsonschema:"workspace entries not copied (symbolic links, special files), with why"`
 	DurationMs    int64    `json:"duration_ms" jsonschema:"how long the fork took"`
+	// SharesSandbox is set for a fork made in place (mode forked).
+	SharesSandbox *SharedSandbox `json:"shares_sandbox,omitempty" jsonschema:"a fork made in place: the sandbox and limits it shares with the original"`
 }
 
 // snapshot is what a new sandbox needs to take a session's place: its
@@ -224,6 +226,11 @@ func (m *Manager) Fork(ctx context.Context, id string) (ForkResult, error) {
 	}
 	if err != nil {
 		return ForkResult{}, err
+	}
+	if k := s.lang.Kernel; k != nil && k.Fork {
+		if res, ok, err := m.forkInPlace(ctx, s, start); ok {
+			return res, err
+		}
 	}
 	s.callMu.Lock()
 	snap, err := m.takeSnapshot(ctx, s, "forked")

@@ -16,9 +16,13 @@ import (
 func TestForkKeepsStateAndLeavesTheOriginal(t *testing.T) {
 	cases := []struct {
 		lang, build, grow, length, write string
+		mode                             string
+		replayed                         int
 	}{
-		{"python", "x = [i for i in range(10**6)]", "x.append(1)", "len(x)", "open('notes.txt','w').write('kept')"},
-		{"javascript", "let x = Array.from({length: 10**6}, (_, i) => i)", "x.push(1)", "x.length", "require('fs').writeFileSync('notes.txt', 'kept')"},
+		// Python's interpreter forks in place; Node.js's cannot (its
+		// process has threads), so its cells are replayed.
+		{"python", "x = [i for i in range(10**6)]", "x.append(1)", "len(x)", "open('notes.txt','w').write('kept')", sessions.ModeForked, 0},
+		{"javascript", "let x = Array.from({length: 10**6}, (_, i) => i)", "x.push(1)", "x.length", "require('fs').writeFileSync('notes.txt', 'kept')", sessions.ModeReplayed, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.lang, func(t *testing.T) {
@@ -32,8 +36,8 @@ func TestForkKeepsStateAndLeavesTheOriginal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fork.Mode != sessions.ModeReplayed || fork.CellsReplayed != 2 || fork.FilesCopied != 1 || fork.ForkedFrom != orig || fork.Session.SessionID == orig {
-				t.Fatalf("fork result %+v, want 2 cells replayed (not the failed one) and 1 file", fork)
+			if fork.Mode != c.mode || fork.CellsReplayed != c.replayed || fork.FilesCopied != 1 || fork.ForkedFrom != orig || fork.Session.SessionID == orig {
+				t.Fatalf("fork result %+v, want mode %s, %d cells replayed (not the failed one) and 1 file", fork, c.mode, c.replayed)
 			}
 			id := fork.Session.SessionID
 			run(t, m, id, c.grow)
@@ -51,11 +55,11 @@ func TestForkKeepsStateAndLeavesTheOriginal(t *testing.T) {
 	}
 }
 
-func TestForkPastTheReplayBoundIsRefused(t *testing.T) {
+func TestForkPastTheReplayBoundIsRefusedWhereItReplays(t *testing.T) {
 	cfg := config.Default()
 	cfg.Sessions.ReplayMaxCells = 2
-	m := manager(t, &cfg, "python")
-	id := create(t, m, "python", 0)
+	m := manager(t, &cfg, "javascript", "python")
+	id := create(t, m, "javascript", 0)
 	for range 3 {
 		run(t, m, id, "y = 1")
 	}
@@ -64,5 +68,13 @@ func TestForkPastTheReplayBoundIsRefused(t *testing.T) {
 	}
 	if r := run(t, m, id, "y + 1"); r.Value != "2" {
 		t.Errorf("the session after a refused fork: %+v", r)
+	}
+	// A fork in place needs no replay: Python's forks past the bound.
+	py := create(t, m, "python", 0)
+	for range 3 {
+		run(t, m, py, "y = 1")
+	}
+	if f, err := m.Fork(context.Background(), py); err != nil || f.Mode != sessions.ModeForked {
+		t.Fatalf("a Python fork past the bound: %+v, %v", f, err)
 	}
 }

@@ -145,8 +145,9 @@ func (m *Manager) pause(ctx context.Context, s *session) (PauseResult, error) {
 	s.sb, s.paused, s.archiveSum, s.reattach, s.ref = pausedSandbox{}, true, sum, false, sandbox.Ref{}
 	s.extras = &extras{tier: x.tier, specs: x.specs, installed: x.installed, secrets: x.secrets}
 	s.mu.Unlock()
-	old.Close()
-	x.close()
+	// A sandbox shared with forks made in place stays theirs: the paused
+	// session gives up its interpreter and its part alone.
+	closeSandbox(old, x)
 	if err := m.put(ctx, s); err != nil {
 		m.log.Warn("a paused session's record was not written to the state store", "session", s.id, "err", err)
 	}

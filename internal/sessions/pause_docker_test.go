@@ -196,3 +196,8 @@ func TestSpareSandboxesServeSessionsOnDockerAndLeaveNothingBehind(t *testing.T) 
 	m, _, _ := pauseManager(t, cfg)
 	testSpares(t, m)
 }
+
+func TestAPythonSessionForksInItsSandboxOnDockerAndLeavesNothingBehind(t *testing.T) {
+	m, _, _ := pauseManager(t, config.Default())
+	testForkInPlace(t, m)
+}

@@ -93,6 +93,9 @@ type session struct {
 	// noAutoPause is set once a pause was refused (its replay log
 	// overflowed, its files are too large).
 	noAutoPause bool
+	// forkOf names the session whose sandbox this one shares, its
+	// interpreter a copy of that one's (fork_session mode "forked").
+	forkOf string
 }
 
 // Manager keeps the sessions of one server.
@@ -509,8 +512,7 @@ func (m *Manager) drop(s *session) {
 		s.mu.Lock()
 		sb, x := s.sb, s.extras
 		s.mu.Unlock()
-		sb.Close()
-		x.close()
+		closeSandbox(sb, x)
 		m.removeArchive(s.id)
 	}
 }

@@ -62,6 +62,10 @@ type record struct {
 	// Lost, for a paused session without an archive, says why its sandbox
 	// did not survive its server: its resume replays its cells alone.
 	Lost string `json:"lost,omitempty"`
+	// ForkOf names the session in whose sandbox this one's interpreter is
+	// a fork: a restarted server re-attaches that one alone, and this one's
+	// next call replays its cells in a sandbox of its own.
+	ForkOf string `json:"fork_of,omitempty"`
 	// Secrets name the operator's secrets the session uses; their values
 	// are never written here: each new sandbox of the session checks the
 	// names again and takes the values from the server's configuration.
@@ -91,7 +95,7 @@ func (m *Manager) record(s *session) record {
 	return record{ID: s.id, Owner: s.owner, Language: s.lang.Name, Sandbox: s.ref, Reattach: s.reattach,
 		Network: x.tier, PackagesDir: x.dir, Specs: specs, Packages: installed, Created: s.created,
 		LastUsed: s.lastUsed, IdleSeconds: int(s.idle.Seconds()), Calls: s.calls, Replica: m.replica, Replay: s.replay,
-		Paused: s.paused, ArchiveSum: s.archiveSum, Lost: s.lost, Secrets: x.secrets}
+		Paused: s.paused, ArchiveSum: s.archiveSum, Lost: s.lost, Secrets: x.secrets, ForkOf: s.forkOf}
 }
 
 // put writes s's record.
@@ -341,6 +345,12 @@ func (m *Manager) recoverOne(ctx context.Context, r record) {
 	case r.Paused:
 		// Nothing to re-attach to: its next call resumes it.
 		keepPaused(r.Lost)
+		return
+	case r.ForkOf != "":
+		// Its sandbox and packages are the original's, which re-attaches
+		// alone; the copy of the interpreter it held is not reached again.
+		r.Sandbox, r.PackagesDir = sandbox.Ref{}, ""
+		keepPaused("its interpreter was a fork in the sandbox of session " + r.ForkOf + ", which a restarted server re-attaches to that session alone")
 		return
 	case !canReattach || !r.Reattach:
 		replay("its sandbox backend cannot re-attach to a sandbox", nil)

@@ -38,7 +38,27 @@ const (
 	OpReadFile  = "read_file"
 	OpListFiles = "list_files"
 	OpKernel    = "kernel"
+	// OpKernelFork makes a copy of the running interpreter of Kernel
+	// (Name, Instance) by fork(): Fork.Instance names the copy, Workdir is
+	// its workspace, filled with a copy of the original's files.
+	OpKernelFork = "kernel_fork"
+	// OpKernelClose ends the interpreter of Kernel (Name, Instance) and
+	// removes Workdir when it is a fork's (under ForksDir).
+	OpKernelClose = "kernel_close"
 )
+
+// ErrNoKernel is a kernel_fork's error when the interpreter to fork does
+// not run.
+const ErrNoKernel = "no interpreter runs in the session to fork (it ran no code yet, or it ended)"
+
+// ForksDir is the directory, in a session's workspace, under which the
+// workspaces of its interpreter's forks live (one per fork instance).
+const ForksDir = ".mcr-forks"
+
+// KernelFork names the copy a kernel_fork request makes.
+type KernelFork struct {
+	Instance string `json:"instance"`
+}
 
 // Request is one job. A one-shot sandbox gets exactly one; a session's
 // sandbox gets many, one after another.
@@ -64,6 +84,8 @@ type Request struct {
 	MaxReadBytes int64 `json:"max_read_bytes,omitempty"`
 	// Kernel is the interpreter call of a kernel request.
 	Kernel *KernelCall `json:"kernel,omitempty"`
+	// Fork is what a kernel_fork request makes.
+	Fork *KernelFork `json:"fork,omitempty"`
 	// Entry names the language's entry-point convention (package entry):
 	// before the first stage the agent reads the code, Files[0], saves it
 	// under the name the convention gives, and puts what it found for
@@ -98,6 +120,9 @@ type KernelCall struct {
 	// TimeoutMs bounds the call; past it the interpreter is killed and the
 	// next call starts a fresh one.
 	TimeoutMs int64 `json:"timeout_ms"`
+	// Instance tells apart the interpreters of one language in a sandbox:
+	// "" is the session's own, others are its forks (OpKernelFork).
+	Instance string `json:"instance,omitempty"`
 }
 
 // ArtifactLimits bound the files sent back.

@@ -13,13 +13,50 @@ MARK = "\x00\x1eMCR-CELL-END\x1e\x00"
 ctl = os.fdopen(3, "r", encoding="utf-8")
 out = os.fdopen(4, "w", encoding="utf-8")
 cell_globals = {"__name__": "__main__", "__builtins__": __builtins__}
+workdir = os.getcwd()  # the session's workspace; a fork's is its own
+forks = []  # the process ids of this interpreter's forks, to be reaped
 
 
 def figure_path():
     n = 1
-    while os.path.exists("/workspace/figure-%d.png" % n):
+    while os.path.exists(os.path.join(workdir, "figure-%d.png" % n)):
         n += 1
-    return "/workspace/figure-%d.png" % n
+    return os.path.join(workdir, "figure-%d.png" % n)
+
+
+def fork(f):
+    """Copy this interpreter: the copy leaves the agent's pipes for the
+    FIFOs in f and works in f["dir"]; returns the copy's pid (0 in it)."""
+    global workdir
+    sys.stdout.flush()
+    sys.stderr.flush()
+    out.flush()
+    pid = os.fork()
+    if pid:
+        forks.append(pid)
+        return pid
+    try:
+        os.setsid()
+        fds = [os.open(f["ctl"], os.O_RDONLY), os.open(f["res"], os.O_WRONLY),
+               os.open(f["out"], os.O_WRONLY), os.open(f["err"], os.O_WRONLY)]
+        for fd, target in zip(fds, (3, 4, 1, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(f["dir"])
+    except BaseException:
+        os._exit(1)  # never go on reading the original's pipes
+    workdir = f["dir"]
+    del forks[:]
+    return 0
+
+
+def reap_forks():
+    for pid in forks[:]:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                forks.remove(pid)
+        except ChildProcessError:
+            forks.remove(pid)
 
 
 def save_figures():
@@ -50,6 +87,19 @@ def run(code):
 
 for line in ctl:
     msg = json.loads(line)
+    reap_forks()
+    if "fork" in msg:
+        try:
+            pid = fork(msg["fork"])
+        except OSError as e:
+            print("fork: %s" % e, file=sys.stderr)
+            out.write(json.dumps({"ok": False, "value": None, "exit_code": 1}) + "\n")
+            out.flush()
+            continue
+        if pid:
+            out.write(json.dumps({"ok": True, "value": str(pid), "exit_code": 0}) + "\n")
+            out.flush()
+        continue
     res = {"ok": True, "value": None, "exit_code": 0}
     try:
         res["value"] = run(msg["code"])
