@@ -90,7 +90,8 @@ for (const transport of ['stdio', 'http']) {
             const read = await client.readResource({ uri: 'mcr://languages' });
             assert.ok(JSON.parse(read.contents[0].text).languages.length >= 4);
             const c = await client.complete({ ref: { type: 'ref/prompt', name: 'solve_with_code' }, argument: { name: 'language', value: 'ba' } });
-            assert.deepEqual(c.completion.values, ['bash']);
+            assert.ok(c.completion.values.includes('bash'), JSON.stringify(c));
+            assert.ok(c.completion.values.every((v) => v.startsWith('ba')), JSON.stringify(c));
         });
 
         it('gets test_code', async () => {
