@@ -8,7 +8,7 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build cross image docker gvisor images images-all images-ml run serve-stdio test test-fast test-go test-e2e test-conformance test-engines fuzz bench lint clean \
+.PHONY: all build cross image docker gvisor images images-all images-ml checkpoint-tools run serve-stdio test test-fast test-go test-e2e test-conformance test-engines fuzz bench lint clean \
 	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s k8s-deploy-check
 
 all: build
@@ -63,6 +63,13 @@ images-all: build docker
 images-ml: build docker
 	$(BIN) images build python-ml
 
+# The checkpoint tools (Debian trixie's crun and criu) in
+# /var/lib/mcp-code-runner/checkpoint-tools: with them the crun backend
+# checkpoints paused sessions' sandboxes and restores them exactly (see
+# scripts/checkpoint-tools.sh and docs/OPERATORS.md). Root only.
+checkpoint-tools: build docker
+	BIN=$(BIN) bash scripts/checkpoint-tools.sh
+
 # Set up everything and serve Streamable HTTP on $(ADDR). Only the images of
 # the first languages (python, javascript, typescript, bash) are built before
 # serving, so that a fresh machine serves in minutes; the server builds the
@@ -94,7 +101,7 @@ serve-stdio: build
 # Every test: the fast tier, Go unit and Docker tests, then real MCP clients
 # end to end. The language tests cover every language, so every image but
 # python-ml is built first.
-test: images-all
+test: images-all checkpoint-tools
 	@rc=0; \
 	$(MAKE) test-fast || rc=1; \
 	$(MAKE) test-go || rc=1; \

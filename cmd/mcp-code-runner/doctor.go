@@ -81,7 +81,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	}
 	d.ok("configuration valid (%d languages, %d images)", len(reg.Languages()), len(reg.Images()))
 	d.store(cfg)
-	d.checkpoint(ctx)
+	d.checkpoint(cfg)
 
 	st, err := newStack(g)
 	if err != nil {

@@ -1,42 +1,26 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"os/exec"
-	"strings"
-	"time"
+	"os"
+	"runtime"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 )
 
-// checkpoint says whether the host could checkpoint and restore a
-// sandbox's memory (CRIU through crun). The server does not do it today:
-// fork_session rebuilds a session's state by replaying its cells, on every
-// host; the line tells an operator what this host would allow.
-func (d *doctor) checkpoint(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	var why []string
-	if out, err := exec.CommandContext(ctx, "crun", "--version").Output(); err != nil {
-		why = append(why, "crun is not installed")
-	} else if !strings.Contains(string(out), "+CRIU") {
-		why = append(why, "crun --version lacks +CRIU")
-	}
-	if _, err := exec.LookPath("criu"); err != nil {
-		why = append(why, "criu is not installed")
-	} else if out, err := exec.CommandContext(ctx, "criu", "check").CombinedOutput(); err != nil {
-		msg := strings.TrimSpace(string(out))
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-			msg = msg[i+1:]
-		}
-		var ee *exec.ExitError
-		if msg == "" || !errors.As(err, &ee) {
-			msg = err.Error()
-		}
-		why = append(why, "`criu check` fails: "+msg)
-	}
-	if len(why) > 0 {
-		d.info("checkpoint/restore of sessions is unavailable on this host (%s); fork_session rebuilds state by replaying cells", strings.Join(why, "; "))
+// checkpoint says whether paused sessions are checkpointed here (CRIU,
+// through the crun backend and the checkpoint tools), and what a pause
+// does when they are not.
+func (d *doctor) checkpoint(cfg config.Config) {
+	if why := crun.CheckCheckpointTools(cfg.Sessions.CheckpointTools); why != nil {
+		d.info("pause_session keeps a session's files and replays its cells on resume; checkpoints of its memory are unavailable: %v", why)
 		return
 	}
-	d.info("checkpoint/restore is possible on this host (crun +CRIU, criu check passes), but the server does not use it yet; fork_session replays cells")
+	onCrun := cfg.Backend == config.BackendCrun ||
+		(cfg.Backend == "" || cfg.Backend == config.BackendAuto) && crun.Refusal(cfg, runtime.GOOS, os.Geteuid(), os.Getenv("DOCKER_HOST")) == ""
+	if !onCrun {
+		d.info("the checkpoint tools work on this host, but sessions run on a backend other than crun here, which is not checkpointed: pause_session replays cells")
+		return
+	}
+	d.info("pause_session checkpoints a session's sandbox (CRIU: its processes' memory and its files) and restores it exactly on resume; sessions with network access, packages or secrets replay their cells")
 }

@@ -278,7 +278,7 @@ func newCrunBackend(cfg config.Config, log *slog.Logger) (*crun.Backend, error) 
 		_ = cli.Close()
 		return nil, err
 	}
-	backend, err := crun.New(cli, crun.Options{AgentPath: agent, Logger: log})
+	backend, err := crun.New(cli, crun.Options{AgentPath: agent, CheckpointTools: cfg.Sessions.CheckpointTools, Logger: log})
 	if err != nil {
 		_ = cli.Close()
 		return nil, err

@@ -23,6 +23,9 @@ func Main() error {
 	}
 	KillStragglers = os.Getuid() != 0
 	BecomeInit()
+	if err := reopenLog(os.Getenv(wire.LogEnv)); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+	}
 	// Before anything else runs here, so that everything inherits them.
 	if err := ApplyLimits(os.Getenv(wire.LimitsEnv)); err != nil {
 		return err
@@ -59,6 +62,25 @@ func Main() error {
 		return ServeReconnecting(socket, func() (io.ReadWriteCloser, error) { return dialUnix(path) }, grace)
 	}
 	return Serve(in, out)
+}
+
+// reopenLog makes the file at path (wire.LogEnv) the agent's standard
+// output and error; "" leaves them as they are.
+func reopenLog(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening its log: %w", err)
+	}
+	defer f.Close()
+	for _, fd := range []int{1, 2} {
+		if err := unix.Dup2(int(f.Fd()), fd); err != nil {
+			return fmt.Errorf("moving its output to its log: %w", err)
+		}
+	}
+	return nil
 }
 
 // reattachGrace reads [wire.ReattachEnv]; anything but a positive number of

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,13 +32,23 @@ const (
 // process, the sandbox's init (see sandbox.PeerIsInit).
 func ServeReconnecting(conn io.ReadWriteCloser, dial func() (io.ReadWriteCloser, error), grace time.Duration) error {
 	a := newServer()
+	a.reconnecting = true
 	defer a.closeKernels()
 	for {
 		_, err := a.serveConn(conn, conn, true)
+		if errors.Is(err, errCheckpoint) {
+			// The connection's reader is blocked in read(2) on it, which
+			// a close would wait for: a shutdown ends both at once.
+			shutdown(conn)
+		}
 		_ = conn.Close()
 		fmt.Fprintf(os.Stderr, "agent: the server's connection ended (%v); waiting up to %s for it to connect again\n", err, grace)
 		if conn, err = redial(dial, grace); err != nil {
 			return err
+		}
+		if a.checkpointed {
+			a.checkpointed = false
+			goOn()
 		}
 	}
 }

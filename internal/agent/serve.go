@@ -101,6 +101,9 @@ func (a *server) serveConn(in io.Reader, out io.Writer, endCancels bool) (served
 			return served, err
 		}
 		served++
+		if a.checkpointed {
+			return served, errCheckpoint
+		}
 		rr := <-following
 		f, err = rr.f, rr.err
 	}
@@ -122,6 +125,15 @@ type server struct {
 	mu      sync.Mutex
 	cancel  chan struct{} // closed to stop the request running now
 	kernels map[string]*kernel
+	// checkpointed says the connection ended for a checkpoint
+	// (checkpoint_linux.go): the next one lets the sandbox go on.
+	checkpointed bool
+	// checkpoints counts the checkpoints the agent was readied for: one
+	// after the first was restored.
+	checkpoints int
+	// reconnecting says the agent waits for its server when a connection
+	// ends (ServeReconnecting): only then can the sandbox be checkpointed.
+	reconnecting bool
 }
 
 func (a *server) cancelCurrent() {
@@ -169,6 +181,8 @@ func (a *server) handle(req wire.Request, cancel <-chan struct{}) error {
 		return a.forkKernel(req)
 	case wire.OpKernelClose:
 		return a.closeKernel(req)
+	case wire.OpCheckpoint:
+		return a.readyForCheckpoint()
 	default:
 		return a.w.json(wire.KindDone, 0, wire.Done{Error: fmt.Sprintf("unknown operation %q", req.Op)})
 	}

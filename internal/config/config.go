@@ -435,8 +435,16 @@ type Sessions struct {
 	ReplayMaxBytes int `json:"replay_max_bytes"`
 	// IdlePauseSeconds pauses a session unused this long (0: never): its
 	// workspace is kept on disk and its sandbox removed; the next call
-	// resumes it by replaying its cells.
+	// resumes it by replaying its cells, or, where its sandbox was
+	// checkpointed (CheckpointTools), by restoring it.
 	IdlePauseSeconds int `json:"idle_pause_seconds"`
+	// CheckpointTools is the directory of the crun and criu (Debian
+	// trixie's, scripts/checkpoint-tools.sh) with which the crun backend
+	// checkpoints a paused session's sandbox, its processes' memory and
+	// its files, and restores it on its next call; "" is
+	// /var/lib/mcp-code-runner/checkpoint-tools, "off" never checkpoints.
+	// Without working tools a pause keeps the files and replays the cells.
+	CheckpointTools string `json:"checkpoint_tools"`
 	// Spares keeps, per session language ("python=1" entries; languages
 	// with a kernel), sandboxes made ahead with the interpreter started,
 	// for sessions without network, packages or secrets: create_session,

@@ -120,6 +120,21 @@ type Reattacher interface {
 	Remove(ctx context.Context, ref Ref)
 }
 
+// Checkpointer is a Backend that can write a session's sandbox, the memory
+// of its processes and its files, to a directory and bring it back later,
+// in this server or the next (CRIU).
+type Checkpointer interface {
+	// CheckpointSupport says whether checkpoints work here, or why not.
+	CheckpointSupport() error
+	// Checkpoint writes sb, a sandbox made from a template with a
+	// ReattachGrace and without Egress, to dir and removes it. After an
+	// error sb is of no use and the caller closes it.
+	Checkpoint(ctx context.Context, sb Sandbox, dir string) error
+	// Restore brings back the sandbox checkpointed to dir, as a sandbox of
+	// t: the same processes, memory and files, t's image, mounts and life.
+	Restore(ctx context.Context, t Template, dir string) (Sandbox, error)
+}
+
 // Egress serves one sandbox's connections to the outside (egress.Proxy).
 type Egress interface {
 	// Serve accepts connections on ln until ln is closed.

@@ -45,7 +45,7 @@ type manifest struct {
 // PauseResult is pause_session's result.
 type PauseResult struct {
 	SessionID  string `json:"session_id" jsonschema:"the session, now paused: its sandbox is removed, its files kept; the next call to it resumes it"`
-	Mode       string `json:"mode" jsonschema:"how its next call brings the state back: replayed (its cells run again in order in a new sandbox)"`
+	Mode       string `json:"mode" jsonschema:"how its next call brings the state back: restored (its sandbox was checkpointed, the memory of its processes and its files, and is restored exactly) or replayed (its cells run again in order in a new sandbox)"`
 	FilesKept  int    `json:"files_kept" jsonschema:"workspace files kept"`
 	CellsToRun int    `json:"cells_to_replay" jsonschema:"cells the resume will run again"`
 	DurationMs int64  `json:"duration_ms" jsonschema:"how long pausing took"`
@@ -145,13 +145,22 @@ func (m *Manager) pause(ctx context.Context, s *session) (PauseResult, error) {
 	s.sb, s.paused, s.archiveSum, s.reattach, s.ref = pausedSandbox{}, true, sum, false, sandbox.Ref{}
 	s.extras = &extras{tier: x.tier, specs: x.specs, installed: x.installed, secrets: x.secrets}
 	s.mu.Unlock()
-	// A sandbox shared with forks made in place stays theirs: the paused
-	// session gives up its interpreter and its part alone.
-	closeSandbox(old, x)
+	mode := ModeReplayed
+	if m.checkpoint(ctx, s.id, old, x) {
+		mode = ModeRestored
+		x.close()
+	} else {
+		// A sandbox shared with forks made in place stays theirs: the
+		// paused session gives up its interpreter and its part alone.
+		closeSandbox(old, x)
+	}
+	s.mu.Lock()
+	s.checkpointed = mode == ModeRestored
+	s.mu.Unlock()
 	if err := m.put(ctx, s); err != nil {
 		m.log.Warn("a paused session's record was not written to the state store", "session", s.id, "err", err)
 	}
-	return PauseResult{SessionID: s.id, Mode: ModeReplayed, FilesKept: len(snap.files), CellsToRun: len(snap.cells),
+	return PauseResult{SessionID: s.id, Mode: mode, FilesKept: len(snap.files), CellsToRun: len(snap.cells),
 		DurationMs: time.Since(start).Milliseconds()}, nil
 }
 
@@ -260,8 +269,13 @@ func (m *Manager) resume(ctx context.Context, s *session) error {
 	}
 	defer m.unreserve(s.owner)
 	s.mu.Lock()
-	sum, r, lost := s.archiveSum, s.replay, s.lost
+	sum, r, lost, checkpointed := s.archiveSum, s.replay, s.lost, s.checkpointed
 	s.mu.Unlock()
+	if checkpointed {
+		if m.restore(ctx, s, start) {
+			return nil
+		}
+	}
 	var files []wire.File
 	path, err := m.archivePath(s.id)
 	if lost == "" { // a lost sandbox left no archive: the cells alone rebuild it
@@ -309,8 +323,10 @@ func (m *Manager) resume(ctx context.Context, s *session) error {
 	return nil
 }
 
-// removeArchive removes an ended session's kept files, if any.
+// removeArchive removes an ended session's kept files and checkpoint, if
+// any.
 func (m *Manager) removeArchive(id string) {
+	m.removeCheckpoint(id)
 	if path, err := m.archivePath(id); err == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			m.log.Warn("a closed session's kept files were not removed", "session", id, "err", err)

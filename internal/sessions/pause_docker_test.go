@@ -21,10 +21,13 @@ import (
 )
 
 // pauseManager is a manager whose data directory (where paused sessions'
-// files are kept) is the test's own.
+// files are kept) is the test's own, and whose pauses replay: the mode of
+// every host; checkpoint_docker_test.go tests the checkpoints of the hosts
+// that can.
 func pauseManager(t *testing.T, cfg config.Config) (*sessions.Manager, string, func()) {
 	t.Helper()
 	cfg.DataDir = t.TempDir()
+	cfg.Sessions.CheckpointTools = "off"
 	e, b := testbackend.Engine(t, &cfg)
 	testutil.RequireImage(t, b, languages.Builtin(), "python")
 	m := sessions.NewManager(e)

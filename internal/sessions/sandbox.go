@@ -87,16 +87,31 @@ func (m *Manager) start(ctx context.Context, owner string, lang languages.Langua
 // startNew starts a new sandbox for start, or for a spare (spares.go),
 // which lives ahead longer than a session's life.
 func (m *Manager) startNew(ctx context.Context, owner string, lang languages.Language, opts Options, idle, ahead time.Duration) (sandbox.Sandbox, *extras, error) {
-	tier, err := m.eng.CheckNetwork(opts.Network)
+	t, x, err := m.template(ctx, owner, lang, opts, idle, ahead)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := m.eng.CheckPackages(lang, opts.Packages); err != nil {
+	sb, err := m.eng.NewSandbox(ctx, lang, t)
+	if err != nil {
+		x.close()
 		return nil, nil, err
+	}
+	return sb, x, nil
+}
+
+// template is the template of a session's sandbox for owner, with its
+// network, packages and secrets, which it makes (and the caller closes).
+func (m *Manager) template(ctx context.Context, owner string, lang languages.Language, opts Options, idle, ahead time.Duration) (sandbox.Template, *extras, error) {
+	tier, err := m.eng.CheckNetwork(opts.Network)
+	if err != nil {
+		return sandbox.Template{}, nil, err
+	}
+	if err := m.eng.CheckPackages(lang, opts.Packages); err != nil {
+		return sandbox.Template{}, nil, err
 	}
 	secrets, err := m.eng.CheckSecretsOf(owner, opts.Secrets, tier, lang)
 	if err != nil {
-		return nil, nil, err
+		return sandbox.Template{}, nil, err
 	}
 	x := &extras{tier: tier, secrets: engine.SecretNames(secrets)}
 	ok := false
@@ -116,21 +131,17 @@ func (m *Manager) startNew(ctx context.Context, owner string, lang languages.Lan
 	}
 	if lang.Packages != "" && egress.Rank(m.eng.Config().Network.MaxTier) >= egress.Rank(egress.TierPackages) {
 		if err := m.packagesDir(x, lang); err != nil {
-			return nil, nil, err
+			return sandbox.Template{}, nil, err
 		}
 		t.Mounts = append(t.Mounts, sandbox.Mount{Source: x.dir, Target: engine.PackagesPath})
 		if len(opts.Packages) > 0 {
 			if _, err := m.install(ctx, lang, x, opts.Packages, "session"); err != nil {
-				return nil, nil, err
+				return sandbox.Template{}, nil, err
 			}
 		}
 	}
-	sb, err := m.eng.NewSandbox(ctx, lang, t)
-	if err != nil {
-		return nil, nil, err
-	}
 	ok = true
-	return sb, x, nil
+	return t, x, nil
 }
 
 // packagesDir makes the session's own packages directory in the package

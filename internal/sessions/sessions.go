@@ -85,7 +85,11 @@ type session struct {
 	// is reported by the next run's result (all guarded by mu).
 	paused     bool
 	archiveSum string
-	resumed    *engine.Resumed
+	// checkpointed, for a paused session, says its sandbox was
+	// checkpointed (checkpoint.go): its resume restores it, and replays
+	// only when the restore fails.
+	checkpointed bool
+	resumed      *engine.Resumed
 	// lost, for a paused session, says it has no archive: its sandbox did
 	// not survive its server's restart (lost says why), and its resume
 	// replays its cells alone.

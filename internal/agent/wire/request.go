@@ -45,6 +45,12 @@ const (
 	// OpKernelClose ends the interpreter of Kernel (Name, Instance) and
 	// removes Workdir when it is a fork's (under ForksDir).
 	OpKernelClose = "kernel_close"
+	// OpCheckpoint readies the sandbox for a checkpoint by the server
+	// (CRIU): the agent stops every other process in it, answers, and
+	// ends the connection, which CRIU could not keep; it dials the server
+	// again as after a restart, and on its next connection, in the
+	// restored sandbox or in this one, lets the processes go on.
+	OpCheckpoint = "checkpoint"
 )
 
 // ErrNoKernel is a kernel_fork's error when the interpreter to fork does

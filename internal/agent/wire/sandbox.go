@@ -38,6 +38,13 @@ const SocketEnv = "MCR_SOCKET"
 // serves its standard streams, the end of the connection ends the sandbox.
 const ReattachEnv = "MCR_REATTACH_MS"
 
+// LogEnv is the agent's environment variable naming a file, in the
+// sandbox, that takes its standard output and error: the agent opens it
+// itself and puts it in their place before anything else, so that a
+// checkpoint of the sandbox finds the log open by a path the sandbox has
+// (the server's crun backend, for a session's sandbox).
+const LogEnv = "MCR_AGENT_LOG"
+
 // PrestartEnv is the agent's environment variable that carries a Prestart as
 // JSON. Like every MCR_ variable it is not passed on to the stages.
 const PrestartEnv = "MCR_PRESTART"

@@ -71,7 +71,14 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 			return nil, err
 		}
 		s.AgentSocketDir = agentDir(id)
+		// A session's sandbox without network access can be checkpointed
+		// where the tools work (checkpoint.go).
+		s.UserNamespace = t.Egress == nil && b.CheckpointSupport() == nil
+		if s.UserNamespace && !b.cgroupV2 {
+			s.CgroupControllers = cgroupControllers()
+		}
 		s.AgentSocketEnv = []string{wire.SocketEnv + "=" + agentSocketMount + "/" + agentSocketName,
+			wire.LogEnv + "=" + agentLogMount + "/" + agentLog,
 			fmt.Sprintf("%s=%d", wire.ReattachEnv, t.ReattachGrace.Milliseconds())}
 	}
 	fail := func(err error) (sandbox.Sandbox, error) {
@@ -109,7 +116,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if err != nil {
 		return fail(err)
 	}
-	l.egress = egress
+	l.egress, l.image, l.userns = egress, t.Image, s.UserNamespace
 	if compiled == "" {
 		b.keepSeccomp(id)
 	}
@@ -304,6 +311,8 @@ type link struct {
 	diag    agentconn.Diagnostics
 	ended   chan struct{}         // closed when the agent's standard output ends, or (conn) its process
 	egress  *sandbox.EgressSocket // nil without network access
+	image   string                // the image it runs, which a restore needs
+	userns  bool                  // it has a user namespace: it can be checkpointed
 }
 
 func (l *link) Ended() <-chan struct{} { return l.ended }

@@ -58,6 +58,8 @@ type Backend struct {
 	keep func(context.Context) ([]sandbox.Ref, error)
 	// adoptedIDs are the sandboxes of other servers this one re-attached to.
 	adoptedIDs sync.Map
+	// tools are the crun and criu of checkpoints.
+	tools checkpointTools
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -100,6 +102,10 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 	seq := backendSeq
 	backendSeqMu.Unlock()
 	b := &Backend{cli: cli, opts: opts, crun: path, owner: owner, log: log}
+	b.tools.dir = opts.CheckpointTools
+	if b.tools.dir == "" {
+		b.tools.dir = DefaultCheckpointTools
+	}
 	b.roots = newImageRoots(filepath.Join(opts.StateDir, "rootfs", owner.NameFields()+"-"+strconv.Itoa(seq)))
 	_, err = os.Stat("/sys/fs/cgroup/cgroup.controllers")
 	b.cgroupV2 = err == nil

@@ -24,6 +24,10 @@ type Options struct {
 	// StateDir is where bundles, image roots and crun's state live;
 	// "" is DefaultStateDir.
 	StateDir string
+	// CheckpointTools is the directory of the crun and criu that checkpoint
+	// and restore sessions' sandboxes (checkpoint.go); "" is
+	// DefaultCheckpointTools, CheckpointToolsOff turns checkpoints off.
+	CheckpointTools string
 	// Logger receives the backend's logs.
 	Logger *slog.Logger
 }

@@ -42,3 +42,10 @@ func (b *Backend) Architecture(context.Context) string      { return "" }
 func (b *Backend) Sweep(context.Context) (int, error)       { return 0, nil }
 func (b *Backend) RemoveOwn(context.Context) (int, error)   { return 0, nil }
 func (b *Backend) Close() error                             { return nil }
+
+// DefaultCheckpointTools is where scripts/checkpoint-tools.sh installs the
+// checkpoint tools.
+const DefaultCheckpointTools = "/var/lib/mcp-code-runner/checkpoint-tools"
+
+// CheckCheckpointTools fails: checkpoints are the crun backend's, on Linux.
+func CheckCheckpointTools(string) error { return unavailable() }

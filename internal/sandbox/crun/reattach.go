@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
 )
@@ -55,9 +57,26 @@ const agentSocketMount = "/run/mcp-code-runner"
 // agentSocketName is the socket's name in its directory.
 const agentSocketName = "agent.sock"
 
-// agentLog is the file in a sandbox's bundle that takes its agent's
-// standard output and error when the agent serves a socket.
+// agentLog is the file that takes a sandbox's agent's standard output and
+// error when the agent serves a socket. It lives in agentLogDir, not in
+// the bundle, because a checkpoint (checkpoint.go) keeps only the open
+// files that its sandbox names by a path of its own: the directory is
+// bound into the sandbox at agentLogMount (root's, 0711: nothing there is
+// listed) and the agent opens the log itself (wire.LogEnv), so a restored
+// agent gets it back by that path. The log is the sandbox user's, as the
+// agent is: anything in the sandbox could write to the agent's output
+// already.
 const agentLog = "agent.log"
+
+// agentLogMount is where a sandbox sees its agent log's directory.
+const agentLogMount = agentSocketMount + "/log"
+
+// agentLogDir is the directory of sandbox id's agent log, inside its
+// socket directory (whose mount holds the mountpoint).
+func agentLogDir(id string) string { return filepath.Join(agentDir(id), "log") }
+
+// agentLogPath is sandbox id's agent log.
+func agentLogPath(id string) string { return filepath.Join(agentLogDir(id), agentLog) }
 
 // ownerFile, in a sandbox's bundle, names the server that re-attached to
 // it (Owner.NameFields): the sweep judges the sandbox by that server, not
@@ -87,6 +106,9 @@ func listenForAgent(id string) (*net.UnixListener, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("crun sandbox agent socket directory: %w", err)
 	}
+	if err := os.Mkdir(filepath.Join(dir, "log"), 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("crun sandbox agent log directory: %w", err)
+	}
 	return listenIn(dir)
 }
 
@@ -111,8 +133,11 @@ func listenIn(dir string) (*net.UnixListener, error) {
 // streams on /dev/null and its log, and waits for the agent's connection
 // on ln, which it then closes.
 func (b *Backend) startReattachable(ctx context.Context, id, bundle string, ln *net.UnixListener) (*link, error) {
-	logPath := filepath.Join(bundle, agentLog)
+	logPath := agentLogPath(id)
 	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err == nil {
+		err = out.Chown(wire.SandboxUID, wire.SandboxGID) // the agent opens it again (wire.LogEnv)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("crun sandbox agent log: %w", err)
 	}
@@ -350,7 +375,7 @@ func (b *Backend) Reattach(ctx context.Context, ref sandbox.Ref) (sandbox.Sandbo
 		_ = proc.Release()
 		return nil, err
 	}
-	l.logPath = filepath.Join(bundle, agentLog)
+	l.logPath = agentLogPath(ref.ID)
 	if err := b.adopt(ref.ID); err != nil {
 		_ = l.conn.Close()
 		_ = proc.Release()

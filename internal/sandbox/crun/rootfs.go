@@ -24,8 +24,12 @@ import (
 // Every sandbox mounts it read-only; what a sandbox writes goes to its own
 // tmpfs mounts.
 type imageRoot struct {
-	dir string   // the overlay's mount point
-	env []string // the image's environment
+	dir string // the overlay's mount point
+	// readOnly is a read-only bind mount of dir: the root of a restored
+	// sandbox, which crun does not make read-only itself (a bind mount
+	// keeps its source's read-only flag).
+	readOnly string
+	env      []string // the image's environment
 }
 
 // imageRoots are a backend's mounted image roots, by image ID, under one
@@ -65,8 +69,8 @@ func (r *imageRoots) get(id string, layers []string, env []string) (*imageRoot, 
 		name = name[:16]
 	}
 	base := filepath.Join(r.dir, name)
-	upper, work, merged := base+"/upper", base+"/work", base+"/root"
-	for _, d := range []string{upper, work, merged} {
+	upper, work, merged, readOnly := base+"/upper", base+"/work", base+"/root", base+"/ro"
+	for _, d := range []string{upper, work, merged, readOnly} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("image root for %s: %w", id, err)
 		}
@@ -86,8 +90,10 @@ func (r *imageRoots) get(id string, layers []string, env []string) (*imageRoot, 
 	// A root left mounted here (a process of the same PID and start
 	// cannot exist, but a test may reuse a state directory) goes first: a
 	// mount stacked on it would hide it from every later unmount.
-	if err := unmountAll(merged); err != nil {
-		return nil, fmt.Errorf("image root for %s: %w", id, err)
+	for _, m := range []string{readOnly, merged} {
+		if err := unmountAll(m); err != nil {
+			return nil, fmt.Errorf("image root for %s: %w", id, err)
+		}
 	}
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(layers, ":"), upper, work)
 	if len(opts) >= os.Getpagesize() {
@@ -96,7 +102,16 @@ func (r *imageRoots) get(id string, layers []string, env []string) (*imageRoot, 
 	if err := unix.Mount("overlay", merged, "overlay", 0, opts); err != nil {
 		return nil, fmt.Errorf("mounting the root of image %s: %w (the crun backend needs root and overlayfs)", id, err)
 	}
-	root := &imageRoot{dir: merged, env: env}
+	err := unix.Mount(merged, readOnly, "", unix.MS_BIND, "")
+	if err == nil {
+		err = unix.Mount("", readOnly, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+	}
+	if err != nil {
+		_ = unix.Unmount(readOnly, unix.MNT_DETACH)
+		_ = unix.Unmount(merged, unix.MNT_DETACH)
+		return nil, fmt.Errorf("the read-only view of image %s's root: %w", id, err)
+	}
+	root := &imageRoot{dir: merged, readOnly: readOnly, env: env}
 	r.byID[id] = root
 	return root, nil
 }
@@ -132,8 +147,10 @@ func (r *imageRoots) close() error {
 func removeRoots(dir string) error {
 	images, _ := os.ReadDir(dir)
 	for _, img := range images {
-		if err := unmountAll(filepath.Join(dir, img.Name(), "root")); err != nil {
-			return err
+		for _, m := range []string{"ro", "root"} {
+			if err := unmountAll(filepath.Join(dir, img.Name(), m)); err != nil {
+				return err
+			}
 		}
 	}
 	return os.RemoveAll(dir)

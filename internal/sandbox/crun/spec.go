@@ -4,6 +4,8 @@ package crun
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/moby/profiles/seccomp"
@@ -72,6 +74,15 @@ type sandboxSpec struct {
 	// the socket and its grace. "" and nil for any other sandbox.
 	AgentSocketDir string
 	AgentSocketEnv []string
+	// UserNamespace puts the sandbox in a user namespace of its own, IDs
+	// mapped as they are (checkpoint.go says why).
+	UserNamespace bool
+	// CgroupControllers, for a sandbox with a UserNamespace on cgroup v1,
+	// are the controllers' directories under /sys/fs/cgroup: the sandbox
+	// sees its own cgroup's directory in each through a bind mount, which
+	// a restore keeps (CRIU would mount its own cgroup there instead).
+	// Empty on cgroup v2, where the one hierarchy is bound.
+	CgroupControllers []string
 }
 
 // Spec returns the hardened OCI configuration of a sandbox for t: the
@@ -113,7 +124,9 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 	}
 	if s.AgentSocketDir != "" {
 		mounts = append(mounts, specs.Mount{Destination: agentSocketMount, Type: "bind", Source: s.AgentSocketDir,
-			Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+			Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}},
+			specs.Mount{Destination: agentLogMount, Type: "bind", Source: filepath.Join(s.AgentSocketDir, "log"),
+				Options: []string{"bind", "rw", "nosuid", "nodev", "noexec"}})
 		env = append(env, s.AgentSocketEnv...)
 	}
 	for _, m := range t.Mounts {
@@ -163,6 +176,33 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 			ReadonlyPaths: readonlyPaths,
 		},
 	}
+	if s.UserNamespace {
+		// No cgroup namespace: CRIU restores one rooted at its own cgroup,
+		// not the sandbox's, so the sandbox would read another cgroup's
+		// counters (its OOM kills). Without it the sandbox's cgroup mounts
+		// are its own cgroup's directories, which a restore keeps.
+		spec.Linux.Namespaces = slices.DeleteFunc(spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.CgroupNamespace })
+		spec.Mounts = slices.DeleteFunc(spec.Mounts, func(m specs.Mount) bool { return m.Type == "cgroup" })
+		own := []string{"bind", "ro", "nosuid", "nodev", "noexec"}
+		if len(s.CgroupControllers) == 0 {
+			spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "bind",
+				Source: filepath.Join("/sys/fs/cgroup", cgroupParent, s.ID), Options: own})
+		} else {
+			spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "tmpfs", Source: "cgroup",
+				Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=1024k"}})
+			for _, c := range s.CgroupControllers {
+				spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/sys/fs/cgroup/" + c, Type: "bind",
+					Source: filepath.Join("/sys/fs/cgroup", c, cgroupParent, s.ID), Options: own})
+			}
+		}
+		spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+		spec.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: identityMapSize}}
+		spec.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: identityMapSize}}
+		for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+			spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/dev/" + d, Type: "bind", Source: "/dev/" + d,
+				Options: []string{"bind", "nosuid", "noexec"}})
+		}
+	}
 	sc, err := seccomp.GetDefaultProfile(spec)
 	if err != nil {
 		return nil, fmt.Errorf("the seccomp profile (Docker's default): %w", err)
@@ -170,6 +210,11 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 	spec.Linux.Seccomp = sc
 	return spec, nil
 }
+
+// identityMapSize is how many user and group IDs a sandbox's own user
+// namespace maps to themselves: every ID an image's files or the sandbox's
+// user have.
+const identityMapSize = 65536
 
 // mergeEnv is base with every entry of over set (over wins for a name), in
 // base's order and then over's new names, as Docker merges an image's

@@ -71,8 +71,15 @@ func resolve() (name, refusal string) {
 // removed after it; it fails the test where crun cannot serve.
 func Crun(t testing.TB) (*crun.Backend, string) {
 	t.Helper()
+	return crunWith(t, "")
+}
+
+// crunWith is Crun with the checkpoint tools of tools (config
+// sessions.checkpoint_tools).
+func crunWith(t testing.TB, tools string) (*crun.Backend, string) {
+	t.Helper()
 	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
-	b, err := crun.New(testutil.RequireDocker(t), crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
+	b, err := crun.New(testutil.RequireDocker(t), crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state, CheckpointTools: tools})
 	if err == nil {
 		err = b.Check(context.Background())
 	}
@@ -113,7 +120,7 @@ func Engine(t testing.TB, cfg *config.Config, opts ...engine.Option) (*engine.En
 	db := testutil.Backend(t)
 	var sb sandbox.Backend = db
 	if RequireName(t) == config.BackendCrun {
-		sb = Sandboxes(t)
+		sb, _ = crunWith(t, c.Sessions.CheckpointTools)
 	}
 	reg := languages.Builtin()
 	opts = append([]engine.Option{engine.WithRuntimeVersions(images.NewLocalVersions(db.Client(), reg))}, opts...)

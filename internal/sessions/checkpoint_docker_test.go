@@ -1,0 +1,165 @@
+//go:build !fast
+
+package sessions_test
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
+)
+
+// checkpointManager is pauseManager on a backend that checkpoints: the
+// crun backend with the checkpoint tools (scripts/checkpoint-tools.sh),
+// which CI installs, so there a missing tool fails the test.
+func checkpointManager(t *testing.T) (*sessions.Manager, string) {
+	t.Helper()
+	if !testbackend.OnCrun() {
+		t.Skipf("checkpoints are the crun backend's; %s=%s", testbackend.Env, testbackend.Name())
+	}
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	e, b := testbackend.Engine(t, &cfg)
+	testutil.RequireImage(t, b, languages.Builtin(), "python")
+	// The manager's warnings say why a checkpoint or restore fell back.
+	m := sessions.NewManager(e, sessions.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	t.Cleanup(func() {
+		m.Shutdown()
+		testutil.NoLeftovers(t, b.Client())
+	})
+	c, ok := e.Backend().(sandbox.Checkpointer)
+	if !ok {
+		t.Fatalf("the crun backend is not a Checkpointer")
+	}
+	if err := c.CheckpointSupport(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true: checkpoints must work here: %v", err)
+		}
+		t.Skipf("no checkpoints on this host: %v", err)
+	}
+	return m, cfg.DataDir
+}
+
+// testWriter writes to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func TestAPausedSessionIsCheckpointedAndRestoredWithItsMemoryExactly(t *testing.T) {
+	m, dir := checkpointManager(t)
+	ctx := context.Background()
+	id := create(t, m, "python", 0)
+	// A random number cannot be replayed: only a restore brings it back.
+	r := run(t, m, id, "import random\nx = [i for i in range(10**6)]\nsecret = random.random()\nsecret")
+	secret := r.Value
+	if err := m.WriteFiles(ctx, id, []engine.InputFile{{Path: "data/notes.txt", Content: "before the pause"}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Pause(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode != sessions.ModeRestored || p.FilesKept != 1 {
+		t.Fatalf("pause result %+v", p)
+	}
+	if m.SandboxOf(id) != "" {
+		t.Errorf("a paused session still names a sandbox: %s", m.SandboxOf(id))
+	}
+	// The checkpoint is the sandbox's memory: the server's alone.
+	checkpoint := filepath.Join(dir, "checkpoints", id)
+	files := 0
+	err = filepath.WalkDir(checkpoint, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		} else {
+			files++
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s is %v, want %v", path, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil || files < 5 {
+		t.Fatalf("the checkpoint under %s: %d files, %v", checkpoint, files, err)
+	}
+	r = run(t, m, id, "len(x), secret, open('data/notes.txt').read()")
+	want := "(1000000, " + secret + ", 'before the pause')"
+	if r.Value != want || r.Resumed == nil || r.Resumed.Mode != sessions.ModeRestored || r.Resumed.CellsReplayed != 0 {
+		t.Fatalf("the call after the pause: value %q (want %q), resumed %+v, stderr %q", r.Value, want, r.Resumed, r.Stderr)
+	}
+	if _, err := os.Stat(checkpoint); !os.IsNotExist(err) {
+		t.Errorf("the checkpoint outlives the restore: %v", err)
+	}
+	// A restored sandbox is paused and restored again like any other.
+	if p, err := m.Pause(ctx, id); err != nil || p.Mode != sessions.ModeRestored {
+		t.Fatalf("the second pause: %+v, %v", p, err)
+	}
+	if r := run(t, m, id, "x.append(1)\nlen(x), secret"); r.Value != "(1000001, "+secret+")" || r.Resumed == nil {
+		t.Fatalf("the call after the second pause: %+v", r)
+	}
+	if _, err := m.Close(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The hostile checks of the containment battery, on a sandbox that a
+// restore made: every control holds as it did before the checkpoint.
+func TestARestoredSandboxKeepsEveryLimitAndHardeningControl(t *testing.T) {
+	m, _ := checkpointManager(t)
+	ctx := context.Background()
+	id := create(t, m, "python", 0)
+	run(t, m, id, "import os, socket, subprocess")
+	if p, err := m.Pause(ctx, id); err != nil || p.Mode != sessions.ModeRestored {
+		t.Fatalf("pause: %+v, %v", p, err)
+	}
+	checks := []struct{ name, code, want string }{
+		{"the sandbox's user, not root", "os.getuid(), os.getgid()", "(10001, 10001)"},
+		{"no capability at all", "[l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapEff', 'CapPrm', 'CapBnd', 'CapAmb'))]",
+			"['0000000000000000', '0000000000000000', '0000000000000000', '0000000000000000']"},
+		{"no new privileges and a seccomp filter", "[l.split()[1] for l in open('/proc/self/status') if l.startswith(('NoNewPrivs', 'Seccomp:'))]", "['1', '2']"},
+		{"a read-only root", "bool(os.statvfs('/').f_flag & os.ST_RDONLY), bool(os.statvfs('/workspace').f_flag & os.ST_RDONLY)", "(True, False)"},
+		{"no privileged operation: mount", "subprocess.run(['mount', '-t', 'tmpfs', 'x', '/tmp'], capture_output=True).returncode != 0", "True"},
+		{"no network but loopback", "sorted(os.listdir('/sys/class/net'))", "['lo']"},
+		{"no server file", "os.path.exists('/work') or os.path.exists('/var/lib/docker') or os.path.exists('/root/.ssh')", "False"},
+		{"the pids limit", "\nprocs = []\ntry:\n    for _ in range(1000):\n        procs.append(subprocess.Popen(['sleep', '30']))\n    r = 'no limit'\nexcept OSError as e:\n    r = 'limited'\nfor p in procs:\n    p.kill()\nr", "'limited'"},
+	}
+	if r := run(t, m, id, "1"); r.Resumed == nil || r.Resumed.Mode != sessions.ModeRestored {
+		t.Fatalf("the first call after the pause: %+v", r.Resumed)
+	}
+	for _, c := range checks {
+		r := run(t, m, id, c.code)
+		if r.Value != c.want {
+			t.Errorf("%s: %q gives %q (stderr %q), want %q", c.name, c.code, r.Value, r.Stderr, c.want)
+		}
+	}
+	// The memory limit still ends a program that goes past it.
+	r, err := m.Run(ctx, engine.Request{SessionID: id, Code: "b = bytearray(2 << 30)\nb[::4096] = b'x' * len(b[::4096])"}, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "oom_killed" && !strings.Contains(r.Stderr, "MemoryError") {
+		t.Errorf("2 GiB in a restored sandbox: %+v", r)
+	}
+}
