@@ -82,12 +82,15 @@ type Result struct {
 // Resumed says how a session without a sandbox (paused, or whose sandbox
 // did not survive its server's restart) was brought back before a call.
 type Resumed struct {
-	Mode          string `json:"mode" jsonschema:"how the interpreter state came back: restored (the sandbox's checkpoint, its processes' memory and files exactly, brought back with CRIU) or replayed (the session's cells run again in order in a new sandbox)"`
-	Cause         string `json:"cause" jsonschema:"why the session had no sandbox: paused (pause_session, or idle), or restart (its sandbox did not survive a restart of the server)"`
-	Lost          string `json:"lost,omitempty" jsonschema:"after a restart: what the replay could not bring back (workspace files that no cell wrote, and why the sandbox was not kept)"`
-	CellsReplayed int    `json:"cells_replayed" jsonschema:"cells run again"`
-	FilesRestored int    `json:"files_restored" jsonschema:"workspace files restored"`
-	DurationMs    int64  `json:"duration_ms" jsonschema:"how long resuming took, before the call itself ran"`
+	Mode  string `json:"mode" jsonschema:"how the interpreter state came back: restored (the sandbox's checkpoint, its processes' memory and files exactly, brought back with CRIU) or replayed (the session's cells run again in order in a new sandbox)"`
+	Cause string `json:"cause" jsonschema:"why the session had no sandbox: paused (pause_session, or idle), or restart (its sandbox did not survive a restart of the server)"`
+	Lost  string `json:"lost,omitempty" jsonschema:"after a restart: what the replay could not bring back (workspace files that no cell wrote, and why the sandbox was not kept)"`
+	// CheckpointRefused says why a paused session's checkpoint was not
+	// restored: its state was replayed instead.
+	CheckpointRefused string `json:"checkpoint_refused,omitempty" jsonschema:"why the session's checkpoint was not restored (corrupted, not this session's, or not restorable on this server); its state was replayed instead"`
+	CellsReplayed     int    `json:"cells_replayed" jsonschema:"cells run again"`
+	FilesRestored     int    `json:"files_restored" jsonschema:"workspace files restored"`
+	DurationMs        int64  `json:"duration_ms" jsonschema:"how long resuming took, before the call itself ran"`
 }
 
 // Resumed.Cause values.

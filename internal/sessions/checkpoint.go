@@ -2,6 +2,13 @@ package sessions
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -50,59 +57,149 @@ func (m *Manager) checkpointer() (sandbox.Checkpointer, bool) {
 	return c, true
 }
 
-// checkpoint checkpoints sb, session id's sandbox, and says whether it
-// did; sb is gone then. It does not for a sandbox shared with forks made
-// in place, or with network access, packages or secrets (outside the
+// checkpointManifest is the file a checkpoint starts with, as an archive
+// does (manifestName): whose sandbox it is.
+const checkpointManifest = "session.json"
+
+// checkpoint checkpoints sb, session s's sandbox, and returns the
+// checkpoint's SHA-256, which its record keeps, or "" when it did not; sb
+// is gone when it did. It does not for a sandbox shared with forks made in
+// place, or with network access, packages or secrets (outside the
 // sandbox: a proxy and a packages directory), nor where the backend
 // cannot; sb is then left for the caller to close.
-func (m *Manager) checkpoint(ctx context.Context, id string, sb sandbox.Sandbox, x *extras) bool {
+func (m *Manager) checkpoint(ctx context.Context, s *session, sb sandbox.Sandbox, x *extras) string {
 	c, ok := m.checkpointer()
 	if !ok {
-		return false
+		return ""
 	}
 	x.mu.Lock()
 	withPackages := len(x.specs) > 0
 	x.mu.Unlock()
 	if _, shared := sb.(*sharedSandbox); shared || x.proxy != nil || withPackages || len(x.secrets) > 0 {
-		return false
+		return ""
 	}
-	dir, err := m.checkpointPath(id)
+	dir, err := m.checkpointPath(s.id)
 	if err == nil {
 		_ = os.RemoveAll(dir) // one a crash left
 		err = c.Checkpoint(ctx, sb, dir)
 	}
-	if err != nil {
-		m.log.Warn("a paused session's sandbox was not checkpointed; its resume replays its cells", "session", id, "err", err)
-		m.removeCheckpoint(id)
-		return false
+	var sum string
+	if err == nil {
+		sum, err = sealCheckpoint(dir, manifest{SessionID: s.id, Owner: s.owner})
 	}
-	return true
+	if err != nil {
+		m.log.Warn("a paused session's sandbox was not checkpointed; its resume replays its cells", "session", s.id, "err", err)
+		m.removeCheckpoint(s.id)
+		return ""
+	}
+	return sum
 }
 
-// restore brings back paused session s from its checkpoint and says
-// whether it did; the caller holds s.callMu and replays when it did not.
-func (m *Manager) restore(ctx context.Context, s *session, start time.Time) bool {
+// sealCheckpoint writes the manifest into the checkpoint dir and returns
+// the checkpoint's SHA-256.
+func sealCheckpoint(dir string, man manifest) (string, error) {
+	data, err := json.Marshal(man)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, checkpointManifest), data, 0o600); err != nil {
+		return "", err
+	}
+	return treeSum(dir)
+}
+
+// checkCheckpoint refuses a checkpoint that is not sum (changed since the
+// pause) or not session s's.
+func checkCheckpoint(dir string, s *session, sum string) error {
+	got, err := treeSum(dir)
+	if err != nil {
+		return fmt.Errorf("reading it: %w", err)
+	}
+	if got != sum {
+		return errors.New("it changed since the pause (its SHA-256 is not the one the session's record keeps): corrupted, or replaced")
+	}
+	var man manifest
+	data, err := os.ReadFile(filepath.Join(dir, checkpointManifest)) // under the server's data directory
+	if err == nil {
+		err = json.Unmarshal(data, &man)
+	}
+	if err != nil {
+		return fmt.Errorf("its manifest: %w", err)
+	}
+	if man.SessionID != s.id || man.Owner != s.owner {
+		return fmt.Errorf("it is session %s's, not this session's", man.SessionID)
+	}
+	return nil
+}
+
+// treeSum is the SHA-256 of the files under dir: their paths, sizes and
+// contents, in lexical order.
+func treeSum(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		switch {
+		case d.IsDir():
+			fmt.Fprintf(h, "d %s\x00", rel)
+			return nil
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular file", rel)
+		}
+		f, err := os.Open(path) // under the server's data directory
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "f %s %d\x00", rel, fi.Size())
+		_, err = io.Copy(h, f)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// restore brings back paused session s from its checkpoint, whose SHA-256
+// is sum, and returns "" when it did, or why it did not: the caller holds
+// s.callMu and replays then, and the result says why.
+func (m *Manager) restore(ctx context.Context, s *session, sum string, start time.Time) (refused string) {
 	defer m.removeCheckpoint(s.id)
 	s.mu.Lock()
-	s.checkpointed = false
+	s.checkpointSum = ""
 	x := s.extras
 	s.mu.Unlock()
+	defer func() {
+		if refused != "" {
+			m.log.Warn("a paused session's checkpoint was not restored; it is replayed", "session", s.id, "why", refused)
+		}
+	}()
 	c, ok := m.checkpointer()
+	if !ok {
+		return "this server does not restore checkpoints (`mcp-code-runner doctor` says why)"
+	}
 	dir, err := m.checkpointPath(s.id)
-	if !ok || err != nil {
-		m.log.Warn("a paused session's checkpoint cannot be restored here; it is replayed", "session", s.id, "err", err)
-		return false
+	if err != nil {
+		return err.Error()
+	}
+	if err := checkCheckpoint(dir, s, sum); err != nil {
+		return "the checkpoint is refused: " + err.Error()
 	}
 	t, nx, err := m.template(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: x.specs, Secrets: x.secrets}, s.idle, 0)
 	if err != nil {
-		m.log.Warn("a paused session's checkpoint was not restored; it is replayed", "session", s.id, "err", err)
-		return false
+		return err.Error()
 	}
 	sb, err := c.Restore(ctx, t, dir)
 	if err != nil {
 		nx.close()
-		m.log.Warn("a paused session's checkpoint was not restored; it is replayed", "session", s.id, "err", err)
-		return false
+		return "the restore failed: " + err.Error()
 	}
 	s.mu.Lock()
 	s.sb, s.extras = sb, nx
@@ -118,7 +215,7 @@ func (m *Manager) restore(ctx context.Context, s *session, start time.Time) bool
 	if err := m.put(ctx, s); err != nil {
 		m.log.Warn("a resumed session's record was not written to the state store", "session", s.id, "err", err)
 	}
-	return true
+	return ""
 }
 
 // removeCheckpoint removes session id's checkpoint, if any.

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
@@ -23,7 +24,7 @@ import (
 // checkpointManager is pauseManager on a backend that checkpoints: the
 // crun backend with the checkpoint tools (scripts/checkpoint-tools.sh),
 // which CI installs, so there a missing tool fails the test.
-func checkpointManager(t *testing.T) (*sessions.Manager, string) {
+func checkpointManager(t *testing.T) (*sessions.Manager, string, *engine.Engine) {
 	t.Helper()
 	if !testbackend.OnCrun() {
 		t.Skipf("checkpoints are the crun backend's; %s=%s", testbackend.Env, testbackend.Name())
@@ -48,7 +49,7 @@ func checkpointManager(t *testing.T) (*sessions.Manager, string) {
 		}
 		t.Skipf("no checkpoints on this host: %v", err)
 	}
-	return m, cfg.DataDir
+	return m, cfg.DataDir, e
 }
 
 // testWriter writes to the test's log.
@@ -60,7 +61,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func TestAPausedSessionIsCheckpointedAndRestoredWithItsMemoryExactly(t *testing.T) {
-	m, dir := checkpointManager(t)
+	m, dir, _ := checkpointManager(t)
 	ctx := context.Background()
 	id := create(t, m, "python", 0)
 	// A random number cannot be replayed: only a restore brings it back.
@@ -127,7 +128,7 @@ func TestAPausedSessionIsCheckpointedAndRestoredWithItsMemoryExactly(t *testing.
 // The hostile checks of the containment battery, on a sandbox that a
 // restore made: every control holds as it did before the checkpoint.
 func TestARestoredSandboxKeepsEveryLimitAndHardeningControl(t *testing.T) {
-	m, _ := checkpointManager(t)
+	m, _, _ := checkpointManager(t)
 	ctx := context.Background()
 	id := create(t, m, "python", 0)
 	run(t, m, id, "import os, socket, subprocess")
@@ -161,5 +162,107 @@ func TestARestoredSandboxKeepsEveryLimitAndHardeningControl(t *testing.T) {
 	}
 	if r.Status != "oom_killed" && !strings.Contains(r.Stderr, "MemoryError") {
 		t.Errorf("2 GiB in a restored sandbox: %+v", r)
+	}
+}
+
+// A checkpoint changed since the pause (a byte flipped in the memory it
+// holds) or replaced by another session's is refused, and says so: the
+// session's state is replayed from its cells and kept files instead.
+func TestACorruptedOrForeignCheckpointIsRefusedAndTheSessionReplayed(t *testing.T) {
+	m, dir, _ := checkpointManager(t)
+	alice := principal.WithContext(context.Background(), principal.Principal{Name: "alice"})
+	bob := principal.WithContext(context.Background(), principal.Principal{Name: "bob"})
+	checkpoint := func(id string) string { return filepath.Join(dir, "checkpoints", id) }
+	paused := func(ctx context.Context, v string) string {
+		t.Helper()
+		info, err := m.Create(ctx, "python", 0, sessions.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Run(ctx, engine.Request{SessionID: info.SessionID, Code: "v = '" + v + "'"}, engine.RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := m.Pause(ctx, info.SessionID); err != nil || p.Mode != sessions.ModeRestored {
+			t.Fatalf("pause: %+v, %v", p, err)
+		}
+		return info.SessionID
+	}
+	cases := []struct {
+		name   string
+		change func(t *testing.T, id string)
+	}{
+		{"with a byte of its memory flipped", func(t *testing.T, id string) {
+			pages, err := filepath.Glob(filepath.Join(checkpoint(id), "images", "pages-*.img"))
+			if err != nil || len(pages) == 0 {
+				t.Fatalf("no memory pages in the checkpoint: %v", err)
+			}
+			data, err := os.ReadFile(pages[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[len(data)/2] ^= 0x20
+			if err := os.WriteFile(pages[0], data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"replaced by another principal's", func(t *testing.T, id string) {
+			other := paused(bob, "bob")
+			if err := os.RemoveAll(checkpoint(id)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(checkpoint(other), checkpoint(id)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			id := paused(alice, "alice")
+			c.change(t, id)
+			r, err := m.Run(alice, engine.Request{SessionID: id, Code: "v"}, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Value != "'alice'" || r.Resumed == nil || r.Resumed.Mode != sessions.ModeReplayed ||
+				!strings.Contains(r.Resumed.CheckpointRefused, "refused") || !strings.Contains(r.Resumed.CheckpointRefused, "changed since the pause") {
+				t.Fatalf("resuming from a checkpoint %s: value %s, resumed %+v", c.name, r.Value, r.Resumed)
+			}
+			if _, err := os.Stat(checkpoint(id)); !os.IsNotExist(err) {
+				t.Errorf("the refused checkpoint stays: %v", err)
+			}
+		})
+	}
+}
+
+// The checkpoint and the record that names it outlive the server: the next
+// one restores the session exactly, and a closed session's checkpoint goes
+// with it.
+func TestACheckpointedSessionIsRestoredByTheNextServerAndRemovedWithIt(t *testing.T) {
+	first, dir, e := checkpointManager(t)
+	ctx := context.Background()
+	id := create(t, first, "python", 0)
+	secret := run(t, first, id, "import random\nsecret = random.random()\nsecret").Value
+	if p, err := first.Pause(ctx, id); err != nil || p.Mode != sessions.ModeRestored {
+		t.Fatalf("pause: %+v, %v", p, err)
+	}
+	// The first server stops without closing its session (a crash); the
+	// next one starts on the same store and data directory.
+	next := sessions.NewManager(e)
+	t.Cleanup(next.Shutdown)
+	if err := next.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, next, id, "secret")
+	if r.Value != secret || r.Resumed == nil || r.Resumed.Mode != sessions.ModeRestored {
+		t.Fatalf("the session after the restart: value %s (want %s), resumed %+v", r.Value, secret, r.Resumed)
+	}
+	if p, err := next.Pause(ctx, id); err != nil || p.Mode != sessions.ModeRestored {
+		t.Fatalf("the pause after the restart: %+v, %v", p, err)
+	}
+	if _, err := next.Close(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoints", id)); !os.IsNotExist(err) {
+		t.Errorf("a closed session's checkpoint stays: %v", err)
 	}
 }

@@ -146,7 +146,8 @@ func (m *Manager) pause(ctx context.Context, s *session) (PauseResult, error) {
 	s.extras = &extras{tier: x.tier, specs: x.specs, installed: x.installed, secrets: x.secrets}
 	s.mu.Unlock()
 	mode := ModeReplayed
-	if m.checkpoint(ctx, s.id, old, x) {
+	checkpointSum := m.checkpoint(ctx, s, old, x)
+	if checkpointSum != "" {
 		mode = ModeRestored
 		x.close()
 	} else {
@@ -155,7 +156,7 @@ func (m *Manager) pause(ctx context.Context, s *session) (PauseResult, error) {
 		closeSandbox(old, x)
 	}
 	s.mu.Lock()
-	s.checkpointed = mode == ModeRestored
+	s.checkpointSum = checkpointSum
 	s.mu.Unlock()
 	if err := m.put(ctx, s); err != nil {
 		m.log.Warn("a paused session's record was not written to the state store", "session", s.id, "err", err)
@@ -269,10 +270,11 @@ func (m *Manager) resume(ctx context.Context, s *session) error {
 	}
 	defer m.unreserve(s.owner)
 	s.mu.Lock()
-	sum, r, lost, checkpointed := s.archiveSum, s.replay, s.lost, s.checkpointed
+	sum, r, lost, checkpointSum := s.archiveSum, s.replay, s.lost, s.checkpointSum
 	s.mu.Unlock()
-	if checkpointed {
-		if m.restore(ctx, s, start) {
+	refused := ""
+	if checkpointSum != "" {
+		if refused = m.restore(ctx, s, checkpointSum, start); refused == "" {
 			return nil
 		}
 	}
@@ -308,7 +310,7 @@ func (m *Manager) resume(ctx context.Context, s *session) error {
 	if ra, ok := m.eng.Backend().(sandbox.Reattacher); ok {
 		s.ref, s.reattach = ra.RefOf(sb)
 	}
-	s.resumed = &engine.Resumed{Mode: ModeReplayed, Cause: engine.ResumedPaused, CellsReplayed: len(r.Cells), FilesRestored: len(files), DurationMs: time.Since(start).Milliseconds()}
+	s.resumed = &engine.Resumed{Mode: ModeReplayed, Cause: engine.ResumedPaused, CheckpointRefused: refused, CellsReplayed: len(r.Cells), FilesRestored: len(files), DurationMs: time.Since(start).Milliseconds()}
 	if lost != "" {
 		s.resumed.Cause = engine.ResumedRestart
 		s.resumed.Lost = "workspace files that no replayed cell wrote: " + lost

@@ -85,11 +85,12 @@ type session struct {
 	// is reported by the next run's result (all guarded by mu).
 	paused     bool
 	archiveSum string
-	// checkpointed, for a paused session, says its sandbox was
-	// checkpointed (checkpoint.go): its resume restores it, and replays
-	// only when the restore fails.
-	checkpointed bool
-	resumed      *engine.Resumed
+	// checkpointSum, for a paused session whose sandbox was checkpointed
+	// (checkpoint.go), is the checkpoint's SHA-256: its resume restores
+	// it, and replays only when the checkpoint is refused or the restore
+	// fails.
+	checkpointSum string
+	resumed       *engine.Resumed
 	// lost, for a paused session, says it has no archive: its sandbox did
 	// not survive its server's restart (lost says why), and its resume
 	// replays its cells alone.

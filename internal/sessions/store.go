@@ -59,9 +59,10 @@ type record struct {
 	// archive, whose SHA-256 is ArchiveSum.
 	Paused     bool   `json:"paused,omitempty"`
 	ArchiveSum string `json:"archive_sum,omitempty"`
-	// Checkpoint says the paused session's sandbox was checkpointed, under
-	// the data directory of the replica that paused it.
-	Checkpoint bool `json:"checkpoint,omitempty"`
+	// CheckpointSum, for a paused session whose sandbox was checkpointed
+	// (under the data directory of the replica that paused it), is the
+	// checkpoint's SHA-256 (checkpoint.go).
+	CheckpointSum string `json:"checkpoint_sum,omitempty"`
 	// Lost, for a paused session without an archive, says why its sandbox
 	// did not survive its server: its resume replays its cells alone.
 	Lost string `json:"lost,omitempty"`
@@ -98,7 +99,7 @@ func (m *Manager) record(s *session) record {
 	return record{ID: s.id, Owner: s.owner, Language: s.lang.Name, Sandbox: s.ref, Reattach: s.reattach,
 		Network: x.tier, PackagesDir: x.dir, Specs: specs, Packages: installed, Created: s.created,
 		LastUsed: s.lastUsed, IdleSeconds: int(s.idle.Seconds()), Calls: s.calls, Replica: m.replica, Replay: s.replay,
-		Paused: s.paused, ArchiveSum: s.archiveSum, Checkpoint: s.checkpointed, Lost: s.lost, Secrets: x.secrets, ForkOf: s.forkOf}
+		Paused: s.paused, ArchiveSum: s.archiveSum, CheckpointSum: s.checkpointSum, Lost: s.lost, Secrets: x.secrets, ForkOf: s.forkOf}
 }
 
 // put writes s's record.
@@ -314,7 +315,7 @@ func (m *Manager) recoverOne(ctx context.Context, r record) {
 	keepPaused := func(lost string) {
 		s := &session{id: r.ID, owner: r.Owner, lang: lang, sb: pausedSandbox{}, created: r.Created, lastUsed: r.LastUsed,
 			idle: time.Duration(r.IdleSeconds) * time.Second, calls: r.Calls, lastWrite: time.Now(), replay: r.Replay,
-			paused: true, archiveSum: r.ArchiveSum, checkpointed: r.Checkpoint && lost == "", lost: lost, extras: &extras{tier: r.Network, specs: r.Specs, installed: r.Packages, secrets: r.Secrets}}
+			paused: true, archiveSum: r.ArchiveSum, checkpointSum: map[bool]string{true: r.CheckpointSum}[lost == ""], lost: lost, extras: &extras{tier: r.Network, specs: r.Specs, installed: r.Packages, secrets: r.Secrets}}
 		if err := m.put(ctx, s); err != nil {
 			end("its record could not be written back to the state store", err)
 			return
