@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -94,6 +95,10 @@ on a shared machine, compare ratios across runs.`,
 			b, err := st.dockerBackend()
 			if err != nil {
 				return err
+			}
+			if cb := checkpointBackend(cmd.Context(), st.cfg); cb != nil {
+				defer cb.Close()
+				o.Checkpoints = cb
 			}
 			return bench.Run(cmd.Context(), st.cfg, st.reg, b, o)
 		},
@@ -250,4 +255,19 @@ func compareBackends(ctx context.Context, g *globalOptions, names, langs []strin
 		sides[i] = bench.Runtime{Name: b.Name, Backend: b.Sandbox}
 	}
 	return bench.CompareRuntimes(ctx, cfg, reg, sides, o)
+}
+
+// checkpointBackend is a crun backend that checkpoints sessions, where
+// this host can (crun serves, and the checkpoint tools work), for the
+// bench's checkpoint measures; nil elsewhere.
+func checkpointBackend(ctx context.Context, cfg config.Config) sandbox.Backend {
+	cb, err := newCrunBackend(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil
+	}
+	if c, ok := any(cb).(sandbox.Checkpointer); !ok || cb.Check(ctx) != nil || c.CheckpointSupport() != nil {
+		_ = cb.Close()
+		return nil
+	}
+	return cb
 }

@@ -59,6 +59,10 @@ type Options struct {
 	// runtime" when empty; "agent delivery").
 	Varying string
 	Out     io.Writer
+	// Checkpoints is the crun backend with the checkpoint tools, where the
+	// host has them: the session sections measure its checkpointed pauses
+	// and restores beside the docker backend's replayed ones.
+	Checkpoints sandbox.Backend
 }
 
 // shellLanguage is the language whose image the churn measurements start
@@ -77,6 +81,10 @@ var hello = map[string]string{}
 
 // idleSessions is how many idle sessions the bench holds, then pauses.
 const idleSessions = 20
+
+// checkpointedSessions is how many sessions with the data libraries
+// imported the checkpoint section pauses and restores.
+const checkpointedSessions = 5
 
 // Run measures everything and prints the tables.
 func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) error {
@@ -299,11 +307,16 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		}
 	}
 	if o.Runs > 0 {
-		if err := sessionStateSection(ctx, w, cfg, reg, b, min(o.Runs, 10), &report); err != nil {
+		if err := sessionStateSection(ctx, w, cfg, reg, b, o.Checkpoints, min(o.Runs, 10), &report); err != nil {
 			fmt.Fprintf(w, "session state: %v\n", err)
 		}
 		if err := sessionMemorySection(ctx, w, cfg, reg, b, idleSessions, &report); err != nil {
 			fmt.Fprintf(w, "idle against paused sessions: %v\n", err)
+		}
+		if o.Checkpoints != nil {
+			if err := checkpointSection(ctx, w, cfg, reg, o.Checkpoints, checkpointedSessions, &report); err != nil {
+				fmt.Fprintf(w, "checkpoints: %v\n", err)
+			}
 		}
 	}
 	if o.StoreRuns > 0 {

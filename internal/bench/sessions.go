@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,11 +22,14 @@ import (
 
 // sessionStateSection measures fork_session, pause_session and the resume
 // of an idle session holding a large state (the registry's session_state
-// role: a Python list of a million integers): fork and resume rebuild the
-// state by replaying the session's cells in a new sandbox. They run twice,
-// side by side: each starting its own sandbox, and taking a spare one
-// (sessions.spares) with the interpreter started ahead.
-func sessionStateSection(ctx context.Context, w io.Writer, cfg config.Config, reg *languages.Registry, b sandbox.Backend, runs int, report *Report) error {
+// role: a Python list of a million integers): on the docker backend, a
+// fork made in place or replayed, and a resume that replays the session's
+// cells in a new sandbox, each starting its own sandbox, and taking a spare
+// one (sessions.spares) with the interpreter started ahead; beside them,
+// where the host has the checkpoint tools, the crun backend's pause that
+// checkpoints the sandbox and resume that restores it (checkpoints nil
+// otherwise).
+func sessionStateSection(ctx context.Context, w io.Writer, cfg config.Config, reg *languages.Registry, b, checkpoints sandbox.Backend, runs int, report *Report) error {
 	role := reg.Roles().SessionState
 	if role == nil {
 		return nil
@@ -39,6 +44,13 @@ func sessionStateSection(ctx context.Context, w io.Writer, cfg config.Config, re
 	spared, err := measureSessionState(ctx, cfg, reg, b, runs, true)
 	if err != nil {
 		return err
+	}
+	if checkpoints != nil {
+		restored, err := measureSessionState(ctx, cfg, reg, checkpoints, runs, false)
+		if err != nil {
+			return err
+		}
+		spared = append(spared, restored[1:]...) // its fork is the docker backend's
 	}
 	fmt.Fprintf(w, "\n## Session state: fork, pause, resume (%s, %d runs: %s)\n\n", role.Language, runs, role.State)
 	fmt.Fprintln(w, "| path | p50 | p90 | errors |")
@@ -67,6 +79,9 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 	scfg := cfg
 	scfg.DataDir = dir
 	how := "a sandbox started for it"
+	if _, ok := b.(sandbox.Checkpointer); ok {
+		how = "crun backend, checkpoint"
+	}
 	scfg.Sessions.Spares = nil
 	if spares {
 		how = "a spare sandbox, interpreter started ahead"
@@ -104,9 +119,8 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 		return nil, err
 	}
 	fork := &Sample{}
-	forkMode := ""
-	pause := &Sample{Name: "pause_session of an idle session (" + how + ")"}
-	resume := &Sample{Name: "resume of a paused session + its call (replayed; " + how + ")"}
+	forkMode, pauseMode := "", ""
+	pause, resume := &Sample{}, &Sample{}
 	for range runs {
 		if err := spareReady(); err != nil {
 			return nil, err
@@ -121,11 +135,13 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 			_, _ = m.Close(ctx, f.Session.SessionID)
 		}
 		t = time.Now()
-		if _, err := m.Pause(ctx, info.SessionID); err != nil {
+		p, err := m.Pause(ctx, info.SessionID)
+		if err != nil {
 			pause.Errs++
 			continue
 		}
 		pause.add(time.Since(t))
+		pauseMode = p.Mode
 		if err := spareReady(); err != nil {
 			return nil, err
 		}
@@ -137,6 +153,8 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 		resume.add(time.Since(t))
 	}
 	fork.Name = "fork_session of an idle session (" + forkMode + "; " + how + ")"
+	pause.Name = "pause_session of an idle session (then " + pauseMode + "; " + how + ")"
+	resume.Name = "resume of a paused session + its call (" + pauseMode + "; " + how + ")"
 	return []*Sample{fork, pause, resume}, nil
 }
 
@@ -162,6 +180,7 @@ func sessionMemorySection(ctx context.Context, w io.Writer, cfg config.Config, r
 	scfg.DataDir = dir
 	scfg.Sessions.MaxSessions = max(scfg.Sessions.MaxSessions, n)
 	scfg.Sessions.Spares = nil
+	scfg.Sessions.CheckpointTools = "off" // the replayed pause; checkpointSection measures the other
 	scfg.Quotas.Sessions, scfg.Quotas.PausedSessions = 0, 0
 	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
 	defer closeEngine(eng)
@@ -223,4 +242,96 @@ func sessionMemorySection(ctx context.Context, w io.Writer, cfg config.Config, r
 	fmt.Fprintf(w, "\n| path | p50 | errors |\n|---|---|---|\n| %s | %s | %d |\n", resume.Name, ms(resume.Quantile(.5)), resume.Errs)
 	report.Rows = append(report.Rows, rowOf(role.Language, resume))
 	return nil
+}
+
+// checkpointSection measures checkpoints on b, the crun backend with the
+// checkpoint tools: n sessions of the session_state role's language, each
+// with its data libraries imported, paused (their sandboxes checkpointed:
+// how long, and how large a checkpoint is) and resumed (restored: how
+// long, with the call that reads the state).
+func checkpointSection(ctx context.Context, w io.Writer, cfg config.Config, reg *languages.Registry, b sandbox.Backend, n int, report *Report) error {
+	role := reg.Roles().SessionState
+	if role == nil || role.Libraries == "" || role.Memory == "" {
+		return nil
+	}
+	if _, ok := reg.Lookup(role.Language); !ok {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "mcp-code-runner-bench-checkpoints-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	scfg := cfg
+	scfg.DataDir = dir
+	scfg.Sessions.Spares = nil
+	scfg.Quotas.Sessions, scfg.Quotas.PausedSessions = 0, 0
+	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
+	defer closeEngine(eng)
+	m := sessions.NewManager(eng)
+	defer m.Shutdown()
+	cell := func(id, code string) (*engine.Result, error) {
+		r, err := m.Run(ctx, engine.Request{SessionID: id, Code: code}, engine.RunOptions{})
+		if err == nil && r.Status != engine.StatusOK {
+			err = fmt.Errorf("%s: %s", r.Status, r.Stderr)
+		}
+		return r, err
+	}
+	pause := &Sample{Name: "pause_session with " + role.Libraries + " (checkpointed; crun backend)"}
+	resume := &Sample{Name: "resume of a session with " + role.Libraries + " + its call (restored; crun backend)"}
+	var sizes []int64
+	for range n {
+		info, err := m.Create(ctx, role.Language, 0, sessions.Options{})
+		if err != nil {
+			return err
+		}
+		id := info.SessionID
+		if _, err := cell(id, role.Libraries); err != nil {
+			return err
+		}
+		t := time.Now()
+		p, err := m.Pause(ctx, id)
+		if err != nil || p.Mode != sessions.ModeRestored {
+			pause.Errs++
+			continue
+		}
+		pause.add(time.Since(t))
+		sizes = append(sizes, dirSize(filepath.Join(dir, "checkpoints", id)))
+		t = time.Now()
+		r, err := cell(id, role.Memory)
+		if err != nil || r.Resumed == nil || r.Resumed.Mode != sessions.ModeRestored {
+			resume.Errs++
+			continue
+		}
+		resume.add(time.Since(t))
+		_, _ = m.Close(ctx, id)
+	}
+	slices.Sort(sizes)
+	size := "none"
+	if len(sizes) > 0 {
+		size = fmt.Sprintf("%.1f MiB (median of %d; %.1f to %.1f)", float64(sizes[len(sizes)/2])/(1<<20), len(sizes), float64(sizes[0])/(1<<20), float64(sizes[len(sizes)-1])/(1<<20))
+	}
+	fmt.Fprintf(w, "\n## Checkpoints of idle sessions (%d %s sessions, each after %q; crun backend, CRIU)\n\n", n, role.Language, role.Libraries)
+	fmt.Fprintf(w, "A checkpoint on disk: %s.\n\n", size)
+	fmt.Fprintln(w, "| path | p50 | p90 | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, s := range []*Sample{pause, resume} {
+		fmt.Fprintf(w, "| %s | %s | %s | %d |\n", s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.9)), s.Errs)
+		report.Rows = append(report.Rows, rowOf(role.Language, s))
+	}
+	return nil
+}
+
+// dirSize is the bytes of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }

@@ -50,6 +50,9 @@ func (m *Manager) checkpointPath(id string) (string, error) {
 
 // checkpointer is the backend's, when it can checkpoint here.
 func (m *Manager) checkpointer() (sandbox.Checkpointer, bool) {
+	if m.cfg.CheckpointTools == "off" {
+		return nil, false
+	}
 	c, ok := m.eng.Backend().(sandbox.Checkpointer)
 	if !ok || c.CheckpointSupport() != nil {
 		return nil, false
@@ -63,8 +66,8 @@ const checkpointManifest = "session.json"
 
 // checkpoint checkpoints sb, session s's sandbox, and returns the
 // checkpoint's SHA-256, which its record keeps, or "" when it did not; sb
-// is gone when it did. It does not for a sandbox shared with forks made in
-// place, or with network access, packages or secrets (outside the
+// is gone when it did. It does not for a sandbox still shared with forks
+// made in place, or with network access, packages or secrets (outside the
 // sandbox: a proxy and a packages directory), nor where the backend
 // cannot; sb is then left for the caller to close.
 func (m *Manager) checkpoint(ctx context.Context, s *session, sb sandbox.Sandbox, x *extras) string {
@@ -75,8 +78,19 @@ func (m *Manager) checkpoint(ctx context.Context, s *session, sb sandbox.Sandbox
 	x.mu.Lock()
 	withPackages := len(x.specs) > 0
 	x.mu.Unlock()
-	if _, shared := sb.(*sharedSandbox); shared || x.proxy != nil || withPackages || len(x.secrets) > 0 {
+	if x.proxy != nil || withPackages || len(x.secrets) > 0 {
 		return ""
+	}
+	// A sandbox that forks made in place share is theirs too; once they
+	// are closed, the session that made it has it alone.
+	if sh, shared := sb.(*sharedSandbox); shared {
+		sh.share.mu.Lock()
+		alone := sh.share.users == 1
+		sh.share.mu.Unlock()
+		if !alone || sh.instance != "" {
+			return ""
+		}
+		sb = sh.Sandbox
 	}
 	dir, err := m.checkpointPath(s.id)
 	if err == nil {

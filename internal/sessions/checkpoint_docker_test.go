@@ -65,7 +65,8 @@ func TestAPausedSessionIsCheckpointedAndRestoredWithItsMemoryExactly(t *testing.
 	ctx := context.Background()
 	id := create(t, m, "python", 0)
 	// A random number cannot be replayed: only a restore brings it back.
-	r := run(t, m, id, "import random\nx = [i for i in range(10**6)]\nsecret = random.random()\nsecret")
+	r := run(t, m, id, "import random, subprocess\nx = [i for i in range(10**6)]\nsecret = random.random()\n"+
+		"bg = subprocess.Popen(['sleep', '600'])\nf = open('open.txt', 'w')\nf.write('before ')\nsecret")
 	secret := r.Value
 	if err := m.WriteFiles(ctx, id, []engine.InputFile{{Path: "data/notes.txt", Content: "before the pause"}}); err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func TestAPausedSessionIsCheckpointedAndRestoredWithItsMemoryExactly(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Mode != sessions.ModeRestored || p.FilesKept != 1 {
+	if p.Mode != sessions.ModeRestored || p.FilesKept != 2 {
 		t.Fatalf("pause result %+v", p)
 	}
 	if m.SandboxOf(id) != "" {
@@ -105,8 +106,8 @@ func TestAPausedSessionIsCheckpointedAndRestoredWithItsMemoryExactly(t *testing.
 	if err != nil || files < 5 {
 		t.Fatalf("the checkpoint under %s: %d files, %v", checkpoint, files, err)
 	}
-	r = run(t, m, id, "len(x), secret, open('data/notes.txt').read()")
-	want := "(1000000, " + secret + ", 'before the pause')"
+	r = run(t, m, id, "f.write('after')\nf.close()\nlen(x), secret, open('data/notes.txt').read(), open('open.txt').read(), bg.poll()")
+	want := "(1000000, " + secret + ", 'before the pause', 'before after', None)"
 	if r.Value != want || r.Resumed == nil || r.Resumed.Mode != sessions.ModeRestored || r.Resumed.CellsReplayed != 0 {
 		t.Fatalf("the call after the pause: value %q (want %q), resumed %+v, stderr %q", r.Value, want, r.Resumed, r.Stderr)
 	}
@@ -141,6 +142,7 @@ func TestARestoredSandboxKeepsEveryLimitAndHardeningControl(t *testing.T) {
 			"['0000000000000000', '0000000000000000', '0000000000000000', '0000000000000000']"},
 		{"no new privileges and a seccomp filter", "[l.split()[1] for l in open('/proc/self/status') if l.startswith(('NoNewPrivs', 'Seccomp:'))]", "['1', '2']"},
 		{"a read-only root", "bool(os.statvfs('/').f_flag & os.ST_RDONLY), bool(os.statvfs('/workspace').f_flag & os.ST_RDONLY)", "(True, False)"},
+		{"no new user namespace", "subprocess.run(['unshare', '-U', 'true'], capture_output=True).returncode != 0", "True"},
 		{"no privileged operation: mount", "subprocess.run(['mount', '-t', 'tmpfs', 'x', '/tmp'], capture_output=True).returncode != 0", "True"},
 		{"no network but loopback", "sorted(os.listdir('/sys/class/net'))", "['lo']"},
 		{"no server file", "os.path.exists('/work') or os.path.exists('/var/lib/docker') or os.path.exists('/root/.ssh')", "False"},
@@ -264,5 +266,29 @@ func TestACheckpointedSessionIsRestoredByTheNextServerAndRemovedWithIt(t *testin
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoints", id)); !os.IsNotExist(err) {
 		t.Errorf("a closed session's checkpoint stays: %v", err)
+	}
+}
+
+// A sandbox that a fork made in place shares is not checkpointed while the
+// fork lives (the pause gives up the original's part alone and replays);
+// once the fork is closed, the original has it alone again, and its pause
+// checkpoints it.
+func TestASandboxSharedWithAForkIsCheckpointedOnceTheForkIsClosed(t *testing.T) {
+	m, _, _ := checkpointManager(t)
+	ctx := context.Background()
+	id := create(t, m, "python", 0)
+	run(t, m, id, "x = 41")
+	f, err := m.Fork(ctx, id)
+	if err != nil || f.Mode != sessions.ModeForked {
+		t.Fatalf("fork: %+v, %v", f, err)
+	}
+	if _, err := m.Close(ctx, f.Session.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := m.Pause(ctx, id); err != nil || p.Mode != sessions.ModeRestored {
+		t.Fatalf("the pause after the fork closed: %+v, %v", p, err)
+	}
+	if r := run(t, m, id, "x + 1"); r.Value != "42" || r.Resumed == nil || r.Resumed.Mode != sessions.ModeRestored {
+		t.Fatalf("the call after the pause: %+v", r)
 	}
 }
