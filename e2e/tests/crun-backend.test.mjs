@@ -76,6 +76,32 @@ describe('the crun backend through the official client', () => {
         }
     });
 
+    // Where the checkpoint tools work (make checkpoint-tools; CI installs
+    // them), a pause checkpoints the sandbox and the next call restores it:
+    // a random number drawn before the pause is back, which no replay of
+    // the cells would give. Elsewhere the pause replays, and says so.
+    it('pauses a session to a checkpoint and restores its memory exactly', async (t) => {
+        if (!needLanguage(t, langs, 'python')) return;
+        const s = structured(await client.callTool({ name: 'create_session', arguments: { language: 'python' } }));
+        try {
+            const a = await runCode(client, { language: 'python', session_id: s.session_id, timeout_seconds: 60, code: 'import random\nsecret = random.random()\nsecret' });
+            assert.equal(a.status, 'ok', show(a));
+            const p = structured(await client.callTool({ name: 'pause_session', arguments: { session_id: s.session_id } }));
+            if (p.mode !== 'restored' && process.env.CI !== 'true') {
+                assert.equal(p.mode, 'replayed', JSON.stringify(p));
+                t.skip('no checkpoint tools on this host: the pause replays');
+                return;
+            }
+            assert.equal(p.mode, 'restored', JSON.stringify(p));
+            const b = await runCode(client, { language: 'python', session_id: s.session_id, timeout_seconds: 60, code: 'secret' });
+            assert.equal(b.value, a.value, show(b));
+            assert.equal(b.resumed?.mode, 'restored', show(b));
+            assert.equal(b.resumed?.cells_replayed, 0, show(b));
+        } finally {
+            await client.callTool({ name: 'close_session', arguments: { session_id: s.session_id } });
+        }
+    });
+
     it('kills a run past its time and keeps its output', async (t) => {
         if (!needLanguage(t, langs, 'bash')) return;
         const r = await runCode(client, { language: 'bash', timeout_seconds: 2, code: 'echo before; sleep 30; echo after' });
