@@ -24,7 +24,8 @@ async function crunLeftovers() {
         left.push(...entries.map((e) => `${dir}/${e}`));
     }
     const mounts = await readFile('/proc/self/mounts', 'utf8');
-    left.push(...mounts.split('\n').filter((l) => l.includes(STATE)).map((l) => `mount ${l.split(' ')[1]}`));
+    // A session's agent log is a tmpfs of its own under /run/mcr-crun-agent-log.
+    left.push(...mounts.split('\n').filter((l) => l.includes(STATE) || l.includes('/run/mcr-crun-agent-log/')).map((l) => `mount ${l.split(' ')[1]}`));
     return left;
 }
 

@@ -111,12 +111,13 @@ masked() { [ -c "$1" ] && [ "$(stat -c %t:%T "$1")" = 1:3 ]; }
 hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | awk '$3 != "cgroup" && $3 != "cgroup2"' | while read -r src mp rest; do masked "$mp" || echo "$src $mp $rest"; done; }
 mounts=$(hostmounts | awk '{print $2}' | sort | tr '\n' ' ')
 case "$mounts" in
-  "ETC /opt/mcp-code-runner/agent "|"ETC /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
+  "DEVICES ETC /opt/mcp-code-runner/agent "|"DEVICES ETC /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
   *) echo "BREACH host-mounts: $mounts";;
 esac
-rw=$(hostmounts | awk '$4 !~ /^ro(,|$)/ {print $2}' | tr '\n' ' ')
+rw=$(hostmounts | awk '$4 !~ /^ro(,|$)/ {print $2}' | grep -v -x -E 'WRITABLE' | tr '\n' ' ')
 if [ -n "$rw" ]; then echo "BREACH host-mounts-ro: writable: $rw"; else echo "ok host-mounts-ro: all read-only"; fi
-if [ -n "$(ls -A /run/mcp-code-runner 2>/dev/null)" ]; then echo "BREACH agent-socket: $(ls -lA /run/mcp-code-runner)"; else echo "ok agent-socket: gone once the agent connected"; fi`
+left=$(ls -A /run/mcp-code-runner 2>/dev/null | grep -v -x -E 'KEPT')
+if [ -n "$left" ]; then echo "BREACH agent-socket: $(ls -lA /run/mcp-code-runner)"; else echo "ok agent-socket: gone once the agent connected"; fi`
 	// Podman bind-mounts /etc/hosts (read-only, loopback names only) into
 	// every container, with or without a network; Docker does not.
 	// The crun backend mounts its own /etc/hosts (read-only, loopback
@@ -128,7 +129,20 @@ if [ -n "$(ls -A /run/mcp-code-runner 2>/dev/null)" ]; then echo "BREACH agent-s
 	case podman(t, h):
 		etc = "/etc/hostname /etc/hosts"
 	}
-	code = strings.ReplaceAll(code, `"ETC /opt`, `"`+etc+` /opt`)
+	code = strings.ReplaceAll(code, `ETC /opt`, etc+` /opt`)
+	// A restored sandbox (a session's that can be checkpointed) has a user
+	// namespace, where crun binds the six standard devices from the host
+	// instead of making them (the backend binds them too, for CRIU), and
+	// its agent's log directory (a 1 MiB tmpfs of the host, which the agent
+	// writes to) mounted at "log" in its socket's directory.
+	devices, writable, kept := "", "^$", "^$"
+	if restoredMode() {
+		devices = "/dev/full /dev/full /dev/random /dev/random /dev/tty /dev/tty /dev/urandom /dev/urandom /dev/zero /dev/zero "
+		writable, kept = "/dev/(full|random|tty|urandom|zero)", "log"
+	}
+	code = strings.ReplaceAll(code, `"DEVICES `, `"`+devices)
+	code = strings.ReplaceAll(code, `'WRITABLE'`, `'`+writable+`'`)
+	code = strings.ReplaceAll(code, `'KEPT'`, `'`+kept+`'`)
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
 	probeReport(t, r, "docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts", "host-mounts-ro", "agent-socket")
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -60,6 +61,9 @@ type harness struct {
 	view hostView
 	cfg  config.Config
 	lang string // the language of the follow-up hello world
+	// sessions, in restored mode (restored_test.go), runs each program in
+	// a restored session's sandbox.
+	sessions *sessions.Manager
 }
 
 type harnessOption func(*config.Config)
@@ -86,12 +90,18 @@ func setup(t *testing.T, lang string, pooled bool, opts ...harnessOption) *harne
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if restoredMode() {
+		cfg.DataDir = t.TempDir()
+	}
 	e, b, view := engineOn(t, &cfg)
 	testutil.RequireImage(t, b, e.Registry(), lang)
 	if lang != "bash" {
 		testutil.RequireImage(t, b, e.Registry(), "bash")
 	}
 	h := &harness{t: t, e: e, b: b, view: view, cfg: cfg, lang: lang}
+	if restoredMode() {
+		h.sessions = restoredSessions(t, e)
+	}
 	if pooled {
 		e.StartPool()
 	}
@@ -201,7 +211,11 @@ func (h *harness) runWith(req engine.Request, within time.Duration, opts engine.
 	ctx, cancel := context.WithTimeout(context.Background(), within+time.Minute)
 	defer cancel()
 	start := time.Now()
-	r, err := h.e.Run(ctx, req, opts)
+	run := h.e.Run
+	if h.sessions != nil {
+		run = h.runRestored
+	}
+	r, err := run(ctx, req, opts)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatalf("Run returned an error after %s (code %s): %v", took, engine.CodeOf(err), err)

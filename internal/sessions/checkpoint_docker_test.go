@@ -22,16 +22,14 @@ import (
 )
 
 // checkpointManager is pauseManager on a backend that checkpoints: the
-// crun backend with the checkpoint tools (scripts/checkpoint-tools.sh),
-// which CI installs, so there a missing tool fails the test.
+// crun backend (whatever MCR_TEST_BACKEND says) with the checkpoint tools
+// (scripts/checkpoint-tools.sh), which CI installs, so there a missing
+// tool fails the test.
 func checkpointManager(t *testing.T) (*sessions.Manager, string, *engine.Engine) {
 	t.Helper()
-	if !testbackend.OnCrun() {
-		t.Skipf("checkpoints are the crun backend's; %s=%s", testbackend.Env, testbackend.Name())
-	}
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
-	e, b := testbackend.Engine(t, &cfg)
+	e, b := testbackend.CrunEngine(t, &cfg)
 	testutil.RequireImage(t, b, languages.Builtin(), "python")
 	// The manager's warnings say why a checkpoint or restore fell back.
 	m := sessions.NewManager(e, sessions.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))

@@ -70,7 +70,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 			b.destroy(id)
 			return nil, err
 		}
-		s.AgentSocketDir = agentDir(id)
+		s.AgentSocketDir, s.AgentLogDir = agentDir(id), agentLogDir(id)
 		// A session's sandbox without network access can be checkpointed
 		// where the tools work (checkpoint.go).
 		s.UserNamespace = t.Egress == nil && b.CheckpointSupport() == nil

@@ -21,6 +21,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -321,6 +322,9 @@ func (b *Backend) destroy(id string) {
 	}
 	_ = os.RemoveAll(egressDir(id))
 	_ = os.RemoveAll(agentDir(id))
+	if err := unix.Unmount(agentLogDir(id), unix.MNT_DETACH); err == nil || errors.Is(err, unix.EINVAL) {
+		_ = os.RemoveAll(agentLogDir(id)) // not through a tmpfs still mounted
+	}
 	_ = os.RemoveAll(filepath.Join(b.bundlesDir(), id))
 }
 

@@ -60,20 +60,49 @@ const agentSocketName = "agent.sock"
 // agentLog is the file that takes a sandbox's agent's standard output and
 // error when the agent serves a socket. It lives in agentLogDir, not in
 // the bundle, because a checkpoint (checkpoint.go) keeps only the open
-// files that its sandbox names by a path of its own: the directory is
-// bound into the sandbox at agentLogMount (root's, 0711: nothing there is
-// listed) and the agent opens the log itself (wire.LogEnv), so a restored
-// agent gets it back by that path. The log is the sandbox user's, as the
-// agent is: anything in the sandbox could write to the agent's output
-// already.
+// files that its sandbox names by a path of its own: the directory, a
+// tmpfs of its own on the host (agentLogBytes), is bound into the sandbox
+// at agentLogMount (root's, 0711: nothing there is listed) and the agent
+// opens the log itself (wire.LogEnv), so a restored agent gets it back by
+// that path. The log is the sandbox user's, as the agent is: a program
+// may write to it, and a sandbox's log says what its agent and program
+// wrote.
 const agentLog = "agent.log"
 
 // agentLogMount is where a sandbox sees its agent log's directory.
 const agentLogMount = agentSocketMount + "/log"
 
-// agentLogDir is the directory of sandbox id's agent log, inside its
-// socket directory (whose mount holds the mountpoint).
-func agentLogDir(id string) string { return filepath.Join(agentDir(id), "log") }
+// agentLogBase holds the directories of the sandboxes' agent logs, one
+// per sandbox named as its socket's directory is. Not inside that
+// directory: a mount under a bind mount's source makes CRIU's restore of
+// the bind fail.
+const agentLogBase = "/run/mcr-crun-agent-log"
+
+// agentLogDir is the directory of sandbox id's agent log; its mount point
+// in the sandbox is the directory "log" of its socket's directory.
+func agentLogDir(id string) string {
+	return filepath.Join(agentLogBase, id[strings.LastIndexByte(id, '-')+1:])
+}
+
+// agentLogBytes bounds an agent's log: the sandbox's user may write to it
+// (see agentLog), and it is the host's memory.
+const agentLogBytes = 1 << 20
+
+// mountLogDir makes dir, an agent's log directory, a tmpfs of
+// agentLogBytes of its own.
+func mountLogDir(dir string) error {
+	if err := os.MkdirAll(agentLogBase, 0o700); err != nil {
+		return fmt.Errorf("crun sandbox agent log directory: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("crun sandbox agent log directory: %w", err)
+	}
+	opts := fmt.Sprintf("size=%d,nr_inodes=16,mode=0711", agentLogBytes)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+		return fmt.Errorf("crun sandbox agent log directory: %w", err)
+	}
+	return nil
+}
 
 // agentLogPath is sandbox id's agent log.
 func agentLogPath(id string) string { return filepath.Join(agentLogDir(id), agentLog) }
@@ -107,7 +136,10 @@ func listenForAgent(id string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("crun sandbox agent socket directory: %w", err)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "log"), 0o711); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("crun sandbox agent log directory: %w", err)
+		return nil, fmt.Errorf("crun sandbox agent log mount point: %w", err)
+	}
+	if err := mountLogDir(agentLogDir(id)); err != nil {
+		return nil, err
 	}
 	return listenIn(dir)
 }

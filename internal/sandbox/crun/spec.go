@@ -74,6 +74,9 @@ type sandboxSpec struct {
 	// the socket and its grace. "" and nil for any other sandbox.
 	AgentSocketDir string
 	AgentSocketEnv []string
+	// AgentLogDir, with AgentSocketDir, holds the agent's log, shown at
+	// agentLogMount.
+	AgentLogDir string
 	// UserNamespace puts the sandbox in a user namespace of its own, IDs
 	// mapped as they are (checkpoint.go says why).
 	UserNamespace bool
@@ -125,7 +128,7 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 	if s.AgentSocketDir != "" {
 		mounts = append(mounts, specs.Mount{Destination: agentSocketMount, Type: "bind", Source: s.AgentSocketDir,
 			Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}},
-			specs.Mount{Destination: agentLogMount, Type: "bind", Source: filepath.Join(s.AgentSocketDir, "log"),
+			specs.Mount{Destination: agentLogMount, Type: "bind", Source: s.AgentLogDir,
 				Options: []string{"bind", "rw", "nosuid", "nodev", "noexec"}})
 		env = append(env, s.AgentSocketEnv...)
 	}

@@ -108,6 +108,21 @@ func Sandboxes(t testing.TB) sandbox.Backend {
 	}
 }
 
+// CrunEngine is Engine on the crun backend whatever Env names, for the
+// tests of what that backend alone does (checkpoints): where crun cannot
+// serve it skips the test, and fails it under CI=true.
+func CrunEngine(t testing.TB, cfg *config.Config, opts ...engine.Option) (*engine.Engine, *docker.Backend) {
+	t.Helper()
+	if why := crun.Refusal(config.Default(), runtime.GOOS, os.Geteuid(), os.Getenv("DOCKER_HOST")); why != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true: the crun backend must serve here: %s", why)
+		}
+		t.Skipf("the crun backend cannot serve here: %s", why)
+	}
+	t.Setenv(Env, config.BackendCrun)
+	return Engine(t, cfg, opts...)
+}
+
 // Engine returns an engine with cfg (Default() when nil) and the built-in
 // registry on the backend Env names, and the Docker backend, which holds
 // the images whichever backend runs the sandboxes.
