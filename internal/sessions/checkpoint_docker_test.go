@@ -25,10 +25,13 @@ import (
 // crun backend (whatever MCR_TEST_BACKEND says) with the checkpoint tools
 // (scripts/checkpoint-tools.sh), which CI installs, so there a missing
 // tool fails the test.
-func checkpointManager(t *testing.T) (*sessions.Manager, string, *engine.Engine) {
+func checkpointManager(t *testing.T, opts ...func(*config.Config)) (*sessions.Manager, string, *engine.Engine) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	for _, o := range opts {
+		o(&cfg)
+	}
 	e, b := testbackend.CrunEngine(t, &cfg)
 	testutil.RequireImage(t, b, languages.Builtin(), "python")
 	// The manager's warnings say why a checkpoint or restore fell back.
@@ -288,5 +291,20 @@ func TestASandboxSharedWithAForkIsCheckpointedOnceTheForkIsClosed(t *testing.T) 
 	}
 	if r := run(t, m, id, "x + 1"); r.Value != "42" || r.Resumed == nil || r.Resumed.Mode != sessions.ModeRestored {
 		t.Fatalf("the call after the pause: %+v", r)
+	}
+}
+
+// The reaper's pause after sessions.idle_pause_seconds checkpoints too: the
+// idle session keeps no process, and its next call restores it.
+func TestAnIdleSessionIsCheckpointedAutomatically(t *testing.T) {
+	m, _, _ := checkpointManager(t, func(c *config.Config) { c.Sessions.IdlePauseSeconds = 1 })
+	id := create(t, m, "python", 0)
+	secret := run(t, m, id, "import random\nsecret = random.random()\nsecret").Value
+	testutil.Eventually(t, 30e9, func() bool { l := m.List(context.Background()); return len(l) == 1 && l[0].Paused }, "the idle session paused")
+	if sb := m.SandboxOf(id); sb != "" {
+		t.Errorf("the paused session still names a sandbox: %s", sb)
+	}
+	if r := run(t, m, id, "secret"); r.Value != secret || r.Resumed == nil || r.Resumed.Mode != sessions.ModeRestored {
+		t.Errorf("after the automatic pause: value %s (want %s), resumed %+v", r.Value, secret, r.Resumed)
 	}
 }

@@ -67,9 +67,10 @@ const CheckpointToolsOff = "off"
 // reads the sandbox's memory, tens of megabytes for an interpreter.
 const checkpointTimeout = 2 * time.Minute
 
-// disconnectWait bounds how long a checkpoint waits for the agent to close
-// its end of the connection.
-const disconnectWait = 5 * time.Second
+// disconnectWait bounds how long a checkpoint waits for the agent to
+// answer and close its end of the connection: milliseconds, but a loaded
+// host may hold the agent back, and a checkpoint given up is a replay.
+const disconnectWait = 30 * time.Second
 
 // checkpointTools is the crun and criu that checkpoints use.
 type checkpointTools struct {
