@@ -232,6 +232,26 @@ func (m *Manager) restore(ctx context.Context, s *session, sum string, start tim
 	return ""
 }
 
+// sweepCheckpoints removes the checkpoints of sessions the store no longer
+// has (ended while no server ran, or whose record was lost): a checkpoint
+// is a sandbox's memory, and nothing else removes it.
+func (m *Manager) sweepCheckpoints(ctx context.Context) {
+	dir, err := store.DataDir(m.eng.Config())
+	if err != nil {
+		return
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, checkpointsDir))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if _, err := m.st.Get(ctx, recordKey(e.Name())); errors.Is(err, store.ErrNotFound) {
+			m.log.Info("removing the checkpoint of a session that no longer exists", "session", e.Name())
+			_ = os.RemoveAll(filepath.Join(dir, checkpointsDir, e.Name()))
+		}
+	}
+}
+
 // removeCheckpoint removes session id's checkpoint, if any.
 func (m *Manager) removeCheckpoint(id string) {
 	if dir, err := m.checkpointPath(id); err == nil {

@@ -268,6 +268,20 @@ func TestACheckpointedSessionIsRestoredByTheNextServerAndRemovedWithIt(t *testin
 	if _, err := os.Stat(filepath.Join(dir, "checkpoints", id)); !os.IsNotExist(err) {
 		t.Errorf("a closed session's checkpoint stays: %v", err)
 	}
+	// A checkpoint whose session the store no longer has (it ended while
+	// no server ran) goes at the next server's start.
+	stray := filepath.Join(dir, "checkpoints", "sess-0123456789abcdef")
+	if err := os.MkdirAll(filepath.Join(stray, "images"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	third := sessions.NewManager(e)
+	t.Cleanup(third.Shutdown)
+	if err := third.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Errorf("a checkpoint of no session stays: %v", err)
+	}
 }
 
 // A sandbox that a fork made in place shares is not checkpointed while the

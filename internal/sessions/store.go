@@ -189,6 +189,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 	if err := m.recoverOrphans(ctx, true); err != nil {
 		return err
 	}
+	m.sweepCheckpoints(ctx)
 	if store.IsShared(m.st) {
 		// Replicas that die later leave sessions too: the survivors
 		// look for them as often as heartbeats expire.
