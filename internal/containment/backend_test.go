@@ -135,7 +135,8 @@ type crunView struct {
 	b     *crun.Backend
 	state string
 	mu    sync.Mutex
-	made  []time.Time // when each sandbox was created
+	made  []time.Time     // when each sandbox was created
+	hosts map[string]bool // the host names of the sandboxes created
 }
 
 // crunContainer is one entry of `crun list --format json`.
@@ -230,7 +231,23 @@ func (v *crunView) leftovers() ([]string, error) {
 	for _, e := range entries {
 		left = append(left, "bundle "+e.Name())
 	}
+	// A session's agent log is a tmpfs of its own (crun.agentLogBase).
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	for line := range strings.SplitSeq(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], "/run/mcr-crun-agent-log/") && ownLog(v, f[1]) {
+			left = append(left, "agent log mount "+f[1])
+		}
+	}
 	return left, nil
+}
+
+// ownLog says whether the agent log directory dir is one of this
+// process's sandboxes': its name is their host names' (the last part of
+// their IDs), which the view saw made.
+func ownLog(v *crunView, dir string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.hosts[filepath.Base(dir)]
 }
 
 func (v *crunView) checkNoLeftovers(t *testing.T) {
@@ -258,7 +275,17 @@ func (c *countingBackend) Create(ctx context.Context, t sandbox.Template) (sandb
 	c.v.mu.Lock()
 	c.v.made = append(c.v.made, time.Now())
 	c.v.mu.Unlock()
-	return c.Backend.Create(ctx, t)
+	sb, err := c.Backend.Create(ctx, t)
+	if err == nil {
+		id := sb.ID()
+		c.v.mu.Lock()
+		if c.v.hosts == nil {
+			c.v.hosts = map[string]bool{}
+		}
+		c.v.hosts[id[strings.LastIndexByte(id, '-')+1:]] = true
+		c.v.mu.Unlock()
+	}
+	return sb, err
 }
 
 // sandboxOnHost returns the ID of the one sandbox this test process has
