@@ -280,6 +280,7 @@ func (b *Backend) Restore(ctx context.Context, t sandbox.Template, dir string) (
 	fail := func(err error) (sandbox.Sandbox, error) {
 		_ = ln.Close()
 		b.destroy(id)
+		b.removeCgroups(id)
 		return nil, err
 	}
 	hostnameFile := filepath.Join(bundle, "hostname")
@@ -361,6 +362,33 @@ func cgroupControllers() []string {
 		}
 	}
 	return dirs
+}
+
+// removeCgroups removes sandbox id's cgroup directories, empty, which a
+// restore that failed leaves (crun has no container of that name to
+// delete), with the ones it made inside them (".proxy-crun").
+func (b *Backend) removeCgroups(id string) {
+	dirs := []string{filepath.Join("/sys/fs/cgroup", cgroupParent, id)}
+	if !b.cgroupV2 {
+		dirs = dirs[:0]
+		for _, c := range cgroupControllers() {
+			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", c, cgroupParent, id))
+		}
+	}
+	for _, d := range dirs {
+		removeCgroup(d)
+	}
+}
+
+// removeCgroup removes the empty cgroup dir, its children first.
+func removeCgroup(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			removeCgroup(filepath.Join(dir, e.Name()))
+		}
+	}
+	_ = os.Remove(dir)
 }
 
 // mountpoints makes, through the image's writable root at dir, every bind
