@@ -15,6 +15,15 @@ import { connect2, languages, needLanguage, runCode, show, structured, texts, wa
 const execFileP = promisify(execFile);
 const STATE = '/run/mcp-code-runner-crun';
 
+/** The mounts of sessions' agent logs (a tmpfs each, under /run/mcr-crun-agent-log). */
+async function logMounts() {
+    const mounts = await readFile('/proc/self/mounts', 'utf8');
+    return mounts.split('\n').map((l) => l.split(' ')[1]).filter((m) => m?.startsWith('/run/mcr-crun-agent-log/'));
+}
+
+/** The agent log mounts there before this server started: other servers'. */
+let othersLogMounts = [];
+
 /** Containers crun holds for servers, and bundles and image roots left. */
 async function crunLeftovers() {
     const { stdout } = await execFileP('crun', ['--root', `${STATE}/crun`, 'list', '--quiet']).catch((e) => ({ stdout: `(crun list failed: ${e.message.split('\n')[0]})` }));
@@ -24,8 +33,9 @@ async function crunLeftovers() {
         left.push(...entries.map((e) => `${dir}/${e}`));
     }
     const mounts = await readFile('/proc/self/mounts', 'utf8');
-    // A session's agent log is a tmpfs of its own under /run/mcr-crun-agent-log.
-    left.push(...mounts.split('\n').filter((l) => l.includes(STATE) || l.includes('/run/mcr-crun-agent-log/')).map((l) => `mount ${l.split(' ')[1]}`));
+    left.push(...mounts.split('\n').filter((l) => l.includes(STATE)).map((l) => `mount ${l.split(' ')[1]}`));
+    // A session's agent log is a tmpfs of its own.
+    left.push(...(await logMounts()).filter((m) => !othersLogMounts.includes(m)).map((m) => `log mount ${m}`));
     return left;
 }
 
@@ -34,6 +44,7 @@ describe('the crun backend through the official client', () => {
     let client;
     let langs;
     before(async () => {
+        othersLogMounts = await logMounts();
         conn = await connect2({ transport: 'stdio', args: ['--backend', 'crun'] });
         client = conn.client;
         langs = await languages(client);
@@ -122,9 +133,10 @@ describe('the crun backend through the official client', () => {
         await conn.close();
         conn = undefined;
         let left = [];
-        await waitFor(async () => {
+        const gone = await waitFor(async () => {
             left = await crunLeftovers();
             return left.length === 0;
-        }, 30000, `no crun leftovers (left: ${left.join(', ')})`);
+        }, 30000, 'no crun leftovers').then(() => true, () => false);
+        assert.ok(gone, `crun leftovers 30 s after the server exited: ${left.join(', ')}`);
     });
 });
