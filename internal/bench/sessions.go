@@ -164,35 +164,16 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 // of their sandboxes, as their cgroups count it), then paused (no sandbox;
 // what is kept on disk: the files' archive), and the resume of one.
 func sessionMemorySection(ctx context.Context, w io.Writer, cfg config.Config, reg *languages.Registry, b sandbox.Backend, n int, report *Report) error {
-	role := reg.Roles().SessionState
-	if role == nil || role.Libraries == "" || role.Memory == "" {
+	role, ok := librariesRole(reg)
+	if !ok {
 		return nil
 	}
-	if _, ok := reg.Lookup(role.Language); !ok {
-		return nil
-	}
-	dir, err := os.MkdirTemp("", "mcp-code-runner-bench-sessions-")
+	// The replayed pause; checkpointSection measures the other.
+	m, dir, cell, done, err := librarySessions(ctx, cfg, reg, b, n, "off")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	scfg := cfg
-	scfg.DataDir = dir
-	scfg.Sessions.MaxSessions = max(scfg.Sessions.MaxSessions, n)
-	scfg.Sessions.Spares = nil
-	scfg.Sessions.CheckpointTools = "off" // the replayed pause; checkpointSection measures the other
-	scfg.Quotas.Sessions, scfg.Quotas.PausedSessions = 0, 0
-	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
-	defer closeEngine(eng)
-	m := sessions.NewManager(eng)
-	defer m.Shutdown()
-	cell := func(id, code string) (*engine.Result, error) {
-		r, err := m.Run(ctx, engine.Request{SessionID: id, Code: code}, engine.RunOptions{})
-		if err == nil && r.Status != engine.StatusOK {
-			err = fmt.Errorf("%s: %s", r.Status, r.Stderr)
-		}
-		return r, err
-	}
+	defer done()
 	ids := make([]string, 0, n)
 	var live int64
 	for range n {
@@ -250,33 +231,15 @@ func sessionMemorySection(ctx context.Context, w io.Writer, cfg config.Config, r
 // how long, and how large a checkpoint is) and resumed (restored: how
 // long, with the call that reads the state).
 func checkpointSection(ctx context.Context, w io.Writer, cfg config.Config, reg *languages.Registry, b sandbox.Backend, n int, report *Report) error {
-	role := reg.Roles().SessionState
-	if role == nil || role.Libraries == "" || role.Memory == "" {
+	role, ok := librariesRole(reg)
+	if !ok {
 		return nil
 	}
-	if _, ok := reg.Lookup(role.Language); !ok {
-		return nil
-	}
-	dir, err := os.MkdirTemp("", "mcp-code-runner-bench-checkpoints-")
+	m, dir, cell, done, err := librarySessions(ctx, cfg, reg, b, n, cfg.Sessions.CheckpointTools)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	scfg := cfg
-	scfg.DataDir = dir
-	scfg.Sessions.Spares = nil
-	scfg.Quotas.Sessions, scfg.Quotas.PausedSessions = 0, 0
-	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
-	defer closeEngine(eng)
-	m := sessions.NewManager(eng)
-	defer m.Shutdown()
-	cell := func(id, code string) (*engine.Result, error) {
-		r, err := m.Run(ctx, engine.Request{SessionID: id, Code: code}, engine.RunOptions{})
-		if err == nil && r.Status != engine.StatusOK {
-			err = fmt.Errorf("%s: %s", r.Status, r.Stderr)
-		}
-		return r, err
-	}
+	defer done()
 	pause := &Sample{Name: "pause_session with " + role.Libraries + " (checkpointed; crun backend)"}
 	resume := &Sample{Name: "resume of a session with " + role.Libraries + " + its call (restored; crun backend)"}
 	var sizes []int64
@@ -334,4 +297,47 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// librariesRole is the session_state role, when it names data libraries
+// and a memory cell for a language the registry has.
+func librariesRole(reg *languages.Registry) (*languages.SessionState, bool) {
+	role := reg.Roles().SessionState
+	if role == nil || role.Libraries == "" || role.Memory == "" {
+		return nil, false
+	}
+	_, ok := reg.Lookup(role.Language)
+	return role, ok
+}
+
+// librarySessions is a sessions manager on b for n sessions at once, with
+// a data directory of its own (dir), no spares or quotas, and the
+// checkpoint tools given; cell runs code in one of its sessions and fails
+// unless it succeeds; done removes it all.
+func librarySessions(ctx context.Context, cfg config.Config, reg *languages.Registry, b sandbox.Backend, n int, checkpointTools string) (m *sessions.Manager, dir string, cell func(id, code string) (*engine.Result, error), done func(), err error) {
+	dir, err = os.MkdirTemp("", "mcp-code-runner-bench-sessions-")
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	scfg := cfg
+	scfg.DataDir = dir
+	scfg.Sessions.MaxSessions = max(scfg.Sessions.MaxSessions, n)
+	scfg.Sessions.Spares = nil
+	scfg.Sessions.CheckpointTools = checkpointTools
+	scfg.Quotas.Sessions, scfg.Quotas.PausedSessions = 0, 0
+	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
+	m = sessions.NewManager(eng)
+	cell = func(id, code string) (*engine.Result, error) {
+		r, err := m.Run(ctx, engine.Request{SessionID: id, Code: code}, engine.RunOptions{})
+		if err == nil && r.Status != engine.StatusOK {
+			err = fmt.Errorf("%s: %s", r.Status, r.Stderr)
+		}
+		return r, err
+	}
+	done = func() {
+		m.Shutdown()
+		closeEngine(eng)
+		_ = os.RemoveAll(dir)
+	}
+	return m, dir, cell, done, nil
 }
