@@ -53,10 +53,7 @@ func TestAgentArrivesWhenTheDaemonCannotSeeTheServersFiles(t *testing.T) {
 		t.Fatalf("unshare (util-linux) is required: %v", err)
 	}
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("mounting a tmpfs in a mount namespace needs root, and CI=true")
-		}
-		t.Skip("mounting a tmpfs in a mount namespace needs root")
+		testutil.SkipUnlessCI(t, "mounting a tmpfs in a mount namespace needs root")
 	}
 
 	// An agent of its own content (bytes appended to a static ELF do not
@@ -288,7 +285,7 @@ func TestVolumeDeliveryOnALocalDaemon(t *testing.T) {
 func TestAutoDeliveryOnALocalDaemonIsDecidedWithoutProbes(t *testing.T) {
 	cli := testutil.RequireDocker(t)
 	if runtime.GOOS != "linux" || !strings.HasPrefix(cli.DaemonHost(), "unix://") {
-		t.Skip("the socket's peer is known only for a Unix socket on Linux")
+		testutil.SkipUnlessCI(t, "the socket's peer is known only for a Unix socket on Linux, and the daemon is at %s", cli.DaemonHost())
 	}
 	b, err := docker.New(cli, docker.Options{AgentPath: testutil.AgentBinary(t), Runtime: os.Getenv(testutil.RuntimeEnv)})
 	if err != nil {
