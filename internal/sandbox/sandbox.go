@@ -85,6 +85,10 @@ type Template struct {
 	// Writable; a backend that cannot mount host directories refuses the
 	// template (ErrUnsupported).
 	Mounts []Mount
+	// Isolation is what stands between the sandbox's programs and the
+	// host's kernel; "" is IsolationContainer. A backend that cannot make
+	// it refuses the template (ErrUnsupported; see IsolationSupport).
+	Isolation Isolation
 	// ReattachGrace, above zero, asks for a sandbox that outlives its
 	// server's connection (a session's): its agent keeps its state and
 	// waits this long for a server to re-attach (Reattacher). A backend

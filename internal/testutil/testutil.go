@@ -243,3 +243,27 @@ func processRunning(pid int) bool {
 	i := strings.LastIndexByte(string(data), ')')
 	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X'
 }
+
+// RunscEnv names gVisor's runsc for the tests that run sandboxes under it;
+// unset, they take the one `make gvisor` installs (DefaultRunsc).
+const RunscEnv = "MCR_TEST_RUNSC"
+
+// DefaultRunsc is where scripts/ensure-gvisor.sh installs runsc.
+const DefaultRunsc = "/var/lib/mcp-code-runner/gvisor/runsc"
+
+// Runsc returns gVisor's runsc for the tests: it skips the test where
+// there is none, and fails it under CI=true, where `make test` installs it.
+func Runsc(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(RunscEnv)
+	if path == "" {
+		path = DefaultRunsc
+	}
+	if !isFile(path) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("gVisor's runsc is required under CI=true and %s is missing (run `make gvisor`)", path)
+		}
+		t.Skipf("gVisor's runsc %s is missing (run `make gvisor`)", path)
+	}
+	return path
+}

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,6 +34,11 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if err != nil {
 		return nil, err
 	}
+	if err := b.IsolationSupport(t.Isolation); err != nil {
+		return nil, err
+	}
+	rt := b.runtimeFor(t.Isolation)
+	gvisor := rt.isolation == sandbox.IsolationGVisor
 	root, err := b.inspect(ctx, t.Image)
 	if err != nil {
 		return nil, err
@@ -47,6 +51,10 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	// The bundle is 0711: the sandbox's user reaches its hostname file
 	// (and its egress socket) through it, and lists nothing.
 	if err := os.Mkdir(bundle, 0o711); err != nil {
+		return nil, fmt.Errorf("crun sandbox bundle: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, isolationFile), []byte(rt.isolation), 0o600); err != nil {
+		b.destroy(id)
 		return nil, fmt.Errorf("crun sandbox bundle: %w", err)
 	}
 	// A sandbox with network access keeps its network namespace of loopback
@@ -63,8 +71,13 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	// A session's sandbox outlives its server: its agent serves a socket
 	// that the next server listens on (reattach.go), not pipes to this
 	// process, which end with it.
+	// Not under gVisor: there every connection from the sandbox to a host
+	// socket is made by gVisor's gofer, so the host cannot tell its agent's
+	// from another program's (reattach.go checks the peer's PID). A
+	// session's gVisor sandbox ends with its server, and the next server
+	// replays the session into a new one.
 	var agent *net.UnixListener
-	if t.ReattachGrace > 0 {
+	if t.ReattachGrace > 0 && !gvisor {
 		if agent, err = listenForAgent(id); err != nil {
 			egress.Close()
 			b.destroy(id)
@@ -73,7 +86,9 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		s.AgentSocketDir, s.AgentLogDir = agentDir(id), agentLogDir(id)
 		// A session's sandbox without network access can be checkpointed
 		// where the tools work (checkpoint.go).
-		s.UserNamespace = t.Egress == nil && b.CheckpointSupport() == nil
+		// (gVisor's sandboxes cannot: CRIU checkpoints the host kernel's
+		// processes, and gVisor keeps a sandbox's in its own.)
+		s.UserNamespace = t.Egress == nil && !gvisor && b.CheckpointSupport() == nil
 		if s.UserNamespace && !b.cgroupV2 {
 			s.CgroupControllers = cgroupControllers()
 		}
@@ -93,8 +108,10 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if err != nil {
 		return fail(err)
 	}
+	// crun's own annotation, of a filter crun compiled; runsc compiles
+	// the configuration's rules itself.
 	compiled := b.compiledSeccomp()
-	if compiled != "" {
+	if compiled != "" && !gvisor {
 		spec.Annotations = map[string]string{seccompBPFAnnotation: compiled}
 	}
 	data, err := json.Marshal(spec)
@@ -109,15 +126,15 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	}
 	var l *link
 	if agent != nil {
-		l, err = b.startReattachable(ctx, id, bundle, agent)
+		l, err = b.startReattachable(ctx, rt, id, bundle, agent)
 	} else {
-		l, err = b.start(id, bundle)
+		l, err = b.start(rt, id, bundle)
 	}
 	if err != nil {
 		return fail(err)
 	}
-	l.egress, l.image, l.userns = egress, t.Image, s.UserNamespace
-	if compiled == "" {
+	l.egress, l.image, l.userns, l.isolation = egress, t.Image, s.UserNamespace, rt.isolation
+	if compiled == "" && !gvisor {
 		b.keepSeccomp(id)
 	}
 	sb := agentconn.New(id, l, b.log)
@@ -185,7 +202,7 @@ const startTimeout = 2 * time.Minute
 
 // start runs the container of bundle detached, its standard streams pipes
 // to this process, and returns its link.
-func (b *Backend) start(id, bundle string) (*link, error) {
+func (b *Backend) start(rt ociRuntime, id, bundle string) (*link, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -220,8 +237,7 @@ func (b *Backend) start(id, bundle string) (*link, error) {
 	// it made.
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.crun, "--root", b.crunRoot(), "--log", logFile, // our own binary, bundle and sandbox name
-		"run", "--detach", "--bundle", bundle, "--pid-file", pidFile, id)
+	cmd := rt.command(ctx, logFile, "run", "--detach", "--bundle", bundle, "--pid-file", pidFile, id)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// The container's processes get a session of their own: a signal to
 	// the server's process group (a terminal's ^C) does not reach them.
@@ -236,7 +252,7 @@ func (b *Backend) start(id, bundle string) (*link, error) {
 		_ = outR.Close()
 		_ = errR.Close()
 		msg, _ := os.ReadFile(logFile) // in our bundle
-		return nil, fmt.Errorf("starting crun sandbox: %v: %s", runErr, crunMessage(msg))
+		return nil, fmt.Errorf("starting crun sandbox (%s): %v: %s", rt.name(), runErr, crunMessage(msg))
 	}
 	proc, err := processOf(pidFile)
 	if err != nil {
@@ -313,6 +329,9 @@ type link struct {
 	egress  *sandbox.EgressSocket // nil without network access
 	image   string                // the image it runs, which a restore needs
 	userns  bool                  // it has a user namespace: it can be checkpointed
+	// isolation is the sandbox's: under gVisor its first process is
+	// gVisor's kernel, and the agent runs on it.
+	isolation sandbox.Isolation
 }
 
 func (l *link) Ended() <-chan struct{} { return l.ended }

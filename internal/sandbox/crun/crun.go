@@ -61,6 +61,8 @@ type Backend struct {
 	adoptedIDs sync.Map
 	// tools are the crun and criu of checkpoints.
 	tools checkpointTools
+	// runsc is whether gVisor's runtime answers (gvisor.go).
+	runsc runscCheck
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -174,7 +176,7 @@ func (b *Backend) prepared() (string, error) {
 	if b.hosts != "" {
 		return b.hosts, nil
 	}
-	for _, dir := range []string{b.bundlesDir(), b.crunRoot()} {
+	for _, dir := range []string{b.bundlesDir(), b.crunRoot(), b.runscRoot()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("crun backend state directory: %w", err)
 		}
@@ -312,12 +314,13 @@ func (b *Backend) removeWhere(ctx context.Context, match func(string, sandboxID)
 // destroy removes a sandbox's container (killing what still runs in it),
 // its cgroup, its egress and agent sockets' directories and its bundle.
 func (b *Backend) destroy(id string) {
+	rt := b.runtimeOf(id)
 	for attempt := range 3 {
-		out, err := exec.Command(b.crun, "--root", b.crunRoot(), "delete", "--force", id).CombinedOutput() // our own binary and sandbox name
+		out, err := rt.command(context.Background(), "", "delete", "--force", id).CombinedOutput()
 		if err == nil || strings.Contains(string(out), "does not exist") || strings.Contains(string(out), "No such file") {
 			break
 		}
-		b.log.Warn("removing crun sandbox", "id", id, "attempt", attempt+1, "err", err, "output", strings.TrimSpace(string(out)))
+		b.log.Warn("removing crun sandbox", "id", id, "runtime", rt.name(), "attempt", attempt+1, "err", err, "output", strings.TrimSpace(string(out)))
 		time.Sleep(100 * time.Millisecond)
 	}
 	_ = os.RemoveAll(egressDir(id))

@@ -28,6 +28,14 @@ type Options struct {
 	// and restore sessions' sandboxes (checkpoint.go); "" is
 	// DefaultCheckpointTools, CheckpointToolsOff turns checkpoints off.
 	CheckpointTools string
+	// Runsc is gVisor's runsc, which runs the sandboxes of templates of
+	// isolation gvisor; "" offers no gVisor (IsolationSupport says so).
+	Runsc string
+	// RunscPlatform is gVisor's platform ("" is DefaultRunscPlatform,
+	// systrap).
+	RunscPlatform string
+	// RunscFlags are more flags for runsc, after the backend's own.
+	RunscFlags []string
 	// Logger receives the backend's logs.
 	Logger *slog.Logger
 }

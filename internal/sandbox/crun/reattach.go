@@ -164,7 +164,7 @@ func listenIn(dir string) (*net.UnixListener, error) {
 // startReattachable runs the container of bundle detached, its agent's
 // streams on /dev/null and its log, and waits for the agent's connection
 // on ln, which it then closes.
-func (b *Backend) startReattachable(ctx context.Context, id, bundle string, ln *net.UnixListener) (*link, error) {
+func (b *Backend) startReattachable(ctx context.Context, rt ociRuntime, id, bundle string, ln *net.UnixListener) (*link, error) {
 	logPath := agentLogPath(id)
 	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err == nil {
@@ -177,8 +177,7 @@ func (b *Backend) startReattachable(ctx context.Context, id, bundle string, ln *
 	crunLog := filepath.Join(bundle, "crun.log")
 	// As start: not the caller's context.
 	rctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	cmd := exec.CommandContext(rctx, b.crun, "--root", b.crunRoot(), "--log", crunLog, // our own binary, bundle and sandbox name
-		"run", "--detach", "--bundle", bundle, "--pid-file", pidFile, id)
+	cmd := rt.command(rctx, crunLog, "run", "--detach", "--bundle", bundle, "--pid-file", pidFile, id)
 	cmd.Stdout, cmd.Stderr = out, out // Stdin nil: /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	runErr := cmd.Run()
@@ -360,7 +359,7 @@ type containerState struct {
 }
 
 func (b *Backend) state(id string) (containerState, error) {
-	out, err := exec.Command(b.crun, "--root", b.crunRoot(), "state", id).Output() // our own binary and sandbox name
+	out, err := b.runtimeOf(id).command(context.Background(), "", "state", id).Output()
 	if err != nil {
 		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			return containerState{}, fmt.Errorf("crun sandbox %s is gone: %s", id, crunMessage(ee.Stderr))

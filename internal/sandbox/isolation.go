@@ -1,0 +1,72 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Isolation is what stands between a sandbox's programs and the host's
+// kernel.
+type Isolation string
+
+const (
+	// IsolationContainer is a hardened container: its own namespaces and
+	// cgroup, no capability, Docker's seccomp profile, on the host's
+	// kernel. The zero value of a template means it.
+	IsolationContainer Isolation = "container"
+	// IsolationGVisor is a hardened container whose programs run on
+	// gVisor's kernel (runsc), a second wall: their system calls reach
+	// gVisor's Sentry, in user space, and only its own narrow set of calls
+	// reaches the host's kernel.
+	IsolationGVisor Isolation = "gvisor"
+)
+
+// Isolations are the isolations, weakest first.
+var Isolations = []Isolation{IsolationContainer, IsolationGVisor}
+
+// ParseIsolation returns the isolation named s; "" is IsolationContainer.
+func ParseIsolation(s string) (Isolation, error) {
+	switch Isolation(strings.ToLower(strings.TrimSpace(s))) {
+	case "", IsolationContainer:
+		return IsolationContainer, nil
+	case IsolationGVisor:
+		return IsolationGVisor, nil
+	}
+	return "", fmt.Errorf("isolation %q: want container or gvisor", s)
+}
+
+// Or is i, or IsolationContainer when i is unset.
+func (i Isolation) Or() Isolation {
+	if i == "" {
+		return IsolationContainer
+	}
+	return i
+}
+
+// Stronger returns the stronger of i and o: a request may only tighten
+// what the operator set.
+func (i Isolation) Stronger(o Isolation) Isolation {
+	if i.Or() == IsolationGVisor || o.Or() == IsolationGVisor {
+		return IsolationGVisor
+	}
+	return IsolationContainer
+}
+
+// IsolationSupporter is a Backend that says whether it can make sandboxes
+// of an isolation here (a backend that is not one makes containers only).
+type IsolationSupporter interface {
+	// IsolationSupport returns nil when sandboxes of i can be made here,
+	// else why not and what to do (wrapping ErrUnsupported).
+	IsolationSupport(i Isolation) error
+}
+
+// IsolationSupport asks b whether it can make sandboxes of i.
+func IsolationSupport(b Backend, i Isolation) error {
+	if s, ok := b.(IsolationSupporter); ok {
+		return s.IsolationSupport(i)
+	}
+	if i.Or() == IsolationContainer {
+		return nil
+	}
+	return fmt.Errorf("%w: isolation %s: this backend makes containers only", ErrUnsupported, i)
+}
