@@ -206,7 +206,7 @@ mcp() {
 }
 init=$(mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"deploy-check","version":"1"}}}')
 grep -q '"serverInfo"' <<<"$init" || die "initialize through the Service: $init"
-mcp '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null || true
+mcp '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
 t0=$(date +%s%N)
 result=$(mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":"import socket; print(6*7, socket.gethostname().startswith(\"mcr-python-\"))"}}}')
 ms=$((($(date +%s%N) - t0) / 1000000))
@@ -249,10 +249,12 @@ fi
 # finishes the calls it has. The test cluster's pods share the host's
 # network, so the replicas share one port (http.reuse_port: the kernel
 # spreads connections, as kube-proxy would a Service's) and each is probed
-# on its own Unix socket (mcp-code-runner healthcheck). A call the server
-# never answered (connection refused or reset before a response) is
-# retried, as a client would; a wrong answer, an error result or an HTTP
-# error fails the check.
+# on its own Unix socket (mcp-code-runner healthcheck). A call whose
+# connection was refused (no listener took it, so no server saw the call)
+# is sent again; any other error (a reset, a transfer cut off, a timeout),
+# a wrong answer, an error result or an HTTP error fails the check. Each
+# replica writes its audit log to its standard output: both replicas
+# before the restart, and both after it, must have answered calls.
 rolling_restart() {
 	if [ -z "$KCM" ]; then
 		if [ ! -x "$BIN_DIR/kube-controller-manager" ]; then
@@ -265,13 +267,15 @@ rolling_restart() {
 	fi
 	"${KUBECTL[@]}" -n mcp-code-runner scale deploy/mcp-code-runner --replicas 0 >/dev/null
 	if [ -n "$KCM" ]; then
-		"${KUBECTL[@]}" -n mcp-code-runner wait --for=delete pod -l app.kubernetes.io/name=mcp-code-runner --timeout 90s >/dev/null 2>&1 || true
+		"${KUBECTL[@]}" -n mcp-code-runner wait --for=delete pod -l app.kubernetes.io/name=mcp-code-runner --timeout 90s >/dev/null ||
+			die "the Deployment's pods were not deleted when it was scaled to 0"
 	fi
 	local probe='["/usr/local/bin/mcp-code-runner","healthcheck","--socket","/tmp/mcr-health.sock"]'
 	"${KUBECTL[@]}" -n mcp-code-runner patch deploy/mcp-code-runner --type json -p '[
 		{"op": "remove", "path": "/spec/template/spec/containers/0/ports"},
 		{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--http-reuse-port=true"},
 		{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--http-health-socket=/tmp/mcr-health.sock"},
+		{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--audit-log=-"},
 		{"op": "replace", "path": "/spec/template/spec/containers/0/readinessProbe", "value": {"exec": {"command": '"$probe"'}, "periodSeconds": 1, "timeoutSeconds": 5}},
 		{"op": "replace", "path": "/spec/template/spec/containers/0/livenessProbe", "value": {"exec": {"command": '"${probe%]},\"--live\"]"'}, "periodSeconds": 10, "timeoutSeconds": 5}}
 	]' >/dev/null || die "patching the Deployment for the rolling restart"
@@ -291,27 +295,30 @@ rolling_restart() {
 	URL="http://127.0.0.1:$PORT/mcp"
 	for w in 1 2; do
 		(
-			n=0 ok=0 retried=0
+			n=0 ok=0 refused=0
 			while [ ! -f "$stop" ]; do
 				n=$((n + 1))
 				want=$((w * 100000 + n))
 				body='{"jsonrpc":"2.0","id":'$n',"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":"print('$want')"}}}'
-				for try in $(seq 1 60); do
+				for _ in $(seq 1 60); do
+					rc=0
 					code=$(curl -sS --max-time 120 -o "$load/out.$w" -w '%{http_code}' "$URL" \
 						-H "Host: mcp-code-runner.mcp-code-runner.svc" -H "Authorization: Bearer $TOKEN" \
 						-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-						-H 'MCP-Protocol-Version: 2025-11-25' --data "$body" 2>"$load/err.$w") || code=000
-					[ "$code" = 000 ] || break
-					# Never answered: the connection was refused or reset.
-					retried=$((retried + 1))
+						-H 'MCP-Protocol-Version: 2025-11-25' --data "$body" 2>"$load/err.$w") || rc=$?
+					# curl's 7: the connection was refused, so no server saw
+					# the call. Every other error may come after a server
+					# took it, and is a failure.
+					[ "$rc" = 7 ] || break
+					refused=$((refused + 1))
 					sleep 0.2
 				done
-				if [ "$code" = 200 ] && grep -qF "\"stdout\":\"$want\\n\"" "$load/out.$w"; then
+				if [ "$rc" = 0 ] && [ "$code" = 200 ] && grep -qF "\"stdout\":\"$want\\n\"" "$load/out.$w"; then
 					ok=$((ok + 1))
 				else
-					{ echo "worker $w call $n: HTTP $code"; cat "$load/err.$w" "$load/out.$w"; echo; } >>"$load/failures"
+					{ echo "worker $w call $n: curl exit $rc, HTTP $code"; cat "$load/err.$w" "$load/out.$w"; echo; } >>"$load/failures"
 				fi
-				echo "$ok $retried" >"$load/count.$w"
+				echo "$ok $refused" >"$load/count.$w"
 			done
 		) &
 		workers+=($!)
@@ -322,7 +329,20 @@ rolling_restart() {
 		touch "$stop"
 		wait "${workers[@]}"
 	}
-	local t0 before
+	# every_pod_answers PODS: waits (2 min at most) until each pod's audit
+	# log, on its standard output, has a run_code line: the pod answered
+	# calls of the load.
+	every_pod_answers() {
+		local p t0=$SECONDS
+		for p in "$@"; do
+			until "${KUBECTL[@]}" -n mcp-code-runner logs "pod/$p" 2>/dev/null | grep -qF '"tool":"run_code"'; do
+				[ ! -s "$load/failures" ] || return 0
+				[ $((SECONDS - t0)) -lt 120 ] || { stop_load; die "pod $p answered no call of the load in 2 minutes"; }
+				sleep 0.5
+			done
+		done
+	}
+	local t0 before after
 	t0=$(date +%s)
 	# The load is steady before the restart begins.
 	until [ "$(cut -d' ' -f1 "$load/count.1" 2>/dev/null || echo 0)" -ge 3 ] && [ "$(cut -d' ' -f1 "$load/count.2" 2>/dev/null || echo 0)" -ge 3 ]; do
@@ -331,29 +351,31 @@ rolling_restart() {
 		sleep 0.5
 	done
 	before=$("${KUBECTL[@]}" -n mcp-code-runner get pods -l app.kubernetes.io/name=mcp-code-runner -o jsonpath='{.items[*].metadata.name}')
+	# shellcheck disable=SC2086 # one pod name a word
+	every_pod_answers $before
 	t0=$(date +%s)
 	"${KUBECTL[@]}" -n mcp-code-runner rollout restart deploy/mcp-code-runner >/dev/null
 	"${KUBECTL[@]}" -n mcp-code-runner rollout status deploy/mcp-code-runner --timeout 300s >/dev/null ||
 		{ stop_load; die "the rolling restart did not complete"; }
 	# The replaced pods are gone (their calls finished) before the load ends.
 	for p in $before; do
-		"${KUBECTL[@]}" -n mcp-code-runner wait --for=delete "pod/$p" --timeout 120s >/dev/null 2>&1 || true
+		"${KUBECTL[@]}" -n mcp-code-runner wait --for=delete "pod/$p" --timeout 120s >/dev/null ||
+			{ stop_load; die "the replaced pod $p was not gone 2 minutes after the rollout"; }
 	done
-	local took=$(($(date +%s) - t0)) c1 c2
-	c1=$(cat "$load/count.1") c2=$(cat "$load/count.2")
-	# A few calls on the new replicas alone.
-	until [ "$(($(cut -d' ' -f1 "$load/count.1") + $(cut -d' ' -f1 "$load/count.2")))" -ge $((${c1% *} + ${c2% *} + 4)) ]; do
-		[ ! -s "$load/failures" ] || break
-		sleep 0.5
-	done
+	local took=$(($(date +%s) - t0))
+	after=$("${KUBECTL[@]}" -n mcp-code-runner get pods -l app.kubernetes.io/name=mcp-code-runner -o jsonpath='{.items[*].metadata.name}')
+	[ "$(wc -w <<<"$after")" = 2 ] || { stop_load; die "after the rollout the Deployment has pods $after, want two"; }
+	# Both new replicas answer calls of the load, on their own.
+	# shellcheck disable=SC2086 # one pod name a word
+	every_pod_answers $after
 	stop_load
 	if [ -s "$load/failures" ]; then
 		cat "$load/failures"
 		die "calls failed during the rolling restart (above)"
 	fi
-	read -r ok1 retried1 <"$load/count.1"
-	read -r ok2 retried2 <"$load/count.2"
-	log "rolling restart of 2 replicas in ${took} s under load: $((ok1 + ok2)) run_code calls answered right, none failed, $((retried1 + retried2)) retried after no answer (pods replaced: $before)"
+	read -r ok1 refused1 <"$load/count.1"
+	read -r ok2 refused2 <"$load/count.2"
+	log "rolling restart of 2 replicas in ${took} s under load: $((ok1 + ok2)) run_code calls answered right, none failed, $((refused1 + refused2)) sent again after a refused connection (pods replaced: $before; by $after, each answering)"
 	rm -rf "$load"
 }
 rolling_restart
