@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,19 +146,34 @@ func textOf(res *mcp.CallToolResult) string {
 // TestARollingRestartOfTwoReplicasUnderLoadFailsNoCall: clients call
 // run_code steadily through two replicas on one etcd while each replica in
 // turn is stopped (SIGTERM) and replaced by a new server at its address.
-// A call that no server answered is retried (a connection refused or
-// closed); every answer is right: no call fails, none gives another
-// call's output.
+// A call whose connection was refused (no server at that address now)
+// never reached a server and goes to the other; every other error, a
+// JSON-RPC or HTTP error among them, fails the test, as does an answer that
+// is not the call's own. Every replica, old and new, answers calls (its
+// audit log says which it ran), and the replicas ran exactly the calls
+// answered.
 func TestARollingRestartOfTwoReplicasUnderLoadFailsNoCall(t *testing.T) {
 	testutil.RequireDocker(t)
 	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "bash")
 	etcd := storetest.StartEtcd(t, storetest.EtcdOptions{})
 	flags := append(replicaFlags(etcd.Endpoint), "--quotas-concurrent-runs", "0", "--pool-sizes", "bash=2")
 	addrs := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	replicas := []*server{serveAt(t, addrs[0], t.TempDir(), flags...), serveAt(t, addrs[1], t.TempDir(), flags...)}
+	var audits []string
+	start := func(addr string) *server {
+		dir := t.TempDir()
+		audits = append(audits, filepath.Join(dir, "audit.log"))
+		return serveAt(t, addr, dir, slices.Concat(flags, []string{"--audit-log", audits[len(audits)-1]})...)
+	}
+	replicas := []*server{start(addrs[0]), start(addrs[1])}
 
-	var answered, retried, wrong atomic.Int64
-	var failures sync.Map
+	var answered, refusals atomic.Int64
+	var mu sync.Mutex
+	var failures []string
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for c := range 4 {
@@ -173,52 +190,73 @@ func TestARollingRestartOfTwoReplicasUnderLoadFailsNoCall(t *testing.T) {
 					s, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(),
 						&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, MaxRetries: -1,
 							HTTPClient: &http.Client{Transport: bearer{token: restartAlice, next: http.DefaultTransport}}}, nil)
-					if err != nil { // no server at that address now: try the other
-						retried.Add(1)
+					switch {
+					case refused(err): // no server at that address now: try the other
+						refusals.Add(1)
+						continue
+					case err != nil:
+						fail("connecting to %s: %v", url, err)
 						continue
 					}
 					cs = s
 				}
 				marker := fmt.Sprintf("call-%d-%d", c, n)
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "echo " + marker}})
-				if err != nil { // not answered: the connection went with its server
-					_ = cs.Close()
-					cs = nil
-					retried.Add(1)
-					continue
-				}
-				if res.IsError || !strings.Contains(textOf(res), marker) {
-					wrong.Add(1)
-					failures.Store(marker, textOf(res))
-					continue
-				}
-				answered.Add(1)
-				// The next call goes through the other replica.
+				// The next call goes through the other replica, on a new
+				// session.
 				_ = cs.Close()
 				cs = nil
+				switch {
+				case refused(err): // the server went between the handshake and the call
+					refusals.Add(1)
+				case err != nil:
+					fail("%s: %v", marker, err)
+				case res.IsError || !strings.Contains(textOf(res), marker):
+					fail("%s: %s", marker, textOf(res))
+				default:
+					answered.Add(1)
+				}
 			}
 		})
+	}
+	ran := func(audit string) int { return runsIn(t, audit) }
+	answersFrom := func(audit string, n int) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%d calls answered by the replica of %s", n, audit), 120*time.Second, func() bool { return ran(audit) >= n })
 	}
 	waitForCalls := func(what string, more int64) {
 		from := answered.Load()
 		waitFor(t, what, 120*time.Second, func() bool { return answered.Load() >= from+more })
 	}
-	waitForCalls("calls through both replicas", 10)
+	answersFrom(audits[0], 3)
+	answersFrom(audits[1], 3)
 	for i := range replicas {
-		_ = replicas[i].cmd.Process.Signal(syscall.SIGTERM)
-		_ = replicas[i].cmd.Wait()
+		if err := replicas[i].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := replicas[i].cmd.Wait(); err != nil {
+			t.Errorf("a replica stopped with SIGTERM exited with %v", err)
+		}
 		waitForCalls("calls through the replica left", 5)
-		replicas[i] = serveAt(t, addrs[i], t.TempDir(), flags...)
-		waitForCalls("calls after the new replica started", 10)
+		replicas[i] = start(addrs[i])
+		answersFrom(audits[len(audits)-1], 3)
 	}
 	close(stop)
 	wg.Wait()
-	failures.Range(func(k, v any) bool {
-		t.Errorf("%s: %v", k, v)
-		return true
-	})
-	if wrong.Load() > 0 {
-		t.Fatalf("%d of %d answered calls failed or were wrong during the rolling restart", wrong.Load(), answered.Load()+wrong.Load())
+	for _, f := range failures {
+		t.Errorf("a call failed during the rolling restart: %s", f)
 	}
-	t.Logf("%d calls answered right, %d retried after their server went, during the rolling restart", answered.Load(), retried.Load())
+	total := func() (n int) {
+		for _, a := range audits {
+			n += ran(a)
+		}
+		return n
+	}
+	// A server writes a call's audit line as the call ends, maybe just
+	// after its answer.
+	waitFor(t, "every answered call in an audit log", 30*time.Second, func() bool { return total() >= int(answered.Load()) })
+	if got, want := total(), int(answered.Load()); got != want {
+		t.Errorf("the replicas ran %d calls, and %d were answered right: a call ran without its answer, or twice", got, want)
+	}
+	t.Logf("%d calls answered right, %d sent to the other replica after a refused connection, during the rolling restart", answered.Load(), refusals.Load())
 }
