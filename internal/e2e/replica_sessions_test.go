@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,10 @@ import (
 // to the one holding it, streaming the run's output as progress); bob
 // cannot use it through either. When the replica holding a second session is killed
 // (SIGKILL), the one left re-attaches to its sandbox once the dead one's
-// heartbeat expires, and the session keeps its variables and files.
+// heartbeat expires, and the session keeps its variables and files: in the
+// same container (its hostname), with a random number drawn before the
+// kill, which a replay into a new sandbox would draw again, and no resumed
+// in the result.
 func TestASessionAnswersThroughEitherReplicaAndOutlivesItsReplica(t *testing.T) {
 	cli := testutil.RequireDocker(t)
 	testutil.RequireImage(t, testutil.Backend(t), languages.Builtin(), "python")
@@ -99,20 +104,37 @@ func TestASessionAnswersThroughEitherReplicaAndOutlivesItsReplica(t *testing.T) 
 
 	// The replica holding a session dies; the one left takes it over.
 	call(t, aliceOne, "create_session", map[string]any{"language": "python"}, &s)
-	call(t, aliceOne, "run_code", map[string]any{"language": "python", "session_id": s.SessionID, "code": "y = 6 * 7\nopen('kept.txt', 'w').write('kept')"}, &res)
+	var first engine.Result
+	call(t, aliceOne, "run_code", map[string]any{"language": "python", "session_id": s.SessionID,
+		"code": "import random, socket\ny = 6 * 7\nnonce = random.random()\nopen('kept.txt', 'w').write('kept')\nprint(socket.gethostname(), nonce)"}, &first)
+	sandboxAndNonce := strings.TrimSpace(first.Stdout)
 	pid := one.cmd.Process.Pid
+	if host := strings.Fields(sandboxAndNonce + " ")[0]; !slices.Contains(containersOf(t, cli, pid), host) {
+		t.Fatalf("the session's sandbox %q is not one of its replica's containers %v", host, containersOf(t, cli, pid))
+	}
 	_ = one.cmd.Process.Kill()
 	_ = one.cmd.Wait()
+	var takenOver *mcp.CallToolResult
 	waitFor(t, "the session to answer through the replica left", 90*time.Second, func() bool {
-		got, err := aliceOther.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "session_id": s.SessionID, "code": "print(y, open('kept.txt').read())"}})
+		got, err := aliceOther.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "session_id": s.SessionID,
+			"code": "import socket\nprint(y, open('kept.txt').read(), socket.gethostname(), nonce)"}})
 		if err != nil || got.IsError {
 			return false
 		}
-		if !strings.Contains(textOf(got), "42 kept") {
-			t.Fatalf("the session taken over lost its state: %s", textOf(got))
-		}
+		takenOver = got
 		return true
 	})
+	data, _ := json.Marshal(takenOver.StructuredContent)
+	var after engine.Result // fresh: a field absent from the answer stays unset
+	if err := json.Unmarshal(data, &after); err != nil {
+		t.Fatal(err)
+	}
+	if want := "42 kept " + sandboxAndNonce; strings.TrimSpace(after.Stdout) != want {
+		t.Errorf("the session taken over: stdout %q, want %q (its state, in the same sandbox, by the same interpreter)", after.Stdout, want)
+	}
+	if after.Resumed != nil {
+		t.Errorf("the session taken over was rebuilt (%+v), not re-attached to", after.Resumed)
+	}
 	call(t, aliceOther, "close_session", map[string]any{"session_id": s.SessionID}, &s)
 	waitFor(t, "the sessions' containers removed", 60*time.Second, func() bool { return len(containersOf(t, cli, pid)) == 0 })
 }
