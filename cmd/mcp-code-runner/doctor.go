@@ -145,6 +145,7 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	if rt, err := db.Runtime(vctx); err == nil {
 		d.ok("OCI runtime in use: %s (%s; registered: %s)", rt.Effective, rt.Reason, strings.Join(rt.Registered, ", "))
 	}
+	d.gvisor(vctx, st)
 	missing := 0
 	for _, img := range reg.Images() {
 		err := st.backend.CheckImage(vctx, img.Tag)

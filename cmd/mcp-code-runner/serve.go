@@ -301,6 +301,16 @@ func startupChecks(ctx context.Context, st *stack, building map[string]bool) err
 			st.log.Info("sandboxes run under OCI runtime "+rt.Effective, "reason", rt.Reason)
 		}
 	}
+	// An isolation the operator asked for that cannot be made here stops
+	// the server: it would otherwise refuse every run.
+	if iso, _ := sandbox.ParseIsolation(st.cfg.Isolation); iso == sandbox.IsolationGVisor {
+		if err := sandbox.IsolationSupport(st.backend, iso); err != nil {
+			return fmt.Errorf("isolation gvisor: %w (`mcp-code-runner doctor` says more)", err)
+		}
+		st.log.Info("every sandbox runs under gVisor's kernel (isolation gvisor)")
+	} else if err := sandbox.IsolationSupport(st.backend, sandbox.IsolationGVisor); err == nil {
+		st.log.Info("sandboxes are containers (isolation container); a call or session may ask for isolation gvisor, which works here")
+	}
 	for _, img := range st.reg.Images() {
 		if st.reg.Optional(img) {
 			continue // built only when asked for

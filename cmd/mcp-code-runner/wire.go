@@ -278,7 +278,8 @@ func newCrunBackend(cfg config.Config, log *slog.Logger) (*crun.Backend, error) 
 		_ = cli.Close()
 		return nil, err
 	}
-	backend, err := crun.New(cli, crun.Options{AgentPath: agent, CheckpointTools: cfg.Sessions.CheckpointTools, Logger: log})
+	backend, err := crun.New(cli, crun.Options{AgentPath: agent, CheckpointTools: cfg.Sessions.CheckpointTools,
+		Runsc: cfg.GVisor.Runsc, RunscPlatform: cfg.GVisor.Platform, Logger: log})
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
@@ -302,6 +303,7 @@ func newDockerBackend(cfg config.Config, log *slog.Logger) (*docker.Backend, err
 		return nil, err
 	}
 	backend, err := docker.New(cli, docker.Options{AgentPath: agent, AgentDelivery: cfg.AgentDelivery, Runtime: cfg.Runtime,
+		GVisorRuntime:         cfg.GVisor.DockerRuntime,
 		AllowUnenforcedLimits: cfg.AllowUnenforcedLimits, Logger: log})
 	if err != nil {
 		_ = cli.Close()
@@ -317,7 +319,7 @@ func newKubernetesBackend(cfg config.Config, log *slog.Logger) (*kubernetes.Back
 	if err != nil {
 		return nil, err
 	}
-	opts, err := kubernetes.OptionsFrom(cfg.Kubernetes, log)
+	opts, err := kubernetes.OptionsFrom(cfg.Kubernetes, cfg.GVisor.RuntimeClassName, log)
 	if err != nil {
 		return nil, err
 	}

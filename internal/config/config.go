@@ -84,6 +84,14 @@ type Config struct {
 	// daemon has it, else the daemon's default), or one the daemon has
 	// registered ("runc", "crun", "runsc").
 	Runtime string `json:"runtime"`
+	// Isolation is what stands between sandboxes' programs and the host's
+	// kernel: "container" (the default: a hardened container on the host's
+	// kernel) or "gvisor" (every sandbox under gVisor's kernel, runsc, a
+	// second wall; see GVisor). A call or session may ask for gvisor where
+	// this is container, never the other way.
+	Isolation string `json:"isolation"`
+	// GVisor configures the sandboxes of isolation gvisor.
+	GVisor GVisor `json:"gvisor"`
 	// AgentPath is the static binary mounted into each sandbox as its first
 	// process; empty means mcp-code-runner-agent beside this executable,
 	// else this executable (its hidden agent subcommand).
@@ -381,6 +389,47 @@ const (
 
 // Kubernetes configures the kubernetes backend: each sandbox is a Pod in
 // Namespace, reached through the API server.
+// GVisor configures the sandboxes of isolation gvisor.
+type GVisor struct {
+	// Runsc is gVisor's runtime on the crun backend; `make gvisor`
+	// (scripts/ensure-gvisor.sh) builds the pinned version into
+	// DefaultRunsc.
+	Runsc string `json:"runsc"`
+	// Platform is how gVisor's kernel intercepts its programs' system
+	// calls: systrap (the default; needs no KVM), ptrace or kvm.
+	Platform string `json:"platform"`
+	// DockerRuntime is the name the docker backend's daemon has runsc
+	// registered under (scripts/ensure-gvisor.sh registers "runsc").
+	DockerRuntime string `json:"docker_runtime"`
+	// RuntimeClassName is the RuntimeClass of the kubernetes backend's
+	// gVisor pods, whose handler is runsc in the nodes' container runtime.
+	RuntimeClassName string `json:"runtime_class_name"`
+	// RequiredFor are the principals (token names) whose every sandbox
+	// runs under gVisor, whatever isolation is.
+	RequiredFor []string `json:"required_for"`
+}
+
+// DefaultRunsc is where scripts/ensure-gvisor.sh installs runsc.
+const DefaultRunsc = "/var/lib/mcp-code-runner/gvisor/runsc"
+
+// The isolations (Config.Isolation).
+const (
+	IsolationContainer = "container"
+	IsolationGVisor    = "gvisor"
+)
+
+// IsolationFor is the isolation of principal's sandboxes at the least:
+// Isolation, or gvisor for the principals of GVisor.RequiredFor.
+func (c Config) IsolationFor(principal string) string {
+	if slices.Contains(c.GVisor.RequiredFor, principal) {
+		return IsolationGVisor
+	}
+	if c.Isolation == "" {
+		return IsolationContainer
+	}
+	return c.Isolation
+}
+
 type Kubernetes struct {
 	// Kubeconfig is the kubeconfig file; empty means the in-cluster
 	// configuration when the server runs in a Pod, else $KUBECONFIG or
@@ -608,6 +657,8 @@ type HTTP struct {
 // Default returns the built-in configuration.
 func Default() Config {
 	return Config{
+		Isolation: IsolationContainer,
+		GVisor:    GVisor{Runsc: DefaultRunsc, Platform: "systrap", DockerRuntime: "runsc", RuntimeClassName: "gvisor"},
 		Limits: Limits{
 			TimeoutSeconds:        10,
 			MaxTimeoutSeconds:     60,
@@ -827,6 +878,7 @@ func (c Config) Validate() error {
 	if c.MaxConcurrentRuns <= 0 {
 		errs = append(errs, errors.New("max_concurrent_runs must be positive"))
 	}
+	errs = append(errs, validateIsolation(c)...)
 	switch c.Network.MaxTier {
 	case TierNone, TierPackages, TierAllowlist:
 	default:
@@ -1037,6 +1089,22 @@ func (s Store) validate() []error {
 	}
 	if e.Username != "" && e.PasswordFile == "" && e.PasswordEnv == "" {
 		errs = append(errs, errors.New("store.etcd.username needs its password from store.etcd.password_file (a file holding it) or store.etcd.password_env (the name of a variable holding it); it is never written in the configuration itself"))
+	}
+	return errs
+}
+
+// validateIsolation checks isolation and the gvisor section.
+func validateIsolation(c Config) []error {
+	var errs []error
+	switch c.Isolation {
+	case "", IsolationContainer, IsolationGVisor:
+	default:
+		errs = append(errs, fmt.Errorf("isolation %q: want container or gvisor", c.Isolation))
+	}
+	switch c.GVisor.Platform {
+	case "", "systrap", "ptrace", "kvm":
+	default:
+		errs = append(errs, fmt.Errorf("gvisor.platform %q: want systrap, ptrace or kvm", c.GVisor.Platform))
 	}
 	return errs
 }

@@ -32,6 +32,7 @@ func (e *Engine) Template(lang languages.Language) sandbox.Template {
 	maxJob := time.Duration(longest+compile)*time.Second + deadlineGrace
 	return sandbox.Template{
 		Image:     e.reg.ImageOf(lang).Tag,
+		Isolation: e.isolation(),
 		Resources: res,
 		MaxLife:   time.Duration(e.cfg.Pool.MaxIdleSeconds)*time.Second + maxJob,
 		Purpose:   lang.Name,

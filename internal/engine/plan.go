@@ -9,6 +9,8 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // Plan is one call resolved and checked, once: its language, stages,
@@ -32,6 +34,9 @@ type Plan struct {
 	// Secrets are the operator's secrets the run asked for, with their
 	// values: its egress proxy sets them, the sandbox sees placeholders.
 	Secrets []egress.Secret
+	// Isolation is what the run's sandbox is made with (for a session's
+	// call, the session's).
+	Isolation sandbox.Isolation
 	// Session says the plan is a call in a session's sandbox.
 	Session bool
 	// Kernel says the code goes to the session's long-lived interpreter
@@ -62,6 +67,9 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 		return nil, e.refuse(ctx, err, opts, false)
 	}
 	p, err := e.plan(req, lang, opts.Long, false)
+	if err == nil {
+		p.Isolation, err = e.ResolveIsolation(principal.FromContext(ctx).Name, req.Isolation)
+	}
 	if err == nil {
 		p.Network, err = e.CheckNetwork(req.Network)
 	}

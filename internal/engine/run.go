@@ -266,6 +266,7 @@ func (e *Engine) execute(ctx context.Context, r *run, src source) (*sandbox.Resu
 func (e *Engine) answer(ctx context.Context, r *run, sres *sandbox.Result) *Result {
 	lang := r.plan.Language
 	out := e.shape(r.id, r.owner, lang, sres, ctx.Err() != nil)
+	out.Isolation = string(r.plan.Isolation.Or())
 	out.SandboxID = r.sandboxID
 	out.Artifacts = e.keepArtifacts(r.id, r.owner, sres.Artifacts)
 	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)

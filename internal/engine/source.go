@@ -33,10 +33,13 @@ func (e *Engine) source(r *run, given sandbox.Sandbox) source {
 	switch {
 	case given != nil:
 		return held{given}
-	case r.proxy == nil && r.inst == nil && e.pool != nil && e.pool.Has(lang.Name):
+	case r.proxy == nil && r.inst == nil && r.plan.Isolation.Or() == e.isolation() && e.pool != nil && e.pool.Has(lang.Name):
 		return pooled{e.pool, lang}
 	}
+	// The pool's sandboxes are of the operator's isolation; a run that
+	// asked for a stronger one gets a sandbox made for it.
 	t := e.Template(lang)
+	t.Isolation = r.plan.Isolation.Or()
 	if r.proxy != nil {
 		t.Egress = r.proxy
 	}

@@ -27,6 +27,7 @@ type Request struct {
 	SessionID      string      `json:"session_id,omitempty" jsonschema:"run in this session (from create_session): its files persist and, for Python and JavaScript, so do variables and imports; the value of a last bare expression is returned"`
 	Network        string      `json:"network,omitempty" jsonschema:"network access of the run: none (the default), packages (the language's package registries only) or allowlist (the operator's list of hosts); at most the operator's maximum. Programs reach it through the HTTP(S)_PROXY the sandbox sets; there is no DNS and no other route. In a session the session's own network applies"`
 	Packages       []string    `json:"packages,omitempty" jsonschema:"packages to install before the run, with the language's package manager, e.g. requests==2.32.3 (Python, pip) or lodash@4 (JavaScript, npm); installed once per set and cached, read-only to the program. Needs the operator's maximum network tier to be at least packages; the program itself keeps the network it asked for"`
+	Isolation      string      `json:"isolation,omitempty" jsonschema:"what stands between the program and the host's kernel: container (a hardened container) or gvisor (under gVisor's kernel too, a second wall); at least the operator's, which a call may tighten but not loosen. In a session the session's own applies"`
 	Secrets        []string    `json:"secrets,omitempty" jsonschema:"names of the operator's secrets the run may use: the program sees only a placeholder, in MCR_SECRET_<NAME>, and the egress proxy writes the secret into the header the operator bound it to on HTTPS requests to its hosts (in place of the placeholder where the header's value holds it, e.g. Bearer $MCR_SECRET_<NAME>). Needs a network tier that reaches those hosts (usually allowlist). In a session the session's secrets (create_session's) apply to every call: name only those, or leave this out"`
 }
 
@@ -62,6 +63,7 @@ type Result struct {
 	Language       string `json:"language" jsonschema:"canonical language name"`
 	RuntimeVersion string `json:"runtime_version,omitempty" jsonschema:"version of the runtime or compiler, read from it when its image was built"`
 	Status         string `json:"status" jsonschema:"ok, error (non-zero exit), compile_error, timeout, oom_killed or killed"`
+	Isolation      string `json:"isolation,omitempty" jsonschema:"what stood between the program and the host's kernel: container or gvisor (gVisor's kernel)"`
 	Stage
 	Compile         *Stage             `json:"compile,omitempty" jsonschema:"the compile stage, for compiled languages"`
 	TypeErrors      int                `json:"type_errors,omitempty" jsonschema:"how many type errors the compiler reported in compile.stderr; TypeScript runs the emitted program despite them unless the operator makes them fatal"`

@@ -78,7 +78,9 @@ func (m *Manager) checkpoint(ctx context.Context, s *session, sb sandbox.Sandbox
 	x.mu.Lock()
 	withPackages := len(x.specs) > 0
 	x.mu.Unlock()
-	if x.proxy != nil || withPackages || len(x.secrets) > 0 {
+	// CRIU checkpoints the host kernel's processes; a gVisor sandbox's
+	// are gVisor's, so its session replays.
+	if x.proxy != nil || withPackages || len(x.secrets) > 0 || x.isolation == sandbox.IsolationGVisor {
 		return ""
 	}
 	// A sandbox that forks made in place share is theirs too; once they
@@ -206,7 +208,7 @@ func (m *Manager) restore(ctx context.Context, s *session, sum string, start tim
 	if err := checkCheckpoint(dir, s, sum); err != nil {
 		return "the checkpoint is refused: " + err.Error()
 	}
-	t, nx, err := m.template(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: x.specs, Secrets: x.secrets}, s.idle, 0)
+	t, nx, err := m.template(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: x.specs, Secrets: x.secrets, Isolation: string(x.isolation)}, s.idle, 0)
 	if err != nil {
 		return err.Error()
 	}

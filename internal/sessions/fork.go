@@ -248,7 +248,7 @@ func (m *Manager) Fork(ctx context.Context, id string) (ForkResult, error) {
 	x.mu.Lock()
 	specs := append([]string(nil), x.specs...)
 	x.mu.Unlock()
-	sb, extras, err := m.start(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: specs, Secrets: x.secrets}, s.idle)
+	sb, extras, err := m.start(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: specs, Secrets: x.secrets, Isolation: string(x.isolation)}, s.idle)
 	if err != nil {
 		return ForkResult{}, err
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	// Secrets name the operator's secrets that every call of the session
 	// uses (engine.CheckSecretsOf checks them for the session's owner).
 	Secrets []string
+	// Isolation is what the session's sandbox is made with (engine
+	// ResolveIsolation: at least the operator's).
+	Isolation string
 }
 
 // extras are a session's network and packages: its proxy, and the
@@ -36,8 +39,11 @@ type Options struct {
 // with hard links to a cache entry: nothing is copied, and the sandbox sees
 // the new files at once without a new mount.
 type extras struct {
-	tier  string
-	proxy *egress.Proxy
+	tier string
+	// isolation is the session's sandbox's, for all its sandboxes (after
+	// a pause, a fork, a restart).
+	isolation sandbox.Isolation
+	proxy     *egress.Proxy
 	// env is what every call of the session gets: the proxy, the
 	// packages' paths and its secrets' placeholders.
 	env []string
@@ -76,7 +82,12 @@ func (x *extras) close() {
 // operator allows the packages tier, so that install_packages can add to
 // it later.
 func (m *Manager) start(ctx context.Context, owner string, lang languages.Language, opts Options, idle time.Duration) (sandbox.Sandbox, *extras, error) {
-	if tier, err := m.eng.CheckNetwork(opts.Network); err == nil && m.spares.fit(lang, tier, opts, idle) {
+	iso, err := m.eng.ResolveIsolation(owner, opts.Isolation)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Spares are made with the operator's isolation.
+	if tier, err := m.eng.CheckNetwork(opts.Network); err == nil && iso == m.eng.Template(lang).Isolation && m.spares.fit(lang, tier, opts, idle) {
 		if s, ok := m.spares.take(lang); ok {
 			return s.sb, s.x, nil
 		}
@@ -113,7 +124,11 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 	if err != nil {
 		return sandbox.Template{}, nil, err
 	}
-	x := &extras{tier: tier, secrets: engine.SecretNames(secrets)}
+	iso, err := m.eng.ResolveIsolation(owner, opts.Isolation)
+	if err != nil {
+		return sandbox.Template{}, nil, err
+	}
+	x := &extras{tier: tier, secrets: engine.SecretNames(secrets), isolation: iso}
 	ok := false
 	defer func() {
 		if !ok {
@@ -122,6 +137,7 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 	}()
 	t := m.eng.HeldTemplate(lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second+ahead)
 	t.Purpose = "session-" + lang.Name
+	t.Isolation = iso
 	// The sandbox waits for its next server as long as it would wait
 	// for its next call.
 	t.ReattachGrace = idle

@@ -42,6 +42,7 @@ type Info struct {
 	Calls              int                       `json:"calls" jsonschema:"runs so far"`
 	Owner              string                    `json:"owner,omitempty" jsonschema:"the principal (token name or OAuth subject) whose session it is; shown to operators only"`
 	Network            string                    `json:"network,omitempty" jsonschema:"the session's network tier: none, packages or allowlist"`
+	Isolation          string                    `json:"isolation,omitempty" jsonschema:"what stands between the session's programs and the host's kernel: container or gvisor (gVisor's kernel)"`
 	Packages           []engine.InstalledPackage `json:"packages,omitempty" jsonschema:"packages installed in the session (create_session's packages and install_packages), with their versions"`
 	Paused             bool                      `json:"paused,omitempty" jsonschema:"the session is paused: no sandbox, its files kept; its next call resumes it by replaying its cells"`
 	Secrets            []string                  `json:"secrets,omitempty" jsonschema:"the operator's secrets the session's calls use, by name (create_session's secrets); the programs see placeholders only"`
@@ -294,6 +295,7 @@ func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan
 	var held *heldElsewhere
 	var lang languages.Language
 	var secrets []string
+	var iso sandbox.Isolation
 	switch {
 	case errors.As(err, &held):
 		// Its holder runs it; the plan is checked here all the same, so
@@ -302,12 +304,12 @@ func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan
 		if !ok {
 			return nil, invalid("session %s runs %s, which this replica does not know; retry (another replica answers)", held.rec.ID, held.rec.Language)
 		}
-		lang, secrets = l, held.rec.Secrets
+		lang, secrets, iso = l, held.rec.Secrets, held.rec.Isolation
 	case err != nil:
 		return nil, err
 	default:
 		s.mu.Lock()
-		lang, secrets = s.lang, s.extras.secrets
+		lang, secrets, iso = s.lang, s.extras.secrets, s.extras.isolation
 		s.mu.Unlock()
 	}
 	if req.Language != "" {
@@ -316,7 +318,17 @@ func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan
 		}
 	}
 	req.Language = lang.Name
-	plan, err := m.eng.PrepareInSession(ctx, req, lang, secrets)
+	asked, err := sandbox.ParseIsolation(req.Isolation)
+	if err == nil && req.Isolation != "" && asked.Stronger(iso) != iso.Or() {
+		err = invalid("session %s runs under isolation %s; isolation is chosen when the session is created (create_session's isolation): create a session with isolation %s, or leave isolation out", req.SessionID, iso.Or(), asked)
+	}
+	var plan *engine.Plan
+	if err == nil {
+		plan, err = m.eng.PrepareInSession(ctx, req, lang, secrets)
+	}
+	if err == nil {
+		plan.Isolation = iso.Or()
+	}
 	if err != nil {
 		if s != nil {
 			m.touch(s) // a call the engine refuses counts as a use, as one it runs
@@ -583,7 +595,7 @@ func (m *Manager) info(s *session) Info {
 	}
 	return Info{SessionID: s.id, Language: s.lang.Name, Stateful: s.lang.Kernel != nil, CreatedAt: s.created,
 		LastUsedAt: s.lastUsed, IdleTimeoutSeconds: int(s.idle.Seconds()), ExpiresAt: expires, Calls: s.calls,
-		SandboxID: s.sb.ID(), Network: s.extras.tier, Packages: s.extras.packages(), Paused: s.paused,
+		SandboxID: s.sb.ID(), Network: s.extras.tier, Isolation: string(s.extras.isolation.Or()), Packages: s.extras.packages(), Paused: s.paused,
 		Secrets: append([]string(nil), s.extras.secrets...)}
 }
 

@@ -45,6 +45,7 @@ type record struct {
 	Sandbox     sandbox.Ref               `json:"sandbox"`
 	Reattach    bool                      `json:"reattach"` // the backend can re-attach to Sandbox
 	Network     string                    `json:"network,omitempty"`
+	Isolation   sandbox.Isolation         `json:"isolation,omitempty"`
 	PackagesDir string                    `json:"packages_dir,omitempty"`
 	Specs       []string                  `json:"specs,omitempty"`
 	Packages    []engine.InstalledPackage `json:"packages,omitempty"`
@@ -97,7 +98,7 @@ func (m *Manager) record(s *session) record {
 	specs, installed := append([]string(nil), x.specs...), append([]engine.InstalledPackage(nil), x.installed...)
 	x.mu.Unlock()
 	return record{ID: s.id, Owner: s.owner, Language: s.lang.Name, Sandbox: s.ref, Reattach: s.reattach,
-		Network: x.tier, PackagesDir: x.dir, Specs: specs, Packages: installed, Created: s.created,
+		Network: x.tier, Isolation: x.isolation, PackagesDir: x.dir, Specs: specs, Packages: installed, Created: s.created,
 		LastUsed: s.lastUsed, IdleSeconds: int(s.idle.Seconds()), Calls: s.calls, Replica: m.replica, Replay: s.replay,
 		Paused: s.paused, ArchiveSum: s.archiveSum, CheckpointSum: s.checkpointSum, Lost: s.lost, Secrets: x.secrets, ForkOf: s.forkOf}
 }
@@ -316,7 +317,7 @@ func (m *Manager) recoverOne(ctx context.Context, r record) {
 	keepPaused := func(lost string) {
 		s := &session{id: r.ID, owner: r.Owner, lang: lang, sb: pausedSandbox{}, created: r.Created, lastUsed: r.LastUsed,
 			idle: time.Duration(r.IdleSeconds) * time.Second, calls: r.Calls, lastWrite: time.Now(), replay: r.Replay,
-			paused: true, archiveSum: r.ArchiveSum, checkpointSum: map[bool]string{true: r.CheckpointSum}[lost == ""], lost: lost, extras: &extras{tier: r.Network, specs: r.Specs, installed: r.Packages, secrets: r.Secrets}}
+			paused: true, archiveSum: r.ArchiveSum, checkpointSum: map[bool]string{true: r.CheckpointSum}[lost == ""], lost: lost, extras: &extras{tier: r.Network, specs: r.Specs, installed: r.Packages, secrets: r.Secrets, isolation: r.Isolation}}
 		if err := m.put(ctx, s); err != nil {
 			end("its record could not be written back to the state store", err)
 			return
@@ -371,7 +372,7 @@ func (m *Manager) recoverOne(ctx context.Context, r record) {
 		return
 	}
 	ref, _ := ra.RefOf(sb)
-	x := &extras{tier: r.Network, dir: r.PackagesDir, specs: r.Specs, installed: r.Packages}
+	x := &extras{tier: r.Network, dir: r.PackagesDir, specs: r.Specs, installed: r.Packages, isolation: r.Isolation}
 	if x.dir != "" {
 		pm, _ := m.eng.Registry().PackageManager(lang)
 		x.env = engine.PackagesEnv(pm)

@@ -28,6 +28,12 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	if err := b.checkLimits(ctx); err != nil {
 		return nil, err
 	}
+	if t.Isolation.Or() == sandbox.IsolationGVisor {
+		if err := b.IsolationSupport(sandbox.IsolationGVisor); err != nil {
+			return nil, err
+		}
+		return b.create(ctx, t, b.gvisorRuntime())
+	}
 	sb, err := b.create(ctx, t, rt.Name)
 	if err != nil && rt.auto && rt.Name != "" && ctx.Err() == nil {
 		// A runtime chosen by auto that cannot start a container here (crun
@@ -55,8 +61,11 @@ func (b *Backend) create(ctx context.Context, t sandbox.Template, runtime string
 		hostCfg.Mounts = append(hostCfg.Mounts, egressMount(s))
 		cfg.Env = append(cfg.Env, s.Env())
 	}
+	// Not under gVisor, whose gofer makes every connection to a host socket:
+	// the agent's could not be told from another program's (the peer
+	// check), so a gVisor sandbox's agent serves the attached streams.
 	var listener *agentListener
-	if dir := b.SocketsDir(); dir != "" {
+	if dir := b.SocketsDir(); dir != "" && runtime != b.gvisorRuntime() {
 		l, err := listenForAgent(dir)
 		if err != nil {
 			b.log.Warn("sandbox will use the attached streams", "err", err)

@@ -48,6 +48,9 @@ type Options struct {
 	// else the daemon's default), or a runtime registered with the daemon
 	// ("runc", "crun", "runsc").
 	Runtime string
+	// GVisorRuntime is the name the daemon has gVisor's runsc registered
+	// under, for templates of isolation gvisor ("" is "runsc").
+	GVisorRuntime string
 	// AllowUnenforcedLimits lets sandboxes run on an engine that cannot set
 	// their memory, pids or CPU limits (dockerengine.Engine.Unenforced); without it such
 	// an engine is refused.

@@ -313,7 +313,7 @@ func TestClusterBadInputFailsFastAndCleanly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := kubernetes.OptionsFrom(c.Config(), nil)
+			opts, err := kubernetes.OptionsFrom(c.Config(), "gvisor", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -96,7 +96,7 @@ func RESTConfig(cfg config.Kubernetes) (*rest.Config, error) {
 // POD_UID and POD_NAMESPACE set through the downward API), that Pod owns
 // the sandbox pods. (An ownerReference cannot cross namespaces: a server
 // elsewhere relies on the sweep.)
-func OptionsFrom(cfg config.Kubernetes, log *slog.Logger) (Options, error) {
+func OptionsFrom(cfg config.Kubernetes, gvisorClass string, log *slog.Logger) (Options, error) {
 	selector, err := cfg.NodeSelectorMap()
 	if err != nil {
 		return Options{}, err
@@ -109,14 +109,15 @@ func OptionsFrom(cfg config.Kubernetes, log *slog.Logger) (Options, error) {
 		return Options{}, errors.New("kubernetes backend: set the agent image (--kubernetes-agent-image): an image holding the static agent at /agent, built from deploy/kubernetes/agent.Dockerfile (`make k8s-images` makes one for the test cluster)")
 	}
 	o := PodOptions{
-		Namespace:          cfg.Namespace,
-		AgentImage:         cfg.AgentImage,
-		ImagePullPolicy:    corev1.PullPolicy(cfg.ImagePullPolicy),
-		RuntimeClassName:   cfg.RuntimeClassName,
-		NodeSelector:       selector,
-		ImagePullSecrets:   cfg.ImagePullSecrets,
-		EphemeralStorageMB: cfg.EphemeralStorageMB,
-		Owner:              CurrentOwner(),
+		Namespace:              cfg.Namespace,
+		AgentImage:             cfg.AgentImage,
+		ImagePullPolicy:        corev1.PullPolicy(cfg.ImagePullPolicy),
+		RuntimeClassName:       cfg.RuntimeClassName,
+		GVisorRuntimeClassName: gvisorClass,
+		NodeSelector:           selector,
+		ImagePullSecrets:       cfg.ImagePullSecrets,
+		EphemeralStorageMB:     cfg.EphemeralStorageMB,
+		Owner:                  CurrentOwner(),
 	}
 	for _, t := range tolerations {
 		tol := corev1.Toleration{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect), Operator: corev1.TolerationOpEqual}

@@ -68,6 +68,10 @@ type PodOptions struct {
 	ImagePullPolicy corev1.PullPolicy
 	// RuntimeClassName selects a RuntimeClass (gVisor, Kata), if set.
 	RuntimeClassName string
+	// GVisorRuntimeClassName is the RuntimeClass of templates of isolation
+	// gvisor (its handler runsc in the nodes' container runtime); "" makes
+	// the backend refuse them.
+	GVisorRuntimeClassName string
 	// NodeSelector, Tolerations and ImagePullSecrets are copied into every pod.
 	NodeSelector     map[string]string
 	Tolerations      []corev1.Toleration
@@ -212,6 +216,9 @@ func Pod(t sandbox.Template, o PodOptions, now time.Time) *corev1.Pod {
 	}
 	if o.RuntimeClassName != "" {
 		pod.Spec.RuntimeClassName = new(o.RuntimeClassName)
+	}
+	if t.Isolation.Or() == sandbox.IsolationGVisor {
+		pod.Spec.RuntimeClassName = new(o.GVisorRuntimeClassName)
 	}
 	for _, s := range o.ImagePullSecrets {
 		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})

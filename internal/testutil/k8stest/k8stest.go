@@ -111,7 +111,7 @@ func (c *Cluster) Config() config.Kubernetes {
 // set, changes its options first.
 func (c *Cluster) Backend(t testing.TB, edit func(*kubernetes.Options)) *kubernetes.Backend {
 	t.Helper()
-	opts, err := kubernetes.OptionsFrom(c.Config(), nil)
+	opts, err := kubernetes.OptionsFrom(c.Config(), "gvisor", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
