@@ -209,8 +209,8 @@ test-k8s: build
 FUZZTIME ?= 30s
 fuzz:
 	go test -run XXX -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./internal/engine
-	go test -run XXX -fuzz FuzzReadFrame -fuzztime $(FUZZTIME) ./internal/agent/wire
-	go test -run XXX -fuzz FuzzValidPath -fuzztime $(FUZZTIME) ./internal/agent/wire
+	go test -run XXX -fuzz FuzzReadFrame -fuzztime $(FUZZTIME) ./internal/wire
+	go test -run XXX -fuzz FuzzValidPath -fuzztime $(FUZZTIME) ./internal/wire
 
 # gofmt, go vet, go mod tidy -diff and golangci-lint (.golangci.yml).
 lint:

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 func TestEveryKernelAndWarmProgramOfTheRegistryIsBuiltIn(t *testing.T) {

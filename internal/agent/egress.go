@@ -7,7 +7,7 @@ import (
 	"net"
 	"sync"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // maxEgressRelays bounds the connections the agent relays at once: each

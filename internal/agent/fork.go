@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // forkWait bounds a fork: the interpreter's fork() and the copy's opening

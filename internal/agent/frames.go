@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // chunkBytes is the largest output chunk forwarded in one frame.

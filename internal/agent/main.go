@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 	"golang.org/x/sys/unix"
 )
 

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // prestartTimeout bounds how long a job waits for the prestart command to say

@@ -16,7 +16,7 @@ import (
 	"sync"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/entry"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // Serve reads Requests from in until it ends, runs each in turn and writes

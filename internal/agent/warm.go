@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 	"golang.org/x/sys/unix"
 )
 

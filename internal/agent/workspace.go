@@ -7,7 +7,7 @@ import (
 	"os"
 	"path"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // readFile sends one workspace file as an Artifact frame. Only regular

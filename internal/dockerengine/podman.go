@@ -3,7 +3,7 @@ package dockerengine
 import (
 	"fmt"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // PodmanNproc is the process limit sandboxes get on Podman, which otherwise

@@ -8,8 +8,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // ArtifactURIPrefix begins the URI of every kept artifact.

@@ -5,9 +5,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // Template returns the sandbox template of a language: its image and its

@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/entry"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 //go:embed registry.json
@@ -418,9 +418,9 @@ func New(f File) (*Registry, error) {
 		case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") || a == "{program_file}" })):
 			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program} or {program_file}", l.Name)
 		case l.Warm != nil && !wire.HasWarmProgram(l.Warm.Name):
-			return nil, fmt.Errorf("language %q: warm program %q is not built in (the programs are the files of internal/agent/wire/programs)", l.Name, l.Warm.Name)
+			return nil, fmt.Errorf("language %q: warm program %q is not built in (the programs are the files of internal/wire/programs)", l.Name, l.Warm.Name)
 		case l.Kernel != nil && !wire.HasProgram(l.Kernel.Name):
-			return nil, fmt.Errorf("language %q: kernel %q is not built in (the programs are the files of internal/agent/wire/programs)", l.Name, l.Kernel.Name)
+			return nil, fmt.Errorf("language %q: kernel %q is not built in (the programs are the files of internal/wire/programs)", l.Name, l.Kernel.Name)
 		}
 		for _, a := range l.Architectures {
 			if !slices.Contains(KnownArchitectures, a) {

@@ -12,7 +12,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // Resources are the hard limits of one sandbox. The backend enforces the

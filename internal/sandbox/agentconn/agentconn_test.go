@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // pipeLink is a sandbox whose agent runs on this host, in this process,

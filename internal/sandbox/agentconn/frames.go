@@ -6,8 +6,8 @@ import (
 	"io"
 	"sync"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // inlineRequestBytes is the largest request written before the answer is

@@ -21,9 +21,9 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // Checkpoints of session sandboxes with CRIU.

@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // Create starts a new container from t with crun; its agent then waits on

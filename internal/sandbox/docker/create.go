@@ -10,9 +10,9 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // Create makes, attaches and starts a container from t; its agent then

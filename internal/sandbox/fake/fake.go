@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // Backend makes in-process sandboxes. The zero value is not usable; call New.

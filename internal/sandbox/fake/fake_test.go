@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/fake"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 func job(script string) sandbox.Job {

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/agent/wire"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -24,6 +23,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/k8stest"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // These tests run on the real cluster of `make k8s-up` (see k8stest).
