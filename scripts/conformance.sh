@@ -29,10 +29,6 @@
 #                            temporary directory, removed unless something fails)
 #   MCR_CONFORMANCE_SUITES   which suites to run (default: "2025-11-25 2026-07-28")
 #   MCR_CONFORMANCE_TIMEOUT  seconds one suite may take, downloads included (default 900)
-#   MCR_HTTP_RATE_PER_MINUTE the server's per-client request rate limit; 0 (none)
-#                            unless set: the suite sends a few hundred requests in
-#                            seconds from one address, which the default limit
-#                            (600/min, bursts of 100) answers with 429
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -61,7 +57,6 @@ if [[ " $TARGETS " == *" fixture "* && ! -x $FIXTURE_BIN ]]; then
 	echo "conformance: fixture server binary $FIXTURE_BIN not found; run make build (or set MCR_FIXTURE_BINARY)" >&2
 	exit 2
 fi
-export MCR_HTTP_RATE_PER_MINUTE=${MCR_HTTP_RATE_PER_MINUTE:-0}
 export npm_config_yes=true npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
 SERVER_PID=

@@ -195,6 +195,34 @@ func httpTokens(h config.HTTP, authToken string) ([]config.Token, error) {
 	return tokens, err
 }
 
+// httpOptions are the guards of a listener on host. The per-client rate
+// limit applies where clients are told apart: a listener with tokens or
+// OAuth, or one beyond loopback. A loopback listener without them has one
+// client, this machine's user, whose parallel calls max_concurrent_runs and
+// the run queue already pace; a rate limit there would only refuse them.
+func httpOptions(h config.HTTP, host string, tokens []config.Token) transport.HTTPOptions {
+	allowedHosts := h.AllowedHosts
+	if !transport.IsLoopback(host) && host != "" {
+		allowedHosts = append(allowedHosts, host)
+	}
+	ratePerMinute := h.RatePerMinute
+	if transport.IsLoopback(host) && len(tokens) == 0 && h.OAuthIssuer == "" {
+		ratePerMinute = 0
+	}
+	return transport.HTTPOptions{
+		AllowedOrigins: h.AllowedOrigins,
+		AllowedHosts:   allowedHosts,
+		MaxBodyBytes:   h.MaxBodyBytes,
+		Tokens:         tokens,
+		RatePerMinute:  ratePerMinute,
+		OAuth: transport.OAuthOptions{
+			Issuer: h.OAuthIssuer, IntrospectionURL: h.OAuthIntrospectionURL,
+			ClientID: h.OAuthClientID, ClientSecret: h.OAuthClientSecret,
+			ResourceURL: h.PublicURL, Scopes: h.OAuthScopes, OperatorScope: h.OAuthOperatorScope,
+		},
+	}
+}
+
 func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, sess *sessions.Manager, addr string, tokens []config.Token) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -204,23 +232,8 @@ func serveHTTP(ctx context.Context, st *stack, server *mcp.Server, sess *session
 	if !transport.IsLoopback(host) && len(tokens) == 0 && h.OAuthIssuer == "" {
 		return fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN, or http.oauth_issuer) so that only your clients can run code, or listen on 127.0.0.1", addr)
 	}
-	allowedHosts := st.cfg.HTTP.AllowedHosts
-	if !transport.IsLoopback(host) && host != "" {
-		allowedHosts = append(allowedHosts, host)
-	}
 	mux := http.NewServeMux()
-	httpOpts := transport.HTTPOptions{
-		AllowedOrigins: h.AllowedOrigins,
-		AllowedHosts:   allowedHosts,
-		MaxBodyBytes:   h.MaxBodyBytes,
-		Tokens:         tokens,
-		RatePerMinute:  h.RatePerMinute,
-		OAuth: transport.OAuthOptions{
-			Issuer: h.OAuthIssuer, IntrospectionURL: h.OAuthIntrospectionURL,
-			ClientID: h.OAuthClientID, ClientSecret: h.OAuthClientSecret,
-			ResourceURL: h.PublicURL, Scopes: h.OAuthScopes, OperatorScope: h.OAuthOperatorScope,
-		},
-	}
+	httpOpts := httpOptions(h, host, tokens)
 	handler := transport.HTTPHandler(server, httpOpts)
 	if st.metrics != nil {
 		handler = st.metrics.CountRejections(handler)

@@ -624,7 +624,9 @@ type HTTP struct {
 	// Operators names the tokens (by NAME) with the operator role: they may
 	// list and cancel every principal's sessions and executions.
 	Operators []string `json:"operators"`
-	// RatePerMinute limits requests per client (token or address).
+	// RatePerMinute limits requests per client (token or address) on a
+	// listener with tokens or OAuth, or beyond loopback; a loopback listener
+	// without them has one client and no limit.
 	RatePerMinute int `json:"rate_per_minute"`
 	// ReusePort lets several servers on one host listen on the same port
 	// (SO_REUSEPORT): the kernel spreads new connections among them, and
