@@ -106,18 +106,22 @@ if env | grep -qi docker; then echo "BREACH docker-env: $(env | grep -i docker)"
 # A /proc file masked with the null device is a mask, not a host mount
 # (runc binds the container's /dev/null there, crun the host's).
 masked() { [ -c "$1" ] && [ "$(stat -c %t:%T "$1")" = 1:3 ]; }
+# STDDEV says whether a mount is one of the standard devices bound from the
+# host as the device itself (see restored sandboxes below).
+stddev() { STDDEV; }
 # A cgroup hierarchy is the kernel's, whatever its source is named (crun
 # names it by its path on the host): the sandbox's own cgroup, read-only.
-hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | awk '$3 != "cgroup" && $3 != "cgroup2"' | while read -r src mp rest; do masked "$mp" || echo "$src $mp $rest"; done; }
+hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | awk '$3 != "cgroup" && $3 != "cgroup2"' | while read -r src mp rest; do masked "$mp" || stddev "$mp" || echo "$src $mp $rest"; done; }
 mounts=$(hostmounts | awk '{print $2}' | sort | tr '\n' ' ')
 case "$mounts" in
-  "DEVICES ETC /opt/mcp-code-runner/agent "|"DEVICES ETC /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
+  "ETC /opt/mcp-code-runner/agent "|"ETC /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
   *) echo "BREACH host-mounts: $mounts";;
 esac
-rw=$(hostmounts | awk '$4 !~ /^ro(,|$)/ {print $2}' | grep -v -x -E 'WRITABLE' | tr '\n' ' ')
+rw=$(hostmounts | awk '$4 !~ /^ro(,|$)/ {print $2}' | tr '\n' ' ')
 if [ -n "$rw" ]; then echo "BREACH host-mounts-ro: writable: $rw"; else echo "ok host-mounts-ro: all read-only"; fi
 left=$(ls -A /run/mcp-code-runner 2>/dev/null | grep -v -x -E 'KEPT')
-if [ -n "$left" ]; then echo "BREACH agent-socket: $(ls -lA /run/mcp-code-runner)"; else echo "ok agent-socket: gone once the agent connected"; fi`
+if [ -n "$left" ]; then echo "BREACH agent-socket: $(ls -lA /run/mcp-code-runner)"; else echo "ok agent-socket: gone once the agent connected"; fi
+AGENTLOG`
 	// Podman bind-mounts /etc/hosts (read-only, loopback names only) into
 	// every container, with or without a network; Docker does not.
 	// The crun backend mounts its own /etc/hosts (read-only, loopback
@@ -131,20 +135,36 @@ if [ -n "$left" ]; then echo "BREACH agent-socket: $(ls -lA /run/mcp-code-runner
 	}
 	code = strings.ReplaceAll(code, `ETC /opt`, etc+` /opt`)
 	// A restored sandbox (a session's that can be checkpointed) has a user
-	// namespace, where crun binds the six standard devices from the host
-	// instead of making them (the backend binds them too, for CRIU), and
-	// its agent's log directory (a 1 MiB tmpfs of the host, which the agent
-	// writes to) mounted at "log" in its socket's directory.
-	devices, writable, kept := "", "^$", "^$"
+	// namespace, where crun binds the standard devices from the host
+	// instead of making them (the backend binds them too, for CRIU): each
+	// such mount passes only as the very device its path names (null is
+	// masked()'s). It also has its agent's log directory mounted at "log"
+	// in its socket's directory: it passes only as what SECURITY.md says it
+	// is, a tmpfs of 1 MiB and 16 inodes of its own, root's, mode 0711, that
+	// the program cannot list.
+	stddev, kept, agentLog := "false", "^$", ""
 	if restoredMode() {
-		devices = "/dev/full /dev/full /dev/random /dev/random /dev/tty /dev/tty /dev/urandom /dev/urandom /dev/zero /dev/zero "
-		writable, kept = "/dev/(full|random|tty|urandom|zero)", "log"
+		stddev = `[ -c "$1" ] && case "$1 $(stat -c %t:%T "$1")" in "/dev/full 1:7"|"/dev/random 1:8"|"/dev/tty 5:0"|"/dev/urandom 1:9"|"/dev/zero 1:5") true;; *) false;; esac`
+		kept = "log"
+		agentLog = `log=/run/mcp-code-runner/log
+opts=$(awk -v mp="$log" '$2 == mp && $3 == "tmpfs" {print $4}' /proc/mounts)
+case ",$opts," in
+  *,size=1024k,*nr_inodes=16,*mode=711,*) ;;
+  *) echo "BREACH agent-log: $log is not a 1 MiB tmpfs of 16 inodes, mode 0711: $(grep " $log " /proc/mounts)";;
+esac
+if [ "$(stat -c %u:%a "$log")" != 0:711 ]; then echo "BREACH agent-log: $log is $(stat -c %u:%a "$log"), want root's 0711"
+elif ls "$log" >/dev/null 2>&1; then echo "BREACH agent-log: the program lists $log: $(ls -A "$log")"
+else echo "ok agent-log: a tmpfs of 1 MiB, root's, not listable"; fi`
 	}
-	code = strings.ReplaceAll(code, `"DEVICES `, `"`+devices)
-	code = strings.ReplaceAll(code, `'WRITABLE'`, `'`+writable+`'`)
+	code = strings.ReplaceAll(code, `STDDEV`, stddev)
 	code = strings.ReplaceAll(code, `'KEPT'`, `'`+kept+`'`)
+	code = strings.ReplaceAll(code, `AGENTLOG`, agentLog)
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
-	probeReport(t, r, "docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts", "host-mounts-ro", "agent-socket")
+	probes := []string{"docker.sock", "run-docker.sock", "containerd.sock", "socket-files", "docker-env", "host-mounts", "host-mounts-ro", "agent-socket"}
+	if restoredMode() {
+		probes = append(probes, "agent-log")
+	}
+	probeReport(t, r, probes...)
 }
 
 // TestServerEnvironmentIsNotVisible puts a secret in the server's own
