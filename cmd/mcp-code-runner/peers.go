@@ -5,14 +5,14 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/peers"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // joinPeers lets the replicas that share this server's etcd store forward
 // to it the calls for the sessions it holds, and it to them: it serves
-// peers.Path on mux and advertises the URL they reach it at. It returns
+// replicas.Path on mux and advertises the URL they reach it at. It returns
 // the function that leaves (nil when there is nothing to join: a store no
 // other replica shares).
 func joinPeers(ctx context.Context, st *stack, sess *sessions.Manager, mux *http.ServeMux, listening net.Addr) (func(), error) {
@@ -24,11 +24,11 @@ func joinPeers(ctx context.Context, st *stack, sess *sessions.Manager, mux *http
 		st.log.Warn("this replica listens on every address and store.advertise_url is not set: the other replicas cannot forward to it, so its sessions answer only through it; set store.advertise_url (on Kubernetes, http://$(POD_IP):PORT)")
 		return nil, nil
 	}
-	dir, err := peers.Join(ctx, st.engine.Store(), st.replica, url, st.log)
+	dir, err := replicas.Join(ctx, st.engine.Store(), st.replica, url, st.log)
 	if err != nil {
 		return nil, err
 	}
-	mux.Handle(peers.Path, dir.Handler(sess))
+	mux.Handle(replicas.Path, dir.Handler(sess))
 	sess.SetForwarder(dir)
 	st.log.Info("replicas forward session calls to this one", "url", url, "replica", dir.Self())
 	return dir.Close, nil

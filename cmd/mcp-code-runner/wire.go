@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/metrics"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -258,8 +259,9 @@ func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backe
 		sb = st.metrics.Backend(backend)
 	}
 	// Outputs and artifacts, then executions and tasks above the engine,
-	// live in the state store.
-	st.engine = engine.New(cfg, reg, sb, log, append(opts, engine.WithStore(state))...)
+	// live in the state store; on a store that replicas share, so do the
+	// principals' quota places.
+	st.engine = engine.New(cfg, reg, sb, log, append(opts, engine.WithStore(state), replicas.SharedQuota(state, log))...)
 	if st.metrics != nil {
 		st.engine.SetObserver(st.metrics)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
@@ -103,7 +104,7 @@ func stateSection(ctx context.Context, w io.Writer, cfg config.Config, reg *lang
 	output := make([]byte, 100<<10)
 	var all []*series
 	for _, s := range stores {
-		eng := engine.New(scfg, reg, b, nil, engine.WithStore(s.st))
+		eng := engine.New(scfg, reg, b, nil, engine.WithStore(s.st), replicas.SharedQuota(s.st, nil))
 		eng.StartPool()
 		defer closeEngine(eng)
 		execs := executions.NewManager(eng, executions.WithReplica("bench-"+s.name))
@@ -158,7 +159,7 @@ func replicaLoad(ctx context.Context, w io.Writer, cfg config.Config, reg *langu
 	l, _ := reg.Lookup(o.LoadLanguage)
 	var urls []string
 	for _, replica := range []string{"a", "b"} {
-		eng := engine.New(cfg, reg, b, nil, engine.WithStore(st))
+		eng := engine.New(cfg, reg, b, nil, engine.WithStore(st), replicas.SharedQuota(st, nil))
 		eng.StartPool()
 		defer closeEngine(eng)
 		execs := executions.NewManager(eng, executions.WithReplica("bench-replica-"+replica))

@@ -82,6 +82,7 @@ type Engine struct {
 
 	quotaMu sync.Mutex
 	running map[string]int // principal name -> run slots held
+	places  RunPlaces      // nil: running counts them, in this process
 
 	resolver egress.Resolver // nil: the host's
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // Reserve takes a run slot, waiting at most the queue timeout, for a run
@@ -56,14 +55,14 @@ func (e *Engine) acquire(ctx context.Context) (*Slot, error) {
 
 // takeQuota counts one more run in flight for owner, or answers that owner
 // is at its quota (quotas.concurrent_runs): in this process, or across
-// every server sharing the state store (takeSharedQuota).
+// every server sharing the state store (RunPlaces).
 func (e *Engine) takeQuota(owner string) (func(), error) {
 	q := e.cfg.Quotas.ConcurrentRuns
 	if q <= 0 {
 		return func() {}, nil
 	}
-	if store.IsShared(e.state) {
-		return e.takeSharedQuota(owner, q)
+	if e.places != nil {
+		return e.places.Take(owner, q)
 	}
 	e.quotaMu.Lock()
 	defer e.quotaMu.Unlock()
@@ -79,4 +78,19 @@ func (e *Engine) takeQuota(owner string) (func(), error) {
 			delete(e.running, owner)
 		}
 	}), nil
+}
+
+// RunPlaces count principals' runs in flight across every server sharing
+// the state store (replicas.SharedQuota).
+type RunPlaces interface {
+	// Take claims one of owner's quota places, or answers that owner is at
+	// its quota (an *Error of CodeQuota, or CodeUnavailable when the store
+	// does not answer); release gives the place back.
+	Take(owner string, quota int) (release func(), err error)
+}
+
+// WithRunPlaces counts principals' runs in flight in p instead of this
+// process's memory.
+func WithRunPlaces(p RunPlaces) Option {
+	return func(e *Engine) { e.places = p }
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
@@ -97,14 +98,9 @@ type record struct {
 const (
 	recordPrefix = "executions/"
 	outputRoot   = "execution-output/"
-	// replicaPrefix holds one key per live replica, refreshed by its
-	// heartbeat and expiring heartbeatTTL after its last.
-	replicaPrefix = "replicas/"
 	// flushInterval bounds how often a running execution's output and
 	// stage are written to the store: at most this often, and at its end.
-	flushInterval   = 250 * time.Millisecond
-	heartbeatPeriod = 5 * time.Second
-	heartbeatTTL    = 15 * time.Second
+	flushInterval = 250 * time.Millisecond
 	// storeTimeout bounds one store operation of a background write.
 	storeTimeout = 30 * time.Second
 	// finalWriteTimeout bounds the first write of an execution's end, which
@@ -210,18 +206,20 @@ type Manager struct {
 	claimed map[string]int
 	wg      sync.WaitGroup
 
-	heartbeatStop chan struct{}
-	heartbeatOnce sync.Once
+	// heartbeat marks this server live in the store while it runs
+	// executions; Recover starts it and Shutdown ends it.
+	heartbeat *replicas.Heartbeat
 }
 
 // NewManager returns a manager running executions on eng, keeping them in
 // eng's state store.
 func NewManager(eng *engine.Engine, opts ...Option) *Manager {
 	m := &Manager{eng: eng, cfg: eng.Config(), st: eng.Store(), replica: "local", log: slog.New(slog.DiscardHandler),
-		execs: map[string]*Execution{}, claimed: map[string]int{}, heartbeatStop: make(chan struct{})}
+		execs: map[string]*Execution{}, claimed: map[string]int{}}
 	for _, o := range opts {
 		o(m)
 	}
+	m.heartbeat = replicas.NewHeartbeat(m.st, m.replica, m.log)
 	return m
 }
 
@@ -461,7 +459,7 @@ func (m *Manager) finish(x *Execution) {
 	close(x.done)
 	for delay := time.Second; ; delay = min(2*delay, maxFinalRetryDelay) {
 		select {
-		case <-m.heartbeatStop:
+		case <-m.heartbeat.Stopped():
 			m.log.Error("the server stopped before the state store took an execution's end: its record says running until a server finds it interrupted", "execution", x.id, "owner", x.owner)
 			return
 		case <-time.After(delay):
@@ -697,7 +695,7 @@ func (m *Manager) all(ctx context.Context) []found {
 // Shutdown ends every execution running here, as interrupted, and waits
 // for them to end (and their end to be written).
 func (m *Manager) Shutdown(ctx context.Context) {
-	m.heartbeatOnce.Do(func() { close(m.heartbeatStop) })
+	m.heartbeat.Stop()
 	m.mu.Lock()
 	for _, x := range m.execs {
 		x.mu.Lock()
@@ -716,7 +714,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = m.st.Delete(dctx, replicaPrefix+m.replica)
+	_ = m.heartbeat.Leave(dctx)
 }
 
 // lookup finds an execution that allowed admits by its owner; another

@@ -3,10 +3,10 @@ package executions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
@@ -15,46 +15,22 @@ import (
 // the embedded store keeps its name across restarts, and this one has
 // just started, so nothing of that name runs), or of a replica whose
 // heartbeat has expired. Each keeps the output received until then. Then
-// it starts this replica's heartbeat, which repeats the check for other
-// replicas' executions until Shutdown. Serve calls it once, before it
+// it starts this replica's heartbeat (replicas.Heartbeat), which repeats
+// the check for other replicas' executions until Shutdown. Serve calls it once, before it
 // serves.
 func (m *Manager) Recover(ctx context.Context) error {
-	if err := m.beat(ctx); err != nil {
+	if err := m.heartbeat.Beat(ctx); err != nil {
 		return fmt.Errorf("writing this server's heartbeat to the state store: %w", err)
 	}
 	if _, err := m.interruptOrphans(ctx, true); err != nil {
 		return fmt.Errorf("ending the executions a stopped server left running: %w", err)
 	}
-	// The heartbeat outlives the call that starts it (it stops at
-	// Shutdown), so it keeps ctx's values but not its end.
-	go m.heartbeat(context.WithoutCancel(ctx))
-	return nil
-}
-
-func (m *Manager) beat(ctx context.Context) error {
-	return m.st.Put(ctx, replicaPrefix+m.replica, []byte(time.Now().UTC().Format(time.RFC3339)), heartbeatTTL)
-}
-
-// heartbeat refreshes this replica's key every heartbeatPeriod and ends
-// the executions of replicas whose key expired.
-func (m *Manager) heartbeat(base context.Context) {
-	t := time.NewTicker(heartbeatPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.heartbeatStop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(base, storeTimeout)
-		if err := m.beat(ctx); err != nil {
-			m.log.Warn("this server's heartbeat was not written to the state store", "replica", m.replica, "err", err)
-		}
+	m.heartbeat.Run(ctx, func(ctx context.Context) {
 		if _, err := m.interruptOrphans(ctx, false); err != nil {
 			m.log.Warn("checking for executions of stopped servers", "err", err)
 		}
-		cancel()
-	}
+	})
+	return nil
 }
 
 // interruptOrphans ends the running executions of gone replicas (and, at
@@ -64,31 +40,25 @@ func (m *Manager) interruptOrphans(ctx context.Context, atStart bool) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	alive := map[string]bool{}
+	liveness := replicas.NewLiveness(m.st, m.replica)
 	n := 0
 	for _, e := range entries {
 		var r record
 		if json.Unmarshal(e.Value, &r) != nil || r.Status != StatusRunning {
 			continue
 		}
+		orphaned, err := liveness.Orphaned(ctx, r.Replica, atStart)
+		if err != nil {
+			return n, err
+		}
+		if !orphaned {
+			continue
+		}
 		if r.Replica == m.replica {
 			m.mu.Lock()
 			_, ours := m.execs[r.ID]
 			m.mu.Unlock()
-			if ours || !atStart {
-				continue
-			}
-		} else {
-			live, known := alive[r.Replica]
-			if !known {
-				_, err := m.st.Get(ctx, replicaPrefix+r.Replica)
-				if err != nil && !errors.Is(err, store.ErrNotFound) {
-					return n, err
-				}
-				live = err == nil
-				alive[r.Replica] = live
-			}
-			if live {
+			if ours {
 				continue
 			}
 		}

@@ -8,21 +8,20 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/peers"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // Sessions among replicas. A session's sandbox is held by the replica
 // that made it (or re-attached to it), since its agent link is a
 // connection to that process. A call for it that reaches another replica
-// is forwarded to the holder (peers.Directory), which runs it as the same
+// is forwarded to the holder (replicas.Directory), which runs it as the same
 // principal and streams a run's output back; the caller's replica answers
 // the client as if it held the session. The owner check happens on both
 // sides, and another principal's session is "unknown" on both.
 
-// Forwarder reaches the replica that holds a session: a peers.Directory.
+// Forwarder reaches the replica that holds a session: a replicas.Directory.
 type Forwarder interface {
 	Call(ctx context.Context, replica, op string, body any, onChunk func(sandbox.Chunk)) (json.RawMessage, error)
 }
@@ -100,7 +99,7 @@ func (m *Manager) forwardTo(ctx context.Context, h *heldElsewhere, op string, ar
 	switch {
 	case errors.As(err, &ee):
 		return err
-	case errors.Is(err, peers.ErrGone):
+	case errors.Is(err, replicas.ErrGone):
 		return &engine.Error{Code: engine.CodeUnavailable, Err: err, Message: fmt.Sprintf(
 			"session %s is held by replica %s, which has stopped; if its sandbox lives, another replica re-attaches to it within about 20 s: retry then", h.rec.ID, h.rec.Replica)}
 	case err != nil:
@@ -117,7 +116,7 @@ func (m *Manager) forwardTo(ctx context.Context, h *heldElsewhere, op string, ar
 }
 
 // ServeForwarded runs a call another replica forwarded for a session this
-// one holds (peers.Target), as the principal in ctx.
+// one holds (replicas.Target), as the principal in ctx.
 func (m *Manager) ServeForwarded(ctx context.Context, op string, body json.RawMessage, onChunk func(sandbox.Chunk)) (any, error) {
 	ctx = context.WithValue(ctx, forwardedKey{}, true)
 	var a forwardArgs
@@ -166,20 +165,16 @@ func (m *Manager) remoteInfos(ctx context.Context) []Info {
 		return nil
 	}
 	p := principal.FromContext(ctx)
-	alive := map[string]bool{}
+	liveness := replicas.NewLiveness(m.st, m.replica)
 	var out []Info
 	for _, e := range entries {
 		var r record
 		if json.Unmarshal(e.Value, &r) != nil || r.Replica == m.replica || !p.Owns(r.Owner) {
 			continue
 		}
-		live, known := alive[r.Replica]
-		if !known {
-			_, err := m.st.Get(ctx, replicaPrefix+r.Replica)
-			live = err == nil || !errors.Is(err, store.ErrNotFound)
-			alive[r.Replica] = live
-		}
-		if !live {
+		// A heartbeat the store did not answer for counts as live: the
+		// session is listed rather than hidden.
+		if live, err := liveness.Alive(ctx, r.Replica); !live && err == nil {
 			continue
 		}
 		out = append(out, m.infoOf(r, p.Operator))

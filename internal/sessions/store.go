@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
@@ -21,9 +22,6 @@ import (
 // (Recover), and the sweep keeps that sandbox meanwhile (Sandboxes).
 const (
 	recordPrefix = "sessions/"
-	// replicaPrefix holds each live server's heartbeat key, which
-	// internal/executions writes.
-	replicaPrefix = "replicas/"
 	// touchEvery bounds how often a session's use is written: its last
 	// use is known to a next server within this, which only moves its
 	// idle expiry that much earlier.
@@ -32,9 +30,6 @@ const (
 	storeTimeout = 10 * time.Second
 	// reattachParallel bounds the sessions re-attached at once.
 	reattachParallel = 4
-	// adoptEvery is how often a replica sharing the store looks for the
-	// sessions of replicas whose heartbeat expired.
-	adoptEvery = 5 * time.Second
 )
 
 // record is a session as the store keeps it.
@@ -203,7 +198,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 // adoptLoop repeats recoverOrphans until Shutdown.
 func (m *Manager) adoptLoop(base context.Context) {
 	defer m.wg.Done()
-	t := time.NewTicker(adoptEvery)
+	t := time.NewTicker(replicas.HeartbeatPeriod)
 	defer t.Stop()
 	for {
 		select {
@@ -219,23 +214,6 @@ func (m *Manager) adoptLoop(base context.Context) {
 	}
 }
 
-// errClaimed aborts a claim that another replica won.
-var errClaimed = errors.New("another replica took the session over")
-
-// claim makes r's session this replica's in the store, unless a replica
-// other than r's (a live one) took it first: of two survivors, one
-// re-attaches.
-func (m *Manager) claim(ctx context.Context, r record) error {
-	return m.st.Update(ctx, recordKey(r.ID), 0, func(old []byte) ([]byte, error) {
-		var cur record
-		if old == nil || json.Unmarshal(old, &cur) != nil || cur.Replica != r.Replica {
-			return nil, errClaimed
-		}
-		cur.Replica = m.replica
-		return json.Marshal(cur)
-	})
-}
-
 // recoverOrphans re-attaches to (or ends) the sessions of stopped servers:
 // replicas whose heartbeat expired and, at start, this server's own name.
 func (m *Manager) recoverOrphans(ctx context.Context, atStart bool) error {
@@ -243,7 +221,7 @@ func (m *Manager) recoverOrphans(ctx context.Context, atStart bool) error {
 	if err != nil {
 		return fmt.Errorf("reading the sessions of the state store: %w", err)
 	}
-	alive := map[string]bool{}
+	liveness := replicas.NewLiveness(m.st, m.replica)
 	var orphans []record
 	for _, e := range entries {
 		var r record
@@ -252,24 +230,13 @@ func (m *Manager) recoverOrphans(ctx context.Context, atStart bool) error {
 			_ = m.st.Delete(ctx, e.Key)
 			continue
 		}
-		if r.Replica == m.replica && !atStart {
-			continue // this server holds it
+		orphaned, err := liveness.Orphaned(ctx, r.Replica, atStart)
+		if err != nil {
+			return fmt.Errorf("reading server %s's heartbeat: %w", r.Replica, err)
 		}
-		if r.Replica != m.replica {
-			live, known := alive[r.Replica]
-			if !known {
-				_, err := m.st.Get(ctx, replicaPrefix+r.Replica)
-				if err != nil && !errors.Is(err, store.ErrNotFound) {
-					return fmt.Errorf("reading server %s's heartbeat: %w", r.Replica, err)
-				}
-				live = err == nil
-				alive[r.Replica] = live
-			}
-			if live {
-				continue // its server runs and holds it
-			}
+		if orphaned {
+			orphans = append(orphans, r)
 		}
-		orphans = append(orphans, r)
 	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, reattachParallel)
@@ -280,8 +247,8 @@ func (m *Manager) recoverOrphans(ctx context.Context, atStart bool) error {
 			defer wg.Done()
 			defer func() { <-slots }()
 			if r.Replica != m.replica {
-				if err := m.claim(ctx, r); err != nil {
-					if !errors.Is(err, errClaimed) {
+				if err := replicas.Claim(ctx, m.st, recordKey(r.ID), r.Replica, m.replica); err != nil {
+					if !errors.Is(err, replicas.ErrClaimed) {
 						m.log.Warn("a session of a stopped replica could not be claimed; retrying later", "session", r.ID, "replica", r.Replica, "err", err)
 					}
 					return

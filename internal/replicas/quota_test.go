@@ -1,6 +1,6 @@
 //go:build !fast
 
-package engine_test
+package replicas_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store/storetest"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
@@ -32,7 +33,7 @@ func TestAPrincipalsConcurrentRunsAreCountedAcrossReplicas(t *testing.T) {
 	cfg.Quotas.ConcurrentRuns = 2
 	testutil.Unhurried(&cfg)
 	replica := func() *engine.Engine {
-		e := engine.New(cfg, languages.Builtin(), testutil.FakeBackend(t), nil, engine.WithStore(st))
+		e := engine.New(cfg, languages.Builtin(), testutil.FakeBackend(t), nil, engine.WithStore(st), replicas.SharedQuota(st, nil))
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

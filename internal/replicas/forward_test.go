@@ -1,4 +1,4 @@
-package peers_test
+package replicas_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/peers"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
@@ -34,20 +34,20 @@ func (target) ServeForwarded(ctx context.Context, op string, body json.RawMessag
 }
 
 // twoReplicas joins a and b to one store; b serves target.
-func twoReplicas(t *testing.T) (a *peers.Directory, st store.Store) {
+func twoReplicas(t *testing.T) (a *replicas.Directory, st store.Store) {
 	t.Helper()
 	st = store.NewMemory()
 	log := slog.New(slog.DiscardHandler)
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	b, err := peers.Join(context.Background(), st, "b", srv.URL, log)
+	b, err := replicas.Join(context.Background(), st, "b", srv.URL, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	mux.Handle(peers.Path, b.Handler(target{}))
-	a, err = peers.Join(context.Background(), st, "a", "http://127.0.0.1:1", log)
+	mux.Handle(replicas.Path, b.Handler(target{}))
+	a, err = replicas.Join(context.Background(), st, "a", "http://127.0.0.1:1", log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +86,14 @@ func TestAnErrorOfTheHolderComesBackWithItsCode(t *testing.T) {
 
 func TestAReplicaThatAdvertisesNothingIsGone(t *testing.T) {
 	a, _ := twoReplicas(t)
-	if _, err := a.Call(context.Background(), "c", "echo", struct{}{}, nil); !errors.Is(err, peers.ErrGone) {
+	if _, err := a.Call(context.Background(), "c", "echo", struct{}{}, nil); !errors.Is(err, replicas.ErrGone) {
 		t.Errorf("got %v, want ErrGone", err)
 	}
 }
 
 func TestACallWithoutThePeersKeyFindsNothing(t *testing.T) {
 	st := store.NewMemory()
-	b, err := peers.Join(context.Background(), st, "b", "http://127.0.0.1:1", slog.New(slog.DiscardHandler))
+	b, err := replicas.Join(context.Background(), st, "b", "http://127.0.0.1:1", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestEveryReplicaGetsTheKeyTheFirstOneMade(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	var keys []string
 	for _, name := range []string{"a", "b"} {
-		d, err := peers.Join(context.Background(), st, name, "http://127.0.0.1:1", log)
+		d, err := replicas.Join(context.Background(), st, name, "http://127.0.0.1:1", log)
 		if err != nil {
 			t.Fatal(err)
 		}
