@@ -44,6 +44,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
 
 // heapBudget is how much the server's heap may grow while one hostile run
@@ -93,6 +94,7 @@ func setup(t *testing.T, lang string, pooled bool, opts ...harnessOption) *harne
 	if restoredMode() {
 		cfg.DataDir = t.TempDir()
 	}
+	cfg.Isolation = testbackend.Isolation()
 	e, b, view := engineOn(t, &cfg)
 	testutil.RequireImage(t, b, e.Registry(), lang)
 	if lang != "bash" {

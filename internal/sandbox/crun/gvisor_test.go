@@ -79,6 +79,7 @@ func TestAGVisorSandboxRunsOnGVisorsKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut := runScript(t, ctx, sb, "uname -r; cat /proc/version; id -u; echo \"interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')\"; "+
+		"awk '$2 == \"/\" {print \"root \" $4}' /proc/mounts; "+
 		"for f in /proc/kallsyms /sys/kernel/debug /proc/sys/kernel/core_pattern /dev/kmsg; do [ -e $f ] && echo \"present $f\"; done; true", false)
 	sb.Close()
 	host, _ := os.ReadFile("/proc/version")
@@ -94,6 +95,9 @@ func TestAGVisorSandboxRunsOnGVisorsKernel(t *testing.T) {
 	}
 	if !strings.Contains(out, "\ninterfaces: lo \n") {
 		t.Errorf("the sandbox has network interfaces beside loopback: %q", out)
+	}
+	if !strings.Contains(out, "\nroot ro,") && !strings.Contains(out, "\nroot ro\n") {
+		t.Errorf("the root file system is not mounted read-only under gVisor: %q", out)
 	}
 	if strings.Contains(out, "present /proc/kallsyms") || strings.Contains(out, "present /sys/kernel/debug") {
 		t.Errorf("host kernel interfaces are present under gVisor: %q", out)

@@ -33,6 +33,22 @@ const Env = "MCR_TEST_BACKEND"
 // Default is Env's value for the backend serve runs with no backend set.
 const Default = "default"
 
+// IsolationEnv names the isolation the suites' sandboxes run under:
+// "" or "container", or "gvisor" (gVisor's runsc, testutil.Runsc); make
+// test runs the hostile battery and a language matrix under gVisor.
+const IsolationEnv = "MCR_TEST_ISOLATION"
+
+// Isolation is the isolation IsolationEnv names ("container" when unset).
+func Isolation() string {
+	if i := os.Getenv(IsolationEnv); i != "" {
+		return i
+	}
+	return config.IsolationContainer
+}
+
+// OnGVisor says the suites' sandboxes run under gVisor.
+func OnGVisor() bool { return Isolation() == config.IsolationGVisor }
+
 // OnCrun says the suites run on the crun backend.
 func OnCrun() bool { return Name() == config.BackendCrun }
 
@@ -79,7 +95,11 @@ func Crun(t testing.TB) (*crun.Backend, string) {
 func crunWith(t testing.TB, tools string) (*crun.Backend, string) {
 	t.Helper()
 	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
-	b, err := crun.New(testutil.RequireDocker(t), crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state, CheckpointTools: tools})
+	opts := crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state, CheckpointTools: tools}
+	if OnGVisor() {
+		opts.Runsc = testutil.Runsc(t)
+	}
+	b, err := crun.New(testutil.RequireDocker(t), opts)
 	if err == nil {
 		err = b.Check(context.Background())
 	}
@@ -132,6 +152,7 @@ func Engine(t testing.TB, cfg *config.Config, opts ...engine.Option) (*engine.En
 	if cfg != nil {
 		c = *cfg
 	}
+	c.Isolation = Isolation()
 	db := testutil.Backend(t)
 	var sb sandbox.Backend = db
 	if RequireName(t) == config.BackendCrun {
