@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -16,41 +15,6 @@ import (
 )
 
 func init() { subcommands = append(subcommands, newHealthcheckCmd) }
-
-// listenHealthSocket serves /healthz and /readyz on http.health_socket, if
-// set, until ctx ends. The socket belongs to this process: a probe there
-// asks this server, even when several share a TCP port (http.reuse_port).
-// A socket file left by a dead server is replaced; any other file is not.
-func listenHealthSocket(ctx context.Context, st *stack) error {
-	path := st.cfg.HTTP.HealthSocket
-	if path == "" {
-		return nil
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != fs.ModeSocket {
-			return fmt.Errorf("http.health_socket %s: the path exists and is not a socket; choose another path", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("http.health_socket %s: removing a stale socket: %w", path, err)
-		}
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return fmt.Errorf("http.health_socket %s: %w", path, err)
-	}
-	mux := http.NewServeMux()
-	probeRoutes(mux, st)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	st.log.Info("serving health probes on a Unix socket", "path", path)
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			st.log.Error("health socket stopped", "err", err)
-		}
-	}()
-	// A stopping server is not ready: the socket goes as shutdown begins.
-	context.AfterFunc(ctx, func() { _ = srv.Close() })
-	return nil
-}
 
 // newHealthcheckCmd asks a server's /readyz (or /healthz) and exits 0 when
 // it answers 200: a probe for images without curl (the server's image is

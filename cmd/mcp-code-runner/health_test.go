@@ -10,25 +10,6 @@ import (
 	"testing"
 )
 
-func TestServersWithReusePortShareOnePortAndOthersAreRefusedIt(t *testing.T) {
-	var shared net.ListenConfig
-	shared.Control = reusePort
-	first, err := shared.Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	second, err := shared.Listen(t.Context(), "tcp", first.Addr().String())
-	if err != nil {
-		t.Fatalf("a second listener with SO_REUSEPORT on %s: %v", first.Addr(), err)
-	}
-	second.Close()
-	if plain, err := net.Listen("tcp", first.Addr().String()); err == nil {
-		plain.Close()
-		t.Errorf("a listener without SO_REUSEPORT bound %s, which another holds", first.Addr())
-	}
-}
-
 // healthcheck runs `mcp-code-runner healthcheck args...` and returns its
 // exit code and stderr.
 func healthcheck(t *testing.T, args ...string) (int, string) {

@@ -1,76 +1,33 @@
 package main
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 )
 
-// postInitialize sends n initialize requests from each of clients parallel
-// callers with token (none when empty) and counts the answers by status; a
-// 429 without Retry-After fails the test.
-func postInitialize(t *testing.T, h http.Handler, token string, clients, n int) map[int]int {
-	t.Helper()
-	const body = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-	var mu sync.Mutex
-	codes := map[int]int{}
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Go(func() {
-			for range n {
-				req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-				req.Host = "127.0.0.1:8080"
-				req.RemoteAddr = "127.0.0.1:40000"
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				if token != "" {
-					req.Header.Set("Authorization", "Bearer "+token)
-				}
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				if rec.Code == http.StatusTooManyRequests && rec.Header().Get("Retry-After") == "" {
-					t.Error("a 429 without Retry-After")
-				}
-				mu.Lock()
-				codes[rec.Code]++
-				mu.Unlock()
-			}
-		})
+func TestOpenAudit(t *testing.T) {
+	if l, err := openAudit("", true); l != nil || err != nil {
+		t.Fatalf("no path: %v %v, want no log", l, err)
 	}
-	wg.Wait()
-	return codes
-}
-
-func TestLoopbackWithoutTokensServesOneUsersParallelCallsWithoutRateLimit(t *testing.T) {
-	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	h := transport.HTTPHandler(server, httpOptions(config.Default().HTTP, "127.0.0.1", nil))
-	// 8 callers of 40 requests each: over the default's burst of 100.
-	codes := postInitialize(t, h, "", 8, 40)
-	if codes[http.StatusOK] != 8*40 {
-		t.Errorf("answers by status: %v, want all 200", codes)
+	if _, err := openAudit("-", true); err == nil || !strings.Contains(err.Error(), "stdout carries the MCP messages") {
+		t.Fatalf(`"-" on stdio: %v, want a refusal`, err)
+	}
+	if l, err := openAudit("-", false); l == nil || err != nil {
+		t.Fatalf(`"-" with --http: %v %v, want stdout`, l, err)
 	}
 }
 
-func TestListenersWithTokensKeepTheDefaultRateLimit(t *testing.T) {
-	for _, host := range []string{"127.0.0.1", "0.0.0.0"} {
-		t.Run(host, func(t *testing.T) {
-			tokens := []config.Token{{Name: "alice", Value: "secret-token"}}
-			opts := httpOptions(config.Default().HTTP, host, tokens)
-			if opts.RatePerMinute != config.Default().HTTP.RatePerMinute {
-				t.Fatalf("rate per minute %d, want the default %d", opts.RatePerMinute, config.Default().HTTP.RatePerMinute)
-			}
-			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-			codes := postInitialize(t, transport.HTTPHandler(server, opts), "secret-token", 8, 40)
-			if codes[http.StatusTooManyRequests] == 0 {
-				t.Errorf("answers by status: %v, want some 429 beyond the burst", codes)
-			}
-		})
+func TestReplicaNameIsLocalOnTheEmbeddedStoreAndUniquePerProcessOnEtcd(t *testing.T) {
+	if got := replicaName(config.Config{}); got != "local" {
+		t.Errorf("embedded store: replica %q, want local", got)
+	}
+	etcd := config.Config{Store: config.Store{Backend: config.StoreEtcd}}
+	// Two processes on one host network, each PID 1 in its own namespace,
+	// differ only in the random ending.
+	a, b := replicaName(etcd), replicaName(etcd)
+	if a == b {
+		t.Errorf("two replicas of one host and PID share the name %q", a)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/kubernetes"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
@@ -43,6 +44,12 @@ type stack struct {
 	// replica names this server in the records it shares with others:
 	// made once, so every manager and the peer directory agree on it.
 	replica string
+}
+
+// parts are what a server is made of.
+func (s *stack) parts() server.Parts {
+	return server.Parts{Config: s.cfg, Registry: s.reg, Backend: s.backend, Engine: s.engine, Log: s.log,
+		Metrics: s.metrics, BackendChoice: s.backendChoice, Replica: s.replica}
 }
 
 func (s *stack) Close() {

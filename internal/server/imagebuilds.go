@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -18,38 +18,38 @@ import (
 // in a language whose image is building wait for it. It returns the set
 // of image tags being built that runs must wait for (nil without a
 // builder), for the start-up log.
-func startImageBuilds(ctx context.Context, st *stack) (map[string]bool, error) {
-	if !st.cfg.Images.BuildOnStart {
+func (s *Server) startImageBuilds(ctx context.Context) (map[string]bool, error) {
+	if !s.cfg.Images.BuildOnStart {
 		return nil, nil
 	}
-	b, ok := st.backend.(interface{ Client() *client.Client })
+	b, ok := s.backend.(interface{ Client() *client.Client })
 	if !ok {
-		st.log.Warn("images.build_on_start: this backend does not run the local Docker daemon's images; nothing is built", "backend", st.backendChoice)
+		s.log.Warn("images.build_on_start: this backend does not run the local Docker daemon's images; nothing is built", "backend", s.backendChoice)
 		return nil, nil
 	}
 	cli := b.Client()
-	status, err := images.Status(ctx, cli, st.reg)
+	status, err := images.Status(ctx, cli, s.reg)
 	if err != nil {
-		st.log.Warn("images.build_on_start: cannot read the images' state; nothing is built", "err", err)
+		s.log.Warn("images.build_on_start: cannot read the images' state; nothing is built", "err", err)
 		return nil, nil
 	}
 	var targets []images.Target
 	pending := map[string]bool{}
-	for _, s := range status {
-		img, _ := st.reg.Image(s.Name)
-		if !st.reg.Default(img) || (s.Present && s.UpToDate) {
+	for _, image := range status {
+		img, _ := s.reg.Image(image.Name)
+		if !s.reg.Default(img) || (image.Present && image.UpToDate) {
 			continue
 		}
-		targets = append(targets, images.Target{Name: s.Name, Present: s.Present})
-		if !s.Present {
-			pending[s.Tag] = true
+		targets = append(targets, images.Target{Name: image.Name, Present: image.Present})
+		if !image.Present {
+			pending[image.Tag] = true
 		}
 	}
 	if len(targets) == 0 {
 		return nil, nil
 	}
 	log := io.Discard
-	if path := st.cfg.Images.BuildLog; path != "" {
+	if path := s.cfg.Images.BuildLog; path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("images.build_log %s: %w", path, err)
@@ -57,15 +57,15 @@ func startImageBuilds(ctx context.Context, st *stack) (map[string]bool, error) {
 		context.AfterFunc(ctx, func() { _ = f.Close() })
 		log = f
 	}
-	rootImage := st.cfg.RootImage
-	bg := images.StartBackground(ctx, st.reg, targets, images.BackgroundOptions{
+	rootImage := s.cfg.RootImage
+	bg := images.StartBackground(ctx, s.reg, targets, images.BackgroundOptions{
 		Build: func(ctx context.Context, image string, w io.Writer) error {
-			return images.Build(ctx, cli, st.reg, []string{image}, images.Options{Log: w, Parallel: 1, RootImage: rootImage, LowPriority: true})
+			return images.Build(ctx, cli, s.reg, []string{image}, images.Options{Log: w, Parallel: 1, RootImage: rootImage, LowPriority: true})
 		},
 		Log:     log,
-		Logger:  st.log,
-		OnBuilt: func(ib images.ImageBuild) { st.engine.ImageBuilt(ib.Tag) },
+		Logger:  s.log,
+		OnBuilt: func(ib images.ImageBuild) { s.engine.ImageBuilt(ib.Tag) },
 	})
-	st.engine.SetImageBuilds(bg)
+	s.engine.SetImageBuilds(bg)
 	return pending, nil
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -6,31 +6,30 @@ import (
 	"net/http"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
-// joinPeers lets the replicas that share this server's etcd store forward
+// joinReplicas lets the replicas that share this server's etcd store forward
 // to it the calls for the sessions it holds, and it to them: it serves
 // replicas.Path on mux and advertises the URL they reach it at. It returns
 // the function that leaves (nil when there is nothing to join: a store no
 // other replica shares).
-func joinPeers(ctx context.Context, st *stack, sess *sessions.Manager, mux *http.ServeMux, listening net.Addr) (func(), error) {
-	if !store.IsShared(st.engine.Store()) {
+func (s *Server) joinReplicas(ctx context.Context, mux *http.ServeMux, listening net.Addr) (func(), error) {
+	if !store.IsShared(s.engine.Store()) {
 		return nil, nil
 	}
-	url := advertiseURL(st.cfg.Store.AdvertiseURL, listening)
+	url := advertiseURL(s.cfg.Store.AdvertiseURL, listening)
 	if url == "" {
-		st.log.Warn("this replica listens on every address and store.advertise_url is not set: the other replicas cannot forward to it, so its sessions answer only through it; set store.advertise_url (on Kubernetes, http://$(POD_IP):PORT)")
+		s.log.Warn("this replica listens on every address and store.advertise_url is not set: the other replicas cannot forward to it, so its sessions answer only through it; set store.advertise_url (on Kubernetes, http://$(POD_IP):PORT)")
 		return nil, nil
 	}
-	dir, err := replicas.Join(ctx, st.engine.Store(), st.replica, url, st.log)
+	dir, err := replicas.Join(ctx, s.engine.Store(), s.replica, url, s.log)
 	if err != nil {
 		return nil, err
 	}
-	mux.Handle(replicas.Path, dir.Handler(sess))
-	sess.SetForwarder(dir)
-	st.log.Info("replicas forward session calls to this one", "url", url, "replica", dir.Self())
+	mux.Handle(replicas.Path, dir.Handler(s.sess))
+	s.sess.SetForwarder(dir)
+	s.log.Info("replicas forward session calls to this one", "url", url, "replica", dir.Self())
 	return dir.Close, nil
 }
 

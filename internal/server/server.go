@@ -1,0 +1,207 @@
+// Package server is the MCP server as one value: [New] takes the parts the
+// CLI assembled (configuration, registry, sandbox backend, engine), [Start]
+// brings it up in its one order (metrics listener, background image
+// builds, start-up checks and sweep, warm pool, recovery of the
+// executions and sessions a stopped server left, the MCP server, then the
+// stdio or HTTP transport), [Server.Wait] returns when serving ends, and
+// [Server.Shutdown] gives runs in flight their grace, then ends
+// executions, sessions, the engine and the sandboxes this server made.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/audit"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/metrics"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
+)
+
+// shutdownGrace bounds the cleanup after the grace period of runs in flight:
+// killed sandboxes, the pool and the sessions removed.
+const shutdownGrace = 30 * time.Second
+
+// Parts are what the CLI assembles before a server starts.
+type Parts struct {
+	Config   config.Config
+	Registry *languages.Registry
+	Backend  sandbox.Backend
+	Engine   *engine.Engine
+	Log      *slog.Logger
+	// Metrics is nil unless the configuration serves them.
+	Metrics *metrics.Metrics
+	// BackendChoice names the backend and why it serves ("crun (auto:
+	// root, crun 1.8.1, local Docker overlay2)", "docker (configured)").
+	BackendChoice string
+	// Replica names this server in the records it shares with others.
+	Replica string
+}
+
+// Options say how the server is reached and watched.
+type Options struct {
+	// HTTPAddr is the Streamable HTTP listener's HOST:PORT; empty serves
+	// MCP on stdio.
+	HTTPAddr string
+	// Tokens are the bearer tokens HTTP requests may carry.
+	Tokens []config.Token
+	// Audit, when set, receives a line per audited tool call and egress
+	// connection.
+	Audit *audit.Log
+	// Version is the server's version in the MCP handshake.
+	Version string
+}
+
+// Server is one MCP server on its engine.
+type Server struct {
+	cfg           config.Config
+	reg           *languages.Registry
+	backend       sandbox.Backend
+	engine        *engine.Engine
+	log           *slog.Logger
+	metrics       *metrics.Metrics
+	backendChoice string
+	replica       string
+	opts          Options
+
+	execs *executions.Manager
+	sess  *sessions.Manager
+	mcp   *mcp.Server
+	// served receives the transport's end: a cancelled context, a stdio
+	// client gone, a listener that failed.
+	served         chan error
+	stopAfterGrace func() bool
+}
+
+// New returns a server of parts; nothing starts before Start.
+func New(parts Parts, opts Options) *Server {
+	log := parts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: parts.Config, reg: parts.Registry, backend: parts.Backend, engine: parts.Engine, log: log,
+		metrics: parts.Metrics, backendChoice: parts.BackendChoice, replica: parts.Replica, opts: opts,
+		served: make(chan error, 1), stopAfterGrace: func() bool { return false }}
+}
+
+// Start brings the server up and starts its transport; serving ends when
+// ctx does (or, on stdio, when the client leaves, or when the HTTP
+// listener cannot bind or fails). An error (a check the backend cannot
+// pass, a store that refuses the recovery) stops the start where it is,
+// and the caller returns it.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.listenMetrics(ctx); err != nil {
+		return err
+	}
+	// The sweep keeps the sandboxes of the sessions the store holds: this
+	// server re-attaches to them below.
+	if k, ok := s.backend.(interface {
+		SetKeep(func(context.Context) ([]sandbox.Ref, error))
+	}); ok {
+		k.SetKeep(sessions.Sandboxes(s.engine.Store()))
+	}
+	// The builder starts before the checks (which then name the images it
+	// builds) and the warm pool (whose languages it builds start once
+	// their image is built).
+	building, err := s.startImageBuilds(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.startupChecks(ctx, building); err != nil {
+		return err
+	}
+	go s.sweepLoop(ctx)
+	s.engine.StartPool()
+	go s.logPool(ctx)
+	s.execs = executions.NewManager(s.engine, executions.WithLogger(s.log), executions.WithReplica(s.replica))
+	// What a stopped server left running ends as interrupted before
+	// anyone can ask for it.
+	if err := s.execs.Recover(ctx); err != nil {
+		return err
+	}
+	s.sess = sessions.NewManager(s.engine, sessions.WithLogger(s.log), sessions.WithReplica(s.replica))
+	s.engine.SetEgressObserver(s.egressObserver(s.opts.Audit))
+	// The sessions a stopped server left are re-attached to (or end)
+	// before anyone can ask for them.
+	if err := s.sess.Recover(ctx); err != nil {
+		return err
+	}
+	s.watchServer()
+	s.mcp = mcpserver.NewServer(mcpserver.Deps{Engine: s.engine, Executions: s.execs, Sessions: s.sess,
+		OnToolCall: s.toolObserver(s.opts.Audit)}, s.opts.Version, s.log)
+
+	// Runs in flight get the grace period after a shutdown signal, then
+	// they are killed (their results say so).
+	grace := s.grace()
+	s.stopAfterGrace = context.AfterFunc(ctx, func() {
+		s.log.Info("shutting down", "runs_in_flight", len(s.engine.Inflight()), "grace", grace)
+		time.AfterFunc(grace, func() {
+			if n := s.engine.CancelAll(); n > 0 {
+				s.log.Info("killed runs still in flight at the end of the grace period", "count", n)
+			}
+		})
+	})
+	if s.opts.HTTPAddr == "" {
+		s.log.Info("serving MCP on stdio")
+		if s.cfg.HTTP.HealthSocket != "" {
+			s.log.Warn("http.health_socket is served with --http only; a stdio server's health is its client's to see")
+		}
+		go func() { s.served <- s.mcp.Run(ctx, transport.NewStdio()) }()
+		return nil
+	}
+	go func() { s.served <- s.serveHTTP(ctx) }()
+	return nil
+}
+
+// Wait returns when serving ends: nil for a shutdown or a client that
+// left, else why the transport stopped.
+func (s *Server) Wait() error {
+	err := <-s.served
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) grace() time.Duration {
+	return time.Duration(s.cfg.ShutdownGraceSeconds) * time.Second
+}
+
+// Shutdown stops what Start started: runs in flight see their contexts
+// end, their sandboxes are killed and removed; executions end as
+// interrupted, sessions close, the warm pool drains, and the sandboxes this
+// server made are removed, all within the grace period and shutdownGrace.
+func (s *Server) Shutdown() {
+	defer s.stopAfterGrace()
+	wctx, cancel := context.WithTimeout(context.Background(), s.grace()+shutdownGrace)
+	defer cancel()
+	if err := s.engine.Wait(wctx); err != nil {
+		s.engine.CancelAll()
+	}
+	if s.execs != nil {
+		s.execs.Shutdown(wctx)
+	}
+	if s.sess != nil {
+		s.sess.Shutdown()
+	}
+	if err := s.engine.Wait(wctx); err != nil {
+		s.log.Warn("shutdown", "err", err)
+	}
+	if err := s.engine.Close(wctx); err != nil {
+		s.log.Warn("shutdown", "err", err)
+	}
+	if n, err := s.backend.RemoveOwn(wctx); err == nil && n > 0 {
+		s.log.Info("removed sandboxes at shutdown", "count", n)
+	}
+}
