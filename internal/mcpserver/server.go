@@ -1,7 +1,8 @@
 // Package mcpserver is the MCP surface of mcp-code-runner: the tools (run_code
 // and list_languages; start_execution, get_execution, cancel_execution and
 // list_executions for long jobs; create_session, close_session,
-// list_sessions, write_file, read_file and list_files for sessions), the
+// list_sessions, write_file, read_file, list_files, install_packages,
+// fork_session and pause_session for sessions), the
 // language, output and artifact resources, the prompts, and completion of
 // their arguments. [NewServer] builds it on its [Deps] (the engine, the
 // executions and the sessions; [New] on an engine alone, [NewBareServer]
