@@ -11,7 +11,8 @@
 # (internal/sandbox/crun/gvisor.go): the systrap platform (no KVM), no
 # network stack (sandboxes reach their egress proxy through a Unix socket,
 # which --host-uds=open lets them open), no overlay over a read-only root,
-# and the configuration's seccomp profile applied inside gVisor too.
+# and (on the crun backend) the configuration's seccomp profile applied
+# inside gVisor too.
 #
 # Environment: GVISOR_VERSION overrides the pinned module version;
 # MCR_GVISOR_DIR the install directory.
@@ -54,8 +55,11 @@ fi
 rm -rf "$DIR/check-state"
 
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+	# Without --oci-seccomp: Docker gives runsc its default profile, whose
+	# clone3 rule gVisor would answer with EPERM, so that no thread could be
+	# made (the crun backend gives gVisor the profile with clone3 allowed).
 	sh "$(dirname "$0")/register-runtime.sh" --replace runsc "$runsc" \
-		--platform=systrap --network=none --host-uds=open --overlay2=none --oci-seccomp
+		--platform=systrap --network=none --host-uds=open --overlay2=none
 else
 	log "no Docker daemon answers: runsc is not registered with Docker (the crun backend runs it itself)"
 fi

@@ -20,7 +20,7 @@ func init() { subcommands = append(subcommands, newBenchCmd) }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
 	o := bench.Options{Out: os.Stdout}
-	var langs, cpuProfile, backends, runtimes, deliveries, vary, servers, token string
+	var langs, cpuProfile, backends, runtimes, deliveries, vary, servers, token, isolations string
 	var think time.Duration
 	var warmup int
 	cmd := &cobra.Command{
@@ -42,6 +42,7 @@ on a shared machine, compare ratios across runs.`,
   mcp-code-runner bench --json before.json
   mcp-code-runner bench --compare before.json
   mcp-code-runner bench --runtimes runc,crun
+  mcp-code-runner bench --isolations container,gvisor --languages python,javascript
   mcp-code-runner bench --agent-deliveries bind,volume --churn-for 0 --load-for 0
   mcp-code-runner bench --backends docker,crun --languages python
   mcp-code-runner bench --servers http://127.0.0.1:8080/mcp,http://127.0.0.1:8081/mcp --runs 200 --think 500ms
@@ -61,6 +62,9 @@ on a shared machine, compare ratios across runs.`,
 			}
 			if vary != "" {
 				return compareSettings(cmd.Context(), g, vary, strings.Split(langs, ","), o)
+			}
+			if isolations != "" {
+				return compareIsolations(cmd.Context(), g, strings.Split(isolations, ","), strings.Split(langs, ","), o)
 			}
 			if backends != "" {
 				return compareBackends(cmd.Context(), g, strings.Split(backends, ","), strings.Split(langs, ","), o)
@@ -119,6 +123,7 @@ on a shared machine, compare ratios across runs.`,
 	f.DurationVar(&o.ReplicaLoadFor, "replica-load-for", 30*time.Second, "how long to run the sustained load against one server and then two replicas sharing an etcd store (0 skips it)")
 	f.IntVar(&o.Burst, "burst", 50, "concurrent runs in each of the two bursts against a growing pool (0 skips them)")
 	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (default,docker,crun,kubernetes; default is what serve chooses with no backend set: cold and warm, --runs and --cold-runs each; then each backend's sandbox churn, cold runs of --load-language and the sustained load, unless --churn-for and --load-for are 0)")
+	f.StringVar(&isolations, "isolations", "", "compare isolations side by side instead (container,gvisor) on the default backend: run_code through MCP, cold and warm, --runs and --cold-runs each; the memory of idle warm sandboxes; then each one's sandbox churn, cold runs of --load-language and the sustained load, unless --churn-for and --load-for are 0")
 	f.StringVar(&runtimes, "runtimes", "", "compare OCI runtimes side by side instead (runc,crun: churn ceiling, --cold-runs cold runs and the sustained load of --load-language under each)")
 	f.StringVar(&deliveries, "agent-deliveries", "", "compare agent deliveries side by side instead (bind,volume: like --runtimes, under the configured runtime)")
 	f.StringVar(&vary, "vary", "", "compare values of one setting side by side instead (SETTING=V1,V2: run_code through MCP, cold and warm, like --backends, on the Docker backend; for example pool.release_grace_ms=0,30)")
@@ -270,4 +275,52 @@ func checkpointBackend(ctx context.Context, cfg config.Config) sandbox.Backend {
 		return nil
 	}
 	return cb
+}
+
+// compareIsolations measures the isolations side by side on the backend
+// serve chooses with no backend set (crun here): each side is that backend
+// with every sandbox made under one isolation.
+func compareIsolations(ctx context.Context, g *globalOptions, names, langs []string, o bench.Options) error {
+	cfg, reg, err := g.load()
+	if err != nil {
+		return err
+	}
+	var isolations []sandbox.Isolation
+	for _, n := range names {
+		i, err := sandbox.ParseIsolation(n)
+		if err != nil {
+			return fmt.Errorf("--isolations: %w", err)
+		}
+		isolations = append(isolations, i)
+	}
+	b, choice, err := autoBackend(cfg, g.logger())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	for _, i := range isolations {
+		if err := sandbox.IsolationSupport(b, i); err != nil {
+			return fmt.Errorf("--isolations: %s on %s: %w", i, choice, err)
+		}
+	}
+	fmt.Fprintf(o.Out, "backend: %s\n", choice)
+	sides := bench.IsolationSides(b, isolations)
+	if err := bench.CompareBackends(ctx, cfg, reg, sides, bench.CompareOptions{
+		Languages: langs, Runs: o.Runs, ColdRuns: o.ColdRuns, PoolSize: o.PoolSize, Out: o.Out,
+	}); err != nil {
+		return err
+	}
+	if err := bench.IsolationMemory(ctx, cfg, reg, sides, langs, o.PoolSize, o.Out); err != nil {
+		return err
+	}
+	if o.ChurnFor <= 0 && o.LoadFor <= 0 {
+		return nil
+	}
+	fmt.Fprintln(o.Out)
+	o.Varying = "isolation"
+	runtimes := make([]bench.Runtime, len(sides))
+	for i, s := range sides {
+		runtimes[i] = bench.Runtime{Name: s.Name, Backend: s.Sandbox}
+	}
+	return bench.CompareRuntimes(ctx, cfg, reg, runtimes, o)
 }

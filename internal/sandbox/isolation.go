@@ -70,3 +70,22 @@ func IsolationSupport(b Backend, i Isolation) error {
 	}
 	return fmt.Errorf("%w: isolation %s: this backend makes containers only", ErrUnsupported, i)
 }
+
+// HostPids is the pids limit of the host cgroup of a sandbox of isolation
+// i whose programs may have r.PidsLimit tasks. A container's is that limit.
+// A gVisor sandbox's host cgroup holds gVisor's kernel instead, whose host
+// threads and stub processes grow with the program's tasks but are not
+// them: its limit bounds them on the host, with room above the program's
+// own, which gVisor enforces inside as RLIMIT_NPROC (GVisorNproc).
+func HostPids(i Isolation, r Resources) int {
+	if i.Or() != IsolationGVisor {
+		return r.PidsLimit
+	}
+	return 4*r.PidsLimit + 256
+}
+
+// GVisorNproc is the RLIMIT_NPROC of a gVisor sandbox's processes: its pids
+// limit, which gVisor counts per user as Linux's pids controller counts a
+// cgroup's tasks (every process and thread of the sandbox's user, the
+// agent's included).
+func GVisorNproc(r Resources) int { return r.PidsLimit }

@@ -189,6 +189,11 @@ func Engine(t testing.TB, cfg *config.Config) (*engine.Engine, *docker.Backend) 
 	if cfg != nil {
 		c = *cfg
 	}
+	// MCR_TEST_ISOLATION (testbackend.IsolationEnv): gvisor runs the
+	// sandboxes under the daemon's runsc.
+	if i := os.Getenv("MCR_TEST_ISOLATION"); i != "" {
+		c.Isolation = i
+	}
 	b := Backend(t)
 	reg := languages.Builtin()
 	return engine.New(c, reg, b, nil, engine.WithRuntimeVersions(images.NewLocalVersions(b.Client(), reg))), b

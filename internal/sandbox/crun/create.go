@@ -47,7 +47,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 	bundle := filepath.Join(b.bundlesDir(), id)
 	hostnameFile := filepath.Join(bundle, "hostname")
 	s := sandboxSpec{ID: id, Hostname: hostname, Rootfs: root.dir, ImageEnv: root.env, Agent: b.opts.AgentPath,
-		Hosts: hosts, HostnameFile: hostnameFile}
+		Hosts: hosts, HostnameFile: hostnameFile, GVisor: gvisor}
 	// The bundle is 0711: the sandbox's user reaches its hostname file
 	// (and its egress socket) through it, and lists nothing.
 	if err := os.Mkdir(bundle, 0o711); err != nil {

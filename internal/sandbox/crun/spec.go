@@ -77,6 +77,10 @@ type sandboxSpec struct {
 	// AgentLogDir, with AgentSocketDir, holds the agent's log, shown at
 	// agentLogMount.
 	AgentLogDir string
+	// GVisor says the sandbox runs under gVisor's runsc: its cgroup holds
+	// gVisor's kernel, and its programs' pids limit is RLIMIT_NPROC
+	// (sandbox.HostPids).
+	GVisor bool
 	// UserNamespace puts the sandbox in a user namespace of its own, IDs
 	// mapped as they are (checkpoint.go says why).
 	UserNamespace bool
@@ -98,6 +102,9 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 	r := t.Resources
 	memory := int64(r.MemoryMB) << 20
 	pids := int64(r.PidsLimit)
+	if s.GVisor {
+		pids = int64(sandbox.HostPids(sandbox.IsolationGVisor, r))
+	}
 	const period = 100000
 	quota := int64(r.CPUs * period)
 	noSuidDev := []string{"nosuid", "nodev"}
@@ -139,6 +146,17 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 		}
 		mounts = append(mounts, specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: opts})
 	}
+	rlimits := []specs.POSIXRlimit{
+		// The agent applies nofile and fsize itself (wire.Limits); set
+		// here too, they bind it from its first instruction.
+		{Type: "RLIMIT_NOFILE", Hard: uint64(r.NoFile), Soft: uint64(r.NoFile)},
+		{Type: "RLIMIT_FSIZE", Hard: uint64(r.FileSizeMB) << 20, Soft: uint64(r.FileSizeMB) << 20},
+		{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+	}
+	if s.GVisor {
+		n := uint64(sandbox.GVisorNproc(r))
+		rlimits = append(rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: n, Soft: n})
+	}
 	umask := uint32(0o022)
 	spec := &specs.Spec{
 		Version:  ociVersion,
@@ -154,13 +172,7 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 			NoNewPrivileges: true,
 			// Every set empty: the sandbox's processes have no capability.
 			Capabilities: &specs.LinuxCapabilities{},
-			Rlimits: []specs.POSIXRlimit{
-				// The agent applies nofile and fsize itself (wire.Limits); set
-				// here too, they bind it from its first instruction.
-				{Type: "RLIMIT_NOFILE", Hard: uint64(r.NoFile), Soft: uint64(r.NoFile)},
-				{Type: "RLIMIT_FSIZE", Hard: uint64(r.FileSizeMB) << 20, Soft: uint64(r.FileSizeMB) << 20},
-				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
-			},
+			Rlimits:      rlimits,
 		},
 		Mounts: mounts,
 		Linux: &specs.Linux{
@@ -210,8 +222,29 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the seccomp profile (Docker's default): %w", err)
 	}
+	if s.GVisor {
+		allowClone3(sc)
+	}
 	spec.Linux.Seccomp = sc
 	return spec, nil
+}
+
+// allowClone3 lets a gVisor sandbox's programs call clone3. Docker's
+// profile answers it with ENOSYS, so that glibc falls back to clone, whose
+// flags the profile can check; gVisor applies every errno rule as EPERM,
+// after which glibc does not fall back, and no thread can be made (node
+// does not start). Under gVisor clone3 reaches gVisor's kernel, not the
+// host's, and any namespace it makes is gVisor's own.
+func allowClone3(sc *specs.LinuxSeccomp) {
+	for i := range sc.Syscalls {
+		rule := &sc.Syscalls[i]
+		if rule.Action != specs.ActErrno || !slices.Contains(rule.Names, "clone3") {
+			continue
+		}
+		rule.Names = slices.DeleteFunc(slices.Clone(rule.Names), func(n string) bool { return n == "clone3" })
+		sc.Syscalls = append(sc.Syscalls, specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActAllow})
+		return
+	}
 }
 
 // identityMapSize is how many user and group IDs a sandbox's own user

@@ -176,3 +176,55 @@ func TestOOMKillsReadsTheCgroupCounter(t *testing.T) {
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
+
+// A gVisor sandbox's programs meet their pids limit inside gVisor
+// (RLIMIT_NPROC), while its host cgroup, which holds gVisor's kernel, bounds
+// that kernel's threads with room above it; clone3 is allowed, since gVisor
+// answers errno rules with EPERM and glibc would make no thread. A
+// container's keeps Docker's rules as they are.
+func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
+	res := sandbox.Resources{MemoryMB: 256, CPUs: 1, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8}
+	nproc := func(s *specs.Spec) (uint64, bool) {
+		for _, r := range s.Process.Rlimits {
+			if r.Type == "RLIMIT_NPROC" {
+				return r.Hard, r.Soft == r.Hard
+			}
+		}
+		return 0, false
+	}
+	clone3 := func(s *specs.Spec) specs.LinuxSeccompAction {
+		for _, r := range s.Linux.Seccomp.Syscalls {
+			if slices.Contains(r.Names, "clone3") {
+				return r.Action
+			}
+		}
+		return s.Linux.Seccomp.DefaultAction
+	}
+	for _, tc := range []struct {
+		name       string
+		gvisor     bool
+		hostPids   int64
+		nproc      uint64
+		clone3Rule specs.LinuxSeccompAction
+	}{
+		{"container", false, 64, 0, specs.ActErrno},
+		{"gvisor", true, 4*64 + 256, 64, specs.ActAllow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := Spec(sandbox.Template{Image: "img", Resources: res, MaxLife: time.Minute},
+				sandboxSpec{ID: "mcr-1-2-3-abc", Hostname: "abc", Rootfs: "/r", Agent: "/a", Hosts: "/h", HostnameFile: "/b/hostname", GVisor: tc.gvisor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := spec.Linux.Resources.Pids.Limit; got != tc.hostPids {
+				t.Errorf("host pids limit %d, want %d", got, tc.hostPids)
+			}
+			if got, same := nproc(spec); got != tc.nproc || (tc.nproc > 0 && !same) {
+				t.Errorf("RLIMIT_NPROC %d (soft = hard: %v), want %d", got, same, tc.nproc)
+			}
+			if got := clone3(spec); got != tc.clone3Rule {
+				t.Errorf("clone3's seccomp action %s, want %s", got, tc.clone3Rule)
+			}
+		})
+	}
+}

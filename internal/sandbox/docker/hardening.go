@@ -25,7 +25,7 @@ const expiryMargin = 2 * time.Minute
 func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *container.HostConfig) {
 	r := t.Resources
 	memory := int64(r.MemoryMB) << 20
-	pids := int64(r.PidsLimit)
+	pids := int64(sandbox.HostPids(t.Isolation, r))
 	expires := time.Now().Add(t.MaxLife + expiryMargin).Unix()
 	labels := map[string]string{
 		LabelManaged:   "true",
@@ -91,6 +91,10 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 				{Name: "core", Soft: 0, Hard: 0},
 			},
 		},
+	}
+	if t.Isolation.Or() == sandbox.IsolationGVisor {
+		n := int64(sandbox.GVisorNproc(r))
+		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: n, Hard: n})
 	}
 	if e := b.cachedEngine(); e.Podman() {
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: dockerengine.PodmanNproc, Hard: dockerengine.PodmanNproc})
