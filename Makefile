@@ -126,7 +126,7 @@ RESTORED_BATTERY_SKIP := ^(TestPoolCloseRemovesEverySandbox|TestOverload)$$
 # The battery's tests that hold under gVisor's kernel as they are
 # (isolation gvisor: internal/containment with MCR_TEST_ISOLATION=gvisor);
 # docs/SECURITY.md, gVisor, names the others and why.
-GVISOR_BATTERY := ^(TestHostFilesAreNotVisible|TestProcAndSys|TestLinks|TestHugeCodeIsRejected|TestBinaryOutput|TestAgentIsOutOfReach|TestPoolCloseRemovesEverySandbox|TestOverload|TestMemoryBombAimedAtTheAgent|TestFileSizeLimit|TestStdoutFlood|TestBusyLoop|TestSleepPastTimeout|TestTinyFiles|TestKillEverything|TestQueuedFaultSignalEndsRunClearly)$$
+GVISOR_BATTERY := ^(TestHostFilesAreNotVisible|TestProcAndSys|TestLinks|TestHugeCodeIsRejected|TestBinaryOutput|TestAgentIsOutOfReach|TestPoolCloseRemovesEverySandbox|TestOverload|TestForkBombLeavesAgentWorking|TestZombies|TestMemoryBombAimedAtTheAgent|TestFileSizeLimit|TestStdoutFlood|TestBusyLoop|TestSleepPastTimeout|TestTinyFiles|TestKillEverything|TestQueuedFaultSignalEndsRunClearly)$$
 
 # The fast tier: no Docker, with the race detector. Tests that need Docker
 # carry //go:build !fast; the logic tests run on the in-process fake backend.
