@@ -661,28 +661,8 @@ func Default() Config {
 	return Config{
 		Isolation: IsolationContainer,
 		GVisor:    GVisor{Runsc: DefaultRunsc, Platform: "systrap", DockerRuntime: "runsc", RuntimeClassName: "gvisor"},
-		Limits: Limits{
-			TimeoutSeconds:        10,
-			MaxTimeoutSeconds:     60,
-			CompileTimeoutSeconds: 30,
-			MemoryMB:              256,
-			CPUs:                  1,
-			PidsLimit:             128,
-			WorkspaceMB:           64,
-			TmpMB:                 64,
-			NoFile:                1024,
-			FileSizeMB:            32,
-			InlineOutputBytes:     16 << 10,
-			MaxOutputBytes:        1 << 20,
-			MaxCodeBytes:          1 << 20,
-			MaxStdinBytes:         1 << 20,
-			MaxFiles:              32,
-			MaxFileBytes:          1 << 20,
-			MaxTotalFileBytes:     8 << 20,
-			MaxArgs:               64,
-			MaxEnv:                64,
-		},
-		Backend: BackendAuto,
+		Limits:    defaultLimits(),
+		Backend:   BackendAuto,
 		Kubernetes: Kubernetes{
 			Namespace:           "mcp-code-runner-sandboxes",
 			EphemeralStorageMB:  256,
@@ -750,6 +730,31 @@ func Default() Config {
 			CreateConcurrency:  2,
 			RefillDelayMs:      2000,
 		},
+	}
+}
+
+// defaultLimits are the limits of a run that asks for none.
+func defaultLimits() Limits {
+	return Limits{
+		TimeoutSeconds:        10,
+		MaxTimeoutSeconds:     60,
+		CompileTimeoutSeconds: 30,
+		MemoryMB:              256,
+		CPUs:                  1,
+		PidsLimit:             128,
+		WorkspaceMB:           64,
+		TmpMB:                 64,
+		NoFile:                1024,
+		FileSizeMB:            32,
+		InlineOutputBytes:     16 << 10,
+		MaxOutputBytes:        1 << 20,
+		MaxCodeBytes:          1 << 20,
+		MaxStdinBytes:         1 << 20,
+		MaxFiles:              32,
+		MaxFileBytes:          1 << 20,
+		MaxTotalFileBytes:     8 << 20,
+		MaxArgs:               64,
+		MaxEnv:                64,
 	}
 }
 
@@ -862,116 +867,6 @@ func setField(f reflect.Value, raw string) error {
 	return nil
 }
 
-// Validate checks that every limit is positive and defaults sit within maxima.
-func (c Config) Validate() error {
-	var errs []error
-	walkFields(reflect.ValueOf(&c.Limits).Elem(), "limits", func(name string, f reflect.Value) {
-		if (f.Kind() == reflect.Int && f.Int() <= 0) || (f.Kind() == reflect.Float64 && f.Float() <= 0) {
-			errs = append(errs, fmt.Errorf("%s must be positive", name))
-		}
-	})
-	l := c.Limits
-	if l.TimeoutSeconds > l.MaxTimeoutSeconds {
-		errs = append(errs, fmt.Errorf("limits.timeout_seconds (%d) is above limits.max_timeout_seconds (%d)", l.TimeoutSeconds, l.MaxTimeoutSeconds))
-	}
-	if l.InlineOutputBytes > l.MaxOutputBytes {
-		errs = append(errs, fmt.Errorf("limits.inline_output_bytes is above limits.max_output_bytes"))
-	}
-	if c.MaxConcurrentRuns <= 0 {
-		errs = append(errs, errors.New("max_concurrent_runs must be positive"))
-	}
-	errs = append(errs, validateIsolation(c)...)
-	switch c.Network.MaxTier {
-	case TierNone, TierPackages, TierAllowlist:
-	default:
-		errs = append(errs, fmt.Errorf("network.max_tier %q: want none, packages or allowlist", c.Network.MaxTier))
-	}
-	if c.Network.MaxMB <= 0 || c.Network.MaxConnections <= 0 {
-		errs = append(errs, errors.New("network.max_mb and network.max_connections must be positive"))
-	}
-	errs = append(errs, validateSecrets(c.Network.Secrets)...)
-	errs = append(errs, validateApprovable(c.Network)...)
-	if c.Packages.TimeoutSeconds <= 0 || c.Packages.MaxPackages <= 0 || c.Packages.MaxMB <= 0 {
-		errs = append(errs, errors.New("packages.timeout_seconds, packages.max_packages and packages.max_mb must be positive"))
-	}
-	for name, u := range c.Packages.registries() {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			errs = append(errs, fmt.Errorf("packages.%s %q: want an http:// or https:// URL", name, u))
-		}
-	}
-	switch c.AgentDelivery {
-	case "", "auto", "bind", "volume":
-	default:
-		errs = append(errs, fmt.Errorf("agent_delivery %q: want auto, bind or volume", c.AgentDelivery))
-	}
-	if c.ShutdownGraceSeconds < 0 {
-		errs = append(errs, errors.New("shutdown_grace_seconds must not be negative"))
-	}
-	if c.QueueTimeoutSeconds < 0 || c.OutputRetentionSeconds <= 0 || c.OutputStoreMB <= 0 || c.SweepIntervalSeconds <= 0 {
-		errs = append(errs, errors.New("queue_timeout_seconds, output_retention_seconds, output_store_mb and sweep_interval_seconds must be positive"))
-	}
-	for _, e := range c.Pool.Sizes {
-		name, n, ok := strings.Cut(e, "=")
-		if v, err := strconv.Atoi(strings.TrimSpace(n)); !ok || name == "" || err != nil || v < 0 {
-			errs = append(errs, fmt.Errorf("pool.sizes entry %q: want LANGUAGE=N, like python=4", e))
-		}
-	}
-	for _, e := range c.Sessions.Spares {
-		name, n, ok := strings.Cut(e, "=")
-		if v, err := strconv.Atoi(strings.TrimSpace(n)); !ok || name == "" || err != nil || v < 0 || v > c.Sessions.MaxSessions {
-			errs = append(errs, fmt.Errorf("sessions.spares entry %q: want LANGUAGE=N with N from 0 to sessions.max_sessions, like python=1", e))
-		}
-	}
-	for _, e := range c.Pool.MaxSizes {
-		name, n, ok := strings.Cut(e, "=")
-		if v, err := strconv.Atoi(strings.TrimSpace(n)); !ok || name == "" || err != nil || v < 0 {
-			errs = append(errs, fmt.Errorf("pool.max_sizes entry %q: want LANGUAGE=N, like python=16", e))
-		}
-	}
-	if p := c.Pool; p.MaxSize < 0 || p.ShrinkAfterSeconds <= 0 || p.ReserveMemoryMB < 0 || p.ReservePids < 0 {
-		errs = append(errs, errors.New("pool.max_size, pool.reserve_memory_mb and pool.reserve_pids must be 0 or more; pool.shrink_after_seconds positive"))
-	}
-	if c.Pool.Size < 0 || c.Pool.MaxWaiters <= 0 || c.Pool.MaxIdleSeconds <= 0 || c.Pool.CreateConcurrency <= 0 || c.Pool.RefillDelayMs < 0 || c.Pool.ReleaseGraceMs < 0 {
-		errs = append(errs, errors.New("pool.size, pool.refill_delay_ms and pool.release_grace_ms must be 0 or more; pool.max_waiters, pool.max_idle_seconds and pool.create_concurrency positive"))
-	}
-	if x := c.Executions; x.MaxDurationSeconds <= 0 || x.RetentionSeconds <= 0 || x.MaxWaitSeconds <= 0 || x.MaxKept <= 0 || x.TaskMaxTTLSeconds <= 0 {
-		errs = append(errs, errors.New("executions.max_duration_seconds, retention_seconds, max_wait_seconds, max_kept and task_max_ttl_seconds must be positive"))
-	}
-	if a := c.Artifacts; a.MaxFiles <= 0 || a.MaxFileBytes <= 0 || a.MaxTotalBytes <= 0 || a.InlineImageBytes <= 0 || a.RetentionSeconds <= 0 || a.StoreMB <= 0 {
-		errs = append(errs, errors.New("every artifacts setting must be positive"))
-	}
-	if x := c.Sessions; x.MaxSessions <= 0 || x.IdleTimeoutSeconds <= 0 || x.MaxIdleTimeoutSeconds < x.IdleTimeoutSeconds || x.MaxLifeSeconds <= 0 || x.ReplayMaxCells < 0 || x.ReplayMaxBytes < 0 || x.IdlePauseSeconds < 0 {
-		errs = append(errs, errors.New("sessions settings must be positive, with idle_timeout_seconds at most max_idle_timeout_seconds"))
-	}
-	if c.HTTP.OAuthIssuer != "" && (c.HTTP.OAuthIntrospectionURL == "" || c.HTTP.PublicURL == "") {
-		errs = append(errs, errors.New("http.oauth_issuer needs http.oauth_introspection_url (to validate tokens) and http.public_url (the resource identifier)"))
-	}
-	errs = append(errs, c.validateBackend()...)
-	errs = append(errs, c.Store.validate()...)
-	if c.Images.WaitSeconds <= 0 {
-		errs = append(errs, errors.New("images.wait_seconds must be positive: how long a run may wait for its image's background build"))
-	}
-	if c.HTTP.RatePerMinute < 0 {
-		errs = append(errs, errors.New("http.rate_per_minute must be 0 (no limit) or more"))
-	}
-	if c.Metrics.MaxPrincipals <= 0 {
-		errs = append(errs, errors.New("metrics.max_principals must be positive"))
-	}
-	if q := c.Quotas; q.ConcurrentRuns < 0 || q.Sessions < 0 || q.PausedSessions < 0 || q.ExecutionsKept < 0 || q.OutputStoreMB < 0 || q.ArtifactStoreMB < 0 {
-		errs = append(errs, errors.New("quotas settings must be 0 (no quota) or more"))
-	}
-	if _, err := c.HTTP.tokens(false); err != nil {
-		errs = append(errs, err)
-	}
-	if c.HTTP.MaxBodyBytes <= 0 {
-		errs = append(errs, errors.New("http.max_body_bytes must be positive"))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
-	}
-	return nil
-}
-
 // QueueTimeout returns QueueTimeoutSeconds as a duration.
 func (c Config) QueueTimeout() time.Duration {
 	return time.Duration(c.QueueTimeoutSeconds) * time.Second
@@ -980,37 +875,6 @@ func (c Config) QueueTimeout() time.Duration {
 // OutputRetention returns OutputRetentionSeconds as a duration.
 func (c Config) OutputRetention() time.Duration {
 	return time.Duration(c.OutputRetentionSeconds) * time.Second
-}
-
-// validateBackend checks the backend choice and the kubernetes settings.
-func (c Config) validateBackend() []error {
-	var errs []error
-	switch c.Backend {
-	case "", BackendAuto, BackendDocker, BackendCrun:
-		return nil
-	case BackendKubernetes:
-	default:
-		return []error{fmt.Errorf("backend %q: want %q, %q, %q or %q", c.Backend, BackendAuto, BackendDocker, BackendKubernetes, BackendCrun)}
-	}
-	k := c.Kubernetes
-	if k.Namespace == "" {
-		errs = append(errs, errors.New("kubernetes.namespace is required with the kubernetes backend"))
-	}
-	switch k.ImagePullPolicy {
-	case "", "Always", "IfNotPresent", "Never":
-	default:
-		errs = append(errs, fmt.Errorf("kubernetes.image_pull_policy %q: want Always, IfNotPresent or Never", k.ImagePullPolicy))
-	}
-	if k.EphemeralStorageMB <= 0 || k.StartTimeoutSeconds <= 0 {
-		errs = append(errs, errors.New("kubernetes.ephemeral_storage_mb and kubernetes.start_timeout_seconds must be positive"))
-	}
-	if _, err := k.NodeSelectorMap(); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := k.ParsedTolerations(); err != nil {
-		errs = append(errs, err)
-	}
-	return errs
 }
 
 // NodeSelectorMap returns NodeSelector as a map.
@@ -1053,60 +917,4 @@ func (k Kubernetes) ParsedTolerations() ([]Toleration, error) {
 		out = append(out, Toleration{Key: key, Value: value, Effect: effect, Exists: !hasValue})
 	}
 	return out, nil
-}
-
-// validate checks the store's choice and, for etcd, its settings.
-func (s Store) validate() []error {
-	switch s.Backend {
-	case "", StoreEmbedded:
-		return nil
-	case StoreEtcd:
-	default:
-		return []error{fmt.Errorf("store.backend %q: want %q or %q", s.Backend, StoreEmbedded, StoreEtcd)}
-	}
-	var errs []error
-	if u := s.AdvertiseURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		errs = append(errs, fmt.Errorf("store.advertise_url %q: want the http:// URL at which the other replicas reach this one, like http://10.0.0.5:8080", u))
-	}
-	e := s.Etcd
-	if len(e.Endpoints) == 0 {
-		errs = append(errs, errors.New("store.etcd.endpoints is required with the etcd store: the members' client URLs, like https://etcd-0.etcd:2379"))
-	}
-	for _, ep := range e.Endpoints {
-		if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
-			errs = append(errs, fmt.Errorf("store.etcd.endpoints entry %q: want an http:// or https:// URL, like https://etcd-0.etcd:2379", ep))
-		}
-	}
-	if e.DialTimeoutSeconds <= 0 {
-		errs = append(errs, errors.New("store.etcd.dial_timeout_seconds must be positive"))
-	}
-	if (e.CertFile == "") != (e.KeyFile == "") {
-		errs = append(errs, errors.New("store.etcd.cert_file and store.etcd.key_file go together: set both or neither"))
-	}
-	if e.PasswordFile != "" && e.PasswordEnv != "" {
-		errs = append(errs, errors.New("store.etcd.password_file and store.etcd.password_env: set one, not both"))
-	}
-	if (e.PasswordFile != "" || e.PasswordEnv != "") && e.Username == "" {
-		errs = append(errs, errors.New("store.etcd.password_file or password_env needs store.etcd.username"))
-	}
-	if e.Username != "" && e.PasswordFile == "" && e.PasswordEnv == "" {
-		errs = append(errs, errors.New("store.etcd.username needs its password from store.etcd.password_file (a file holding it) or store.etcd.password_env (the name of a variable holding it); it is never written in the configuration itself"))
-	}
-	return errs
-}
-
-// validateIsolation checks isolation and the gvisor section.
-func validateIsolation(c Config) []error {
-	var errs []error
-	switch c.Isolation {
-	case "", IsolationContainer, IsolationGVisor:
-	default:
-		errs = append(errs, fmt.Errorf("isolation %q: want container or gvisor", c.Isolation))
-	}
-	switch c.GVisor.Platform {
-	case "", "systrap", "ptrace", "kvm":
-	default:
-		errs = append(errs, fmt.Errorf("gvisor.platform %q: want systrap, ptrace or kvm", c.GVisor.Platform))
-	}
-	return errs
 }
