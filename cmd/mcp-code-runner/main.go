@@ -126,6 +126,7 @@ a non-root user and hard limits on time, memory, processes and output.`,
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
 	}
+	useSectionedHelp(root)
 	return root
 }
 

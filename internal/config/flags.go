@@ -19,7 +19,12 @@ func FlagName(field string) string {
 	return strings.NewReplacer(".", "-", "_", "-").Replace(field)
 }
 
-// Flags registers one flag per setting on fs, typed as the setting is (a
+// SettingAnnotation is the annotation of a setting's flag that holds the
+// setting's dotted name, by which help groups the flags in sections.
+const SettingAnnotation = "mcp-code-runner/setting"
+
+// Flags registers one flag per setting on fs, its help the setting's doc
+// comment (help.go), typed as the setting is (a
 // whole number an Int flag, a number a Float64, a switch a Bool, a list a
 // comma-separated StringSlice) with the setting's default, and returns a
 // function that applies the flags given on the command line to a Config.
@@ -28,7 +33,7 @@ func Flags(fs *pflag.FlagSet) func(*Config) error {
 	def := Default()
 	walkFields(reflect.ValueOf(&def).Elem(), "", func(name string, f reflect.Value) {
 		flag := FlagName(name)
-		usage := fmt.Sprintf("setting %s (env %s)", name, envName(name))
+		usage := fmt.Sprintf("%s (setting %s, env %s)", settingHelp[name], name, envName(name))
 		switch f.Kind() {
 		case reflect.Int:
 			fs.Int(flag, int(f.Int()), usage)
@@ -43,6 +48,7 @@ func Flags(fs *pflag.FlagSet) func(*Config) error {
 		default:
 			fs.String(flag, f.String(), usage)
 		}
+		_ = fs.SetAnnotation(flag, SettingAnnotation, []string{name})
 	})
 	return func(c *Config) error {
 		var errs []string
