@@ -209,6 +209,7 @@ func (b *Backend) Architecture(context.Context) string { return runtime.GOARCH }
 // Close unmounts this backend's image roots; sandboxes still running keep
 // theirs (the unmount is lazy).
 func (b *Backend) Close() error {
+	b.unmountNullNetNS()
 	return errors.Join(b.roots.close(), b.cli.Close())
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -99,6 +101,20 @@ func (b *Backend) runtimeOf(id string) ociRuntime {
 		return b.runtimeFor(sandbox.IsolationGVisor)
 	}
 	return b.runtimeFor(sandbox.IsolationContainer)
+}
+
+// nullNetNS is the network namespace runsc binds in its root for the
+// gofers of sandboxes without a network stack (runsc's null-netns), which
+// runsc leaves mounted.
+const nullNetNS = "null-netns"
+
+// unmountNullNetNS unmounts runsc's null network namespaces under the
+// backend's runsc root, every one stacked there (concurrent runsc
+// processes may each have bound one), so that the state directory can go.
+func (b *Backend) unmountNullNetNS() {
+	path := filepath.Join(b.runscRoot(), nullNetNS)
+	for unix.Unmount(path, unix.MNT_DETACH) == nil {
+	}
 }
 
 // runscCheck remembers whether runsc answers, once per backend.

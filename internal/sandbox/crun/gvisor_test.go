@@ -39,6 +39,11 @@ func newGVisorBackend(t *testing.T) (*crun.Backend, string) {
 	}
 	t.Cleanup(func() {
 		_ = b.Close()
+		// runsc binds a network namespace in its root, which Close
+		// unmounts: nothing of the backend stays mounted.
+		if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mounts), " "+state+"/") {
+			t.Errorf("mounts under the backend's state directory %s remain after Close", state)
+		}
 		_ = os.RemoveAll(state)
 	})
 	return b, state
