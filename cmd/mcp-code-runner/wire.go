@@ -268,10 +268,11 @@ func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backe
 	// Outputs and artifacts, then executions and tasks above the engine,
 	// live in the state store; on a store that replicas share, so do the
 	// principals' quota places.
-	st.engine = engine.New(cfg, reg, sb, log, append(opts, engine.WithStore(state), replicas.SharedQuota(state, log))...)
+	opts = append(opts, engine.WithStore(state), replicas.SharedQuota(state, log))
 	if st.metrics != nil {
-		st.engine.SetObserver(st.metrics)
+		opts = append(opts, engine.WithObserver(st.metrics))
 	}
+	st.engine = engine.New(cfg, reg, sb, log, opts...)
 	return st
 }
 

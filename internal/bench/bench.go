@@ -106,9 +106,8 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 	coldCfg := cfg
 	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
 	coldBackend := &timingBackend{Backend: b}
-	cold := engine.New(coldCfg, reg, coldBackend, nil)
 	coldObs, warmObs := &lastRun{}, &lastRun{}
-	cold.SetObserver(coldObs)
+	cold := engine.New(coldCfg, reg, coldBackend, nil, engine.WithObserver(coldObs))
 	report := Report{Time: time.Now().UTC().Format(time.RFC3339)}
 
 	warmCfg := cfg
@@ -122,8 +121,7 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		}
 	}
 	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
-	warm := engine.New(warmCfg, reg, b, nil)
-	warm.SetObserver(warmObs)
+	warm := engine.New(warmCfg, reg, b, nil, engine.WithObserver(warmObs))
 	warm.StartPool()
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -67,9 +67,9 @@ func (e *Engine) ImageBuilt(image string) {
 	}
 }
 
-// ImageWait is how long a run waits for its image's background build
+// imageWait is how long a run waits for its image's background build
 // (images.wait_seconds), before its own timeout starts.
-func (e *Engine) ImageWait() time.Duration {
+func (e *Engine) imageWait() time.Duration {
 	return time.Duration(e.cfg.Images.WaitSeconds) * time.Second
 }
 
@@ -94,7 +94,7 @@ func (e *Engine) awaitImage(ctx context.Context, img languages.Image, lang langu
 		}
 		return nil
 	}
-	wait := e.ImageWait()
+	wait := e.imageWait()
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var last string

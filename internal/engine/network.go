@@ -78,9 +78,9 @@ func (e *Engine) registryURL(m languages.PackageManager) string {
 	return u
 }
 
-// Policy returns the egress policy of tier for a sandbox of lang (whose
+// policy returns the egress policy of tier for a sandbox of lang (whose
 // package registry the packages tier allows), or nil for none.
-func (e *Engine) Policy(tier string, lang languages.Language) *egress.Policy {
+func (e *Engine) policy(tier string, lang languages.Language) *egress.Policy {
 	if tier == "" || tier == egress.TierNone {
 		return nil
 	}
@@ -104,16 +104,12 @@ func proxyEnv() []string {
 	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u, "NO_PROXY=", "no_proxy="}
 }
 
-// Egress makes the egress proxy of tier for a sandbox of lang that ctx's
-// principal owns, logging as name, and the environment that points the
-// sandbox's programs at it; nil for the tier none.
-func (e *Engine) Egress(ctx context.Context, tier string, lang languages.Language, name string) (*egress.Proxy, []string) {
-	return e.egress(ctx, tier, lang, name, nil)
-}
-
-// egress is Egress with the secrets the proxy sets.
+// egress makes the egress proxy of tier, with the secrets it sets, for a
+// sandbox of lang that ctx's principal owns, logging as name, and the
+// environment that points the sandbox's programs at it; nil for the tier
+// none.
 func (e *Engine) egress(ctx context.Context, tier string, lang languages.Language, name string, secrets []egress.Secret) (*egress.Proxy, []string) {
-	p := e.Policy(tier, lang)
+	p := e.policy(tier, lang)
 	if p != nil {
 		p.Secrets = secrets
 	}

@@ -47,10 +47,12 @@ type nopObserver struct{}
 
 func (nopObserver) RunDone(context.Context, RunStats) {}
 
-// SetObserver makes o see every run from now on; call it before serving.
-func (e *Engine) SetObserver(o Observer) {
-	if o == nil {
-		o = nopObserver{}
+// WithObserver makes o hear of every run, refusal and pool event (the
+// metrics); without it nothing does.
+func WithObserver(o Observer) Option {
+	return func(e *Engine) {
+		if o != nil {
+			e.obs = o
+		}
 	}
-	e.obs = o
 }

@@ -219,7 +219,7 @@ func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, m la
 	if len(ca) > 0 {
 		files = append(files, wire.File{Path: "extra-ca.pem", Data: ca})
 	}
-	policy := e.Policy(egress.TierPackages, lang)
+	policy := e.policy(egress.TierPackages, lang)
 	proxy := e.newProxy(ctx, policy, runID)
 	defer proxy.Close()
 	t := e.Template(lang)

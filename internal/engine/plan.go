@@ -77,7 +77,7 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 		err = e.CheckPackages(lang, req.Packages)
 	}
 	if err == nil {
-		p.Secrets, err = e.CheckSecrets(ctx, req.Secrets, p.Network, lang)
+		p.Secrets, err = e.checkSecrets(ctx, req.Secrets, p.Network, lang)
 	}
 	if err != nil {
 		return nil, e.refuse(ctx, err, opts, false)

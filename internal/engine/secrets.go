@@ -87,14 +87,14 @@ func (e *Engine) secretsFor(name string) []string {
 	return out
 }
 
-// CheckSecrets resolves the secrets a run of lang with network tier asks
+// checkSecrets resolves the secrets a run of lang with network tier asks
 // for by name: each must be one of the operator's, allowed to ctx's
 // principal, and bound to hosts the tier reaches.
-func (e *Engine) CheckSecrets(ctx context.Context, names []string, tier string, lang languages.Language) ([]egress.Secret, error) {
+func (e *Engine) checkSecrets(ctx context.Context, names []string, tier string, lang languages.Language) ([]egress.Secret, error) {
 	return e.CheckSecretsOf(principal.FromContext(ctx).Name, names, tier, lang)
 }
 
-// CheckSecretsOf is CheckSecrets for the principal called who: a session
+// CheckSecretsOf is checkSecrets for the principal called who: a session
 // checks its owner's secrets again whenever it gets a new sandbox (a fork,
 // a resume), against the operator's configuration of the moment.
 func (e *Engine) CheckSecretsOf(who string, names []string, tier string, lang languages.Language) ([]egress.Secret, error) {
@@ -106,7 +106,7 @@ func (e *Engine) CheckSecretsOf(who string, names []string, tier string, lang la
 	if len(mayUse) > 0 {
 		allowed = "you may ask for " + strings.Join(mayUse, ", ")
 	}
-	policy := e.Policy(tier, lang)
+	policy := e.policy(tier, lang)
 	seen := map[string]bool{}
 	var out []egress.Secret
 	for _, n := range names {
