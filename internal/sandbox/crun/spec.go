@@ -103,6 +103,7 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 	memory := int64(r.MemoryMB) << 20
 	pids := int64(r.PidsLimit)
 	if s.GVisor {
+		memory = int64(sandbox.HostMemoryMB(sandbox.IsolationGVisor, r)) << 20
 		pids = int64(sandbox.HostPids(sandbox.IsolationGVisor, r))
 	}
 	const period = 100000

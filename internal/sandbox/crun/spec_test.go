@@ -179,7 +179,7 @@ func writeFile(path, content string) error { return os.WriteFile(path, []byte(co
 
 // A gVisor sandbox's programs meet their pids limit inside gVisor
 // (RLIMIT_NPROC), while its host cgroup, which holds gVisor's kernel, bounds
-// that kernel's threads with room above it; clone3 is allowed, since gVisor
+// that kernel's threads and memory with room above the programs' own; clone3 is allowed, since gVisor
 // answers errno rules with EPERM and glibc would make no thread. A
 // container's keeps Docker's rules as they are.
 func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
@@ -204,11 +204,12 @@ func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
 		name       string
 		gvisor     bool
 		hostPids   int64
+		hostMemory int64
 		nproc      uint64
 		clone3Rule specs.LinuxSeccompAction
 	}{
-		{"container", false, 64, 0, specs.ActErrno},
-		{"gvisor", true, 4*64 + 256, 64, specs.ActAllow},
+		{"container", false, 64, 256 << 20, 0, specs.ActErrno},
+		{"gvisor", true, 4*64 + 256, (256 + 64) << 20, 64, specs.ActAllow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, err := Spec(sandbox.Template{Image: "img", Resources: res, MaxLife: time.Minute},
@@ -218,6 +219,9 @@ func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
 			}
 			if got := spec.Linux.Resources.Pids.Limit; got != tc.hostPids {
 				t.Errorf("host pids limit %d, want %d", got, tc.hostPids)
+			}
+			if got := *spec.Linux.Resources.Memory.Limit; got != tc.hostMemory {
+				t.Errorf("host memory limit %d, want %d", got, tc.hostMemory)
 			}
 			if got, same := nproc(spec); got != tc.nproc || (tc.nproc > 0 && !same) {
 				t.Errorf("RLIMIT_NPROC %d (soft = hard: %v), want %d", got, same, tc.nproc)

@@ -24,7 +24,7 @@ const expiryMargin = 2 * time.Minute
 // It is exported so tests can assert every control.
 func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *container.HostConfig) {
 	r := t.Resources
-	memory := int64(r.MemoryMB) << 20
+	memory := int64(sandbox.HostMemoryMB(t.Isolation, r)) << 20
 	pids := int64(sandbox.HostPids(t.Isolation, r))
 	expires := time.Now().Add(t.MaxLife + expiryMargin).Unix()
 	labels := map[string]string{
