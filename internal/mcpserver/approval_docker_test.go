@@ -90,7 +90,14 @@ func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[st
 		defer cancel()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: args})
 		if err != nil || res.IsError {
-			t.Fatalf("run_code: %v %+v", err, res)
+			t.Fatalf("run_code: %v %+v %s", err, res, func() string {
+				if res != nil && len(res.Content) > 0 {
+					if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+						return tc.Text
+					}
+				}
+				return ""
+			}())
 		}
 		var out engine.Result
 		data, _ := json.Marshal(res.StructuredContent)

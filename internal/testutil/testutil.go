@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,4 +272,14 @@ func Runsc(t testing.TB) string {
 		t.Skipf("gVisor's runsc %s is missing (run `make gvisor`)", path)
 	}
 	return path
+}
+
+// unsafeInPath are the characters a test's name may hold that a mount's
+// options cannot (overlayfs splits its options at commas).
+var unsafeInPath = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// CrunStateDir is a crun backend's state directory of its own for test t,
+// under /run, named after the process and the test.
+func CrunStateDir(t testing.TB) string {
+	return filepath.Join("/run", fmt.Sprintf("mcr-crun-test-%d-%s", os.Getpid(), unsafeInPath.ReplaceAllString(t.Name(), "_")))
 }

@@ -30,7 +30,7 @@ import (
 func newBackend(t *testing.T) (*crun.Backend, string) {
 	t.Helper()
 	cli := testutil.RequireDocker(t)
-	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
+	state := testutil.CrunStateDir(t)
 	b, err := crun.New(cli, crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
 	if err == nil {
 		err = b.Check(context.Background())

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ func newGVisorBackend(t *testing.T) (*crun.Backend, string) {
 	t.Helper()
 	runsc := testutil.Runsc(t)
 	cli := testutil.RequireDocker(t)
-	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
+	state := testutil.CrunStateDir(t)
 	b, err := crun.New(cli, crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state, Runsc: runsc})
 	if err == nil {
 		err = b.Check(context.Background())

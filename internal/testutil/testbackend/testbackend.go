@@ -6,11 +6,8 @@ package testbackend
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
@@ -94,7 +91,7 @@ func Crun(t testing.TB) (*crun.Backend, string) {
 // sessions.checkpoint_tools).
 func crunWith(t testing.TB, tools string) (*crun.Backend, string) {
 	t.Helper()
-	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
+	state := testutil.CrunStateDir(t)
 	opts := crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state, CheckpointTools: tools}
 	if OnGVisor() {
 		opts.Runsc = testutil.Runsc(t)
