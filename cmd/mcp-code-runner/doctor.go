@@ -105,27 +105,52 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 		return
 	}
 	d.ok("agent binary %s is static", db.AgentPath())
-
-	cli := db.Client()
-	if err := st.backend.Check(ctx); err != nil {
-		if errors.Is(err, docker.ErrRuntimeMissing) {
-			d.fail("register the runtime with the daemon, or set runtime to \"auto\" (crun when registered, else the daemon's default)", "OCI runtime: %v", err)
-			return
-		}
-		if errors.Is(err, dockerengine.ErrLimitsUnenforced) {
-			d.fail("use a rootful engine, or a rootless one on a cgroup v2 host with systemd (docs/SECURITY.md#rootless-docker)", "resource limits: %v", err)
-			return
-		}
-		if errors.Is(err, dockerengine.ErrSocketPermission) {
-			d.fail("give this user the socket's group (`sudo usermod -aG docker $USER`, then log in again), or use a daemon of its own", "Docker daemon: %v", err)
-			return
-		}
-		d.fail("start Docker: `make docker` (installs docker.io and starts dockerd), `systemctl start docker`, or `dockerd &`", "Docker daemon: %v", err)
+	if !d.dockerDaemon(ctx, st) {
 		return
 	}
 	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	d.delivery(vctx, db)
+	d.dockerEngine(vctx, db)
+	d.gvisor(vctx, st)
+	missing := d.images(vctx, st, reg)
+	d.runtimeVersions(vctx, st, reg)
+	sandboxes, listed := d.leftovers(vctx, db.Client(), cfg)
+	d.warmPool(cfg, st, reg)
+	if listed {
+		d.runningByPurpose(sandboxes)
+	}
+	if smoke && missing == 0 {
+		d.smoke(ctx, st, reg)
+	}
+}
+
+// dockerDaemon checks that the daemon answers and can make this server's
+// sandboxes, saying how to fix it when not.
+func (d *doctor) dockerDaemon(ctx context.Context, st *stack) bool {
+	if err := st.backend.Check(ctx); err != nil {
+		if errors.Is(err, docker.ErrRuntimeMissing) {
+			d.fail("register the runtime with the daemon, or set runtime to \"auto\" (crun when registered, else the daemon's default)", "OCI runtime: %v", err)
+			return false
+		}
+		if errors.Is(err, dockerengine.ErrLimitsUnenforced) {
+			d.fail("use a rootful engine, or a rootless one on a cgroup v2 host with systemd (docs/SECURITY.md#rootless-docker)", "resource limits: %v", err)
+			return false
+		}
+		if errors.Is(err, dockerengine.ErrSocketPermission) {
+			d.fail("give this user the socket's group (`sudo usermod -aG docker $USER`, then log in again), or use a daemon of its own", "Docker daemon: %v", err)
+			return false
+		}
+		d.fail("start Docker: `make docker` (installs docker.io and starts dockerd), `systemctl start docker`, or `dockerd &`", "Docker daemon: %v", err)
+		return false
+	}
+	return true
+}
+
+// dockerEngine reports the daemon's version, its engine and the limits it
+// cannot set, and the OCI runtime sandboxes run under.
+func (d *doctor) dockerEngine(vctx context.Context, db *docker.Backend) {
+	cli := db.Client()
 	if v, err := cli.ServerVersion(vctx, client.ServerVersionOptions{}); err == nil {
 		if versionLess(v.APIVersion, minAPIVersion) {
 			d.fail("upgrade Docker Engine to 20.10 or newer", "Docker %s speaks API %s, older than %s", v.Version, v.APIVersion, minAPIVersion)
@@ -145,7 +170,11 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	if rt, err := db.Runtime(vctx); err == nil {
 		d.ok("OCI runtime in use: %s (%s; registered: %s)", rt.Effective, rt.Reason, strings.Join(rt.Registered, ", "))
 	}
-	d.gvisor(vctx, st)
+}
+
+// images reports each runtime image and returns how many that runs need
+// are missing.
+func (d *doctor) images(vctx context.Context, st *stack, reg *languages.Registry) int {
 	missing := 0
 	for _, img := range reg.Images() {
 		err := st.backend.CheckImage(vctx, img.Tag)
@@ -165,6 +194,12 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.fail("mcp-code-runner images build "+img.Name+"   (or `make images` for all)", "image %s missing", img.Tag)
 		}
 	}
+	return missing
+}
+
+// runtimeVersions reports each language's runtime version, or why it has
+// none here.
+func (d *doctor) runtimeVersions(vctx context.Context, st *stack, reg *languages.Registry) {
 	arch := st.backend.Architecture(vctx)
 	for _, l := range reg.Languages() {
 		if arch != "" && !l.RunsOn(arch) {
@@ -179,6 +214,11 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.warn("%s: image has no runtime version label; rebuild with `mcp-code-runner images build --force %s`", l.Name, l.Name)
 		}
 	}
+}
+
+// leftovers reports the sandbox containers that exist now and returns
+// them (listed false when the daemon did not list them).
+func (d *doctor) leftovers(vctx context.Context, cli *client.Client, cfg config.Config) (sandboxes client.ContainerListResult, listed bool) {
 	list, err := dockerengine.ListContainers(vctx, cli, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", docker.LabelManaged+"=true")})
 	if err == nil {
 		if n := len(list.Items); n > 0 {
@@ -187,6 +227,12 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 			d.ok("no sandbox containers left behind")
 		}
 	}
+	return list, err == nil
+}
+
+// warmPool reports the warm pool's configured sizes, what starts ahead, and
+// whether it can grow on this host now.
+func (d *doctor) warmPool(cfg config.Config, st *stack, reg *languages.Registry) {
 	var sizes, ahead, blocked []string
 	canGrow := pool.HostHeadroom(cfg.Pool.ReserveMemoryMB, cfg.Pool.ReservePids)
 	for _, l := range reg.Languages() {
@@ -213,20 +259,23 @@ func (d *doctor) run(ctx context.Context, g *globalOptions, smoke bool) {
 	if len(ahead) > 0 {
 		d.ok("warm sandboxes start their runtime before the job for: %s", strings.Join(ahead, ", "))
 	}
-	if err == nil {
-		byPurpose := map[string]int{}
-		for _, c := range list.Items {
-			if c.State == "running" {
-				byPurpose[c.Labels[docker.LabelPurpose]]++
-			}
-		}
-		if len(byPurpose) > 0 {
-			d.ok("running sandboxes by language (warm pools of live servers, and runs in flight): %v", byPurpose)
+}
+
+// runningByPurpose reports the running sandboxes by their purpose.
+func (d *doctor) runningByPurpose(list client.ContainerListResult) {
+	byPurpose := map[string]int{}
+	for _, c := range list.Items {
+		if c.State == "running" {
+			byPurpose[c.Labels[docker.LabelPurpose]]++
 		}
 	}
-	if !smoke || missing > 0 {
-		return
+	if len(byPurpose) > 0 {
+		d.ok("running sandboxes by language (warm pools of live servers, and runs in flight): %v", byPurpose)
 	}
+}
+
+// smoke runs a hello world in each of the registry's probe languages.
+func (d *doctor) smoke(ctx context.Context, st *stack, reg *languages.Registry) {
 	for _, name := range reg.Roles().Probe {
 		l, ok := reg.Lookup(name)
 		if !ok {
