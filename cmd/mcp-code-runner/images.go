@@ -37,17 +37,9 @@ Run "images build" once after installing, and again after upgrading.`,
 }
 
 // newImagesBuildCmd is "images build [LANG or IMAGE...]".
-func newImagesBuildCmd(g *globalOptions) *cobra.Command {
-	var all, force bool
-	var rootImage string
-	var parallel int
-	mirror := os.Getenv("MCR_DEBIAN_MIRROR")
-	caCerts := os.Getenv("MCR_BUILD_CA_CERTS")
-	platform := os.Getenv("MCR_BUILD_PLATFORM")
-	cmd := &cobra.Command{
-		Use:   "build [LANG or IMAGE...]",
-		Short: "Build the runtime images that are missing or out of date",
-		Long: `Build the named images, or the images of the named languages, and the
+// imagesBuildHelp says what `images build` builds, how, and for which
+// platform.
+const imagesBuildHelp = `Build the named images, or the images of the named languages, and the
 images they build on. With no names, build the default set: every image but
 the on-demand ones (dialects: Racket, Octave, Raku, Crystal, Vala;
 jsruntimes: Deno, Bun, CoffeeScript; swift; objc; extras: Emacs Lisp,
@@ -79,7 +71,19 @@ The images are built for the daemon's platform (linux/amd64 or linux/arm64).
 daemon whose machine runs its programs under emulation (qemu-user-static with
 binfmt_misc); bootstrapping the base for it needs the same on this machine.
 Such images replace the daemon's own of the same tags: cross-build on a
-daemon of its own (see docs/ARM64.md).`,
+daemon of its own (see docs/ARM64.md).`
+
+func newImagesBuildCmd(g *globalOptions) *cobra.Command {
+	var all, force bool
+	var rootImage string
+	var parallel int
+	mirror := os.Getenv("MCR_DEBIAN_MIRROR")
+	caCerts := os.Getenv("MCR_BUILD_CA_CERTS")
+	platform := os.Getenv("MCR_BUILD_PLATFORM")
+	cmd := &cobra.Command{
+		Use:   "build [LANG or IMAGE...]",
+		Short: "Build the runtime images that are missing or out of date",
+		Long:  imagesBuildHelp,
 		Example: `  mcp-code-runner images build            # the default images, missing or changed
   mcp-code-runner images build --all      # and the on-demand ones
   mcp-code-runner images build racket     # one on-demand image (and base)
