@@ -98,7 +98,10 @@ func tool[In any](s *mcp.Server, name, description string, fn func(context.Conte
 	})
 }
 
-// addContentTools adds the tools of the tools-call-* scenarios (both eras).
+// addContentTools adds the tools of the tools-call-* scenarios (both eras):
+// one content type each, or several at once; the tools that notify, fail or
+// ask the client, and those of the schema scenarios, come from the functions
+// after it.
 func addContentTools(s *mcp.Server) {
 	tool(s, "test_simple_text", "Tests simple text content response", func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, error) {
 		return text("This is a simple text response for testing."), nil
@@ -123,6 +126,13 @@ func addContentTools(s *mcp.Server) {
 			}},
 		}}, nil
 	})
+	addNotifyingTools(s)
+	addClientRequestTools(s)
+	addSchemaTools(s)
+}
+
+// addNotifyingTools adds the tools that log, report progress or fail.
+func addNotifyingTools(s *mcp.Server) {
 	tool(s, "test_tool_with_logging", "Tests tool that emits log messages during execution", func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, error) {
 		for _, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: ServerName, Data: msg}); err != nil {
@@ -148,6 +158,11 @@ func addContentTools(s *mcp.Server) {
 	tool(s, "test_error_handling", "Tests error response handling", func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, error) {
 		return nil, errors.New("this tool intentionally returns an error for testing")
 	})
+}
+
+// addClientRequestTools adds the tools that ask the client: sampling and
+// elicitation.
+func addClientRequestTools(s *mcp.Server) {
 	type promptInput struct {
 		Prompt string `json:"prompt" jsonschema:"The prompt to send to the LLM"`
 	}
@@ -213,6 +228,11 @@ func addContentTools(s *mcp.Server) {
 			}
 		}`))
 	})
+}
+
+// addSchemaTools adds the tools of the JSON Schema 2020-12 and x-mcp-header
+// scenarios.
+func addSchemaTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "json_schema_2020_12_tool",
 		Description: "Tool with JSON Schema 2020-12 features (SEP-1613, SEP-2106)",
@@ -386,6 +406,13 @@ func addInputRequiredTools(s *mcp.Server) {
 			"client_roots": &mcp.ListRootsParams{},
 		}, RequestState: "multiple_inputs"}, nil
 	})
+	addInputRequiredRoundTools(s)
+}
+
+// addInputRequiredRoundTools adds the input-required tools of the scenarios
+// beyond one plain round: two rounds, a tampered requestState, and asking
+// only for what the client's capabilities cover.
+func addInputRequiredRoundTools(s *mcp.Server) {
 	tool(s, "test_input_required_result_multi_round", "Two elicitation rounds with an evolving requestState (SEP-2322)", func(_ context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, error) {
 		state := req.Params.RequestState
 		switch {
