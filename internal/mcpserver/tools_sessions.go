@@ -72,6 +72,8 @@ type FileList struct {
 	Files []sessions.File `json:"files" jsonschema:"entries under the directory, recursively; symlinks are listed, not followed"`
 }
 
+// addSessionTools adds the tools of sessions: create, close, install
+// into, list, fork and pause them, and those of their files.
 func addSessionTools(s *mcp.Server, h *handlers) {
 	closed := new(false)
 	addTool(s, h, &mcp.Tool{
@@ -137,6 +139,13 @@ result says it was resumed and how long it took. Paused sessions count against
 their own quota, not the live sessions'.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Pause a session", DestructiveHint: closed, IdempotentHint: true, OpenWorldHint: closed},
 	}, h.pauseSession)
+	addSessionFileTools(s, h)
+}
+
+// addSessionFileTools adds the tools of a session's workspace: write_file,
+// read_file and list_files.
+func addSessionFileTools(s *mcp.Server, h *handlers) {
+	closed := new(false)
 	addTool(s, h, &mcp.Tool{
 		Name:        "write_file",
 		Title:       "Write a file into a session",
