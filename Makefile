@@ -236,10 +236,13 @@ lint:
 # Cold vs warm vs bare-process latency, churn ceiling, sustained load, memory.
 # The full bench on the Docker backend, then the default backend (what
 # serve chooses with no backend set: crun where it can serve) and the Docker
-# backend side by side (latency, churn, cold runs and the sustained load).
-bench: images
+# backend side by side (latency, churn, cold runs and the sustained load),
+# then the isolations on the default backend: containers and gVisor side by
+# side (the same, and the memory of idle warm sandboxes).
+bench: images gvisor
 	$(BIN) bench --log-level error --backend docker
 	$(BIN) bench --log-level error --backends docker,default --languages python,javascript --runs 50 --cold-runs 20
+	$(BIN) bench --log-level error --isolations container,gvisor --languages python,javascript,bash --runs 50 --cold-runs 15
 
 clean:
 	rm -rf bin

@@ -123,7 +123,7 @@ on a shared machine, compare ratios across runs.`,
 	f.DurationVar(&o.ReplicaLoadFor, "replica-load-for", 30*time.Second, "how long to run the sustained load against one server and then two replicas sharing an etcd store (0 skips it)")
 	f.IntVar(&o.Burst, "burst", 50, "concurrent runs in each of the two bursts against a growing pool (0 skips them)")
 	f.StringVar(&backends, "backends", "", "compare run_code on these backends side by side instead (default,docker,crun,kubernetes; default is what serve chooses with no backend set: cold and warm, --runs and --cold-runs each; then each backend's sandbox churn, cold runs of --load-language and the sustained load, unless --churn-for and --load-for are 0)")
-	f.StringVar(&isolations, "isolations", "", "compare isolations side by side instead (container,gvisor) on the default backend: run_code through MCP, cold and warm, --runs and --cold-runs each; the memory of idle warm sandboxes; then each one's sandbox churn, cold runs of --load-language and the sustained load, unless --churn-for and --load-for are 0")
+	f.StringVar(&isolations, "isolations", "", "compare isolations side by side instead (container,gvisor) on the default backend: run_code through MCP, cold and warm, --runs and --cold-runs each; the memory of idle warm sandboxes; fork, pause and resume of a session and the memory of idle sessions; then each one's sandbox churn, cold runs of --load-language and the sustained load, unless --churn-for and --load-for are 0")
 	f.StringVar(&runtimes, "runtimes", "", "compare OCI runtimes side by side instead (runc,crun: churn ceiling, --cold-runs cold runs and the sustained load of --load-language under each)")
 	f.StringVar(&deliveries, "agent-deliveries", "", "compare agent deliveries side by side instead (bind,volume: like --runtimes, under the configured runtime)")
 	f.StringVar(&vary, "vary", "", "compare values of one setting side by side instead (SETTING=V1,V2: run_code through MCP, cold and warm, like --backends, on the Docker backend; for example pool.release_grace_ms=0,30)")
@@ -311,6 +311,9 @@ func compareIsolations(ctx context.Context, g *globalOptions, names, langs []str
 		return err
 	}
 	if err := bench.IsolationMemory(ctx, cfg, reg, sides, langs, o.PoolSize, o.Out); err != nil {
+		return err
+	}
+	if err := bench.IsolationSessions(ctx, o.Out, cfg, reg, sides, 5, 3); err != nil {
 		return err
 	}
 	if o.ChurnFor <= 0 && o.LoadFor <= 0 {

@@ -140,3 +140,22 @@ func cgroupMemory(id string) (int64, error) {
 	}
 	return 0, errors.New("no cgroup memory file of sandbox " + id + " (the memory table reads the crun backend's cgroups)")
 }
+
+// IsolationSessions prints, per side, fork, pause and resume of the
+// session_state role's session, and the memory idle sessions with their
+// data libraries hold against paused ones: on the crun backend a
+// container's pause checkpoints (where the tools work) and a gVisor
+// sandbox's replays.
+func IsolationSessions(ctx context.Context, w io.Writer, cfg config.Config, reg *languages.Registry, sides []Backend, runs, sessions int) error {
+	var report Report
+	for _, s := range sides {
+		fmt.Fprintf(w, "\n### Sessions under %s\n", s.Name)
+		if err := sessionStateSection(ctx, w, cfg, reg, s.Sandbox, nil, runs, &report); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		if err := sessionMemorySection(ctx, w, cfg, reg, s.Sandbox, sessions, &report); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+	}
+	return nil
+}

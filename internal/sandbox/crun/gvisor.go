@@ -113,7 +113,8 @@ const nullNetNS = "null-netns"
 // processes may each have bound one), so that the state directory can go.
 func (b *Backend) unmountNullNetNS() {
 	path := filepath.Join(b.runscRoot(), nullNetNS)
-	for unix.Unmount(path, unix.MNT_DETACH) == nil {
+	for unmounted := true; unmounted; {
+		unmounted = unix.Unmount(path, unix.MNT_DETACH) == nil
 	}
 }
 

@@ -54,7 +54,7 @@ func gvisorTemplate(t *testing.T) sandbox.Template {
 		Isolation: sandbox.IsolationGVisor}
 }
 
-func runScript(t *testing.T, ctx context.Context, sb sandbox.Sandbox, script string, session bool) (stdout, stderr string) {
+func runScript(ctx context.Context, t *testing.T, sb sandbox.Sandbox, script string, session bool) (stdout, stderr string) {
 	t.Helper()
 	job := sandbox.Job{Deadline: time.Minute, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 1 << 16, Session: session,
 		Files:  []wire.File{{Path: "main.sh", Data: []byte(script)}},
@@ -82,7 +82,7 @@ func TestAGVisorSandboxRunsOnGVisorsKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut := runScript(t, ctx, sb, "uname -r; cat /proc/version; id -u; echo \"interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')\"; "+
+	out, errOut := runScript(ctx, t, sb, "uname -r; cat /proc/version; id -u; echo \"interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')\"; "+
 		"awk '$2 == \"/\" {print \"root \" $4}' /proc/mounts; "+
 		"for f in /proc/kallsyms /sys/kernel/debug /proc/sys/kernel/core_pattern /dev/kmsg; do [ -e $f ] && echo \"present $f\"; done; true", false)
 	sb.Close()
@@ -121,7 +121,7 @@ func TestAGVisorSandboxWithNetworkAccessReachesOnlyItsOwnProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut := runScript(t, ctx, sb, "exec 3<>/dev/tcp/"+strings.Replace(wire.EgressListen, ":", "/", 1)+" && head -1 <&3\n"+
+	out, errOut := runScript(ctx, t, sb, "exec 3<>/dev/tcp/"+strings.Replace(wire.EgressListen, ":", "/", 1)+" && head -1 <&3\n"+
 		"echo \"interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')\"\n", false)
 	sb.Close()
 	if want := "proxy here\ninterfaces: lo \n"; out != want {
@@ -147,8 +147,8 @@ func TestAGVisorSessionSandboxKeepsItsFilesAcrossCalls(t *testing.T) {
 	if ref, ok := b.RefOf(sb); ok {
 		t.Errorf("a session's gVisor sandbox can be re-attached to (%+v): its agent's socket would take any program's connection", ref)
 	}
-	runScript(t, ctx, sb, "echo kept > note.txt", true)
-	if out, errOut := runScript(t, ctx, sb, "cat note.txt; uname -r", true); !strings.HasPrefix(out, "kept\n") || !strings.Contains(out, "gvisor") {
+	runScript(ctx, t, sb, "echo kept > note.txt", true)
+	if out, errOut := runScript(ctx, t, sb, "cat note.txt; uname -r", true); !strings.HasPrefix(out, "kept\n") || !strings.Contains(out, "gvisor") {
 		t.Errorf("second call printed %q (stderr %q), want the file kept, on gVisor", out, errOut)
 	}
 	sb.Close()
