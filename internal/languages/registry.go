@@ -370,33 +370,11 @@ func Load(path string) (*Registry, error) {
 // New validates f and builds a registry from it.
 func New(f File) (*Registry, error) {
 	r := &Registry{roles: f.Roles, managers: map[string]PackageManager{}, images: map[string]Image{}, byName: map[string]int{}}
-	for _, m := range f.PackageManagers {
-		if err := validManager(m); err != nil {
-			return nil, err
-		}
-		if _, dup := r.managers[m.Name]; dup {
-			return nil, fmt.Errorf("package manager %q is defined twice", m.Name)
-		}
-		r.managers[m.Name] = m
+	if err := r.addManagers(f.PackageManagers); err != nil {
+		return nil, err
 	}
-	for _, img := range f.Images {
-		if img.Name == "" || img.Tag == "" {
-			return nil, fmt.Errorf("image %q: name and tag are required", img.Name)
-		}
-		if _, dup := r.images[img.Name]; dup {
-			return nil, fmt.Errorf("image %q is defined twice", img.Name)
-		}
-		r.images[img.Name] = img
-	}
-	for _, img := range f.Images {
-		if img.From != "root" {
-			if _, ok := r.images[img.From]; !ok {
-				return nil, fmt.Errorf("image %q builds on unknown image %q", img.Name, img.From)
-			}
-		}
-		if v, ok := r.images[img.VariantOf]; img.VariantOf != "" && (!ok || v.VariantOf != "" || img.VariantOf == img.Name) {
-			return nil, fmt.Errorf("image %q: variant_of %q must name another image that is not a variant itself", img.Name, img.VariantOf)
-		}
+	if err := r.addImages(f.Images); err != nil {
+		return nil, err
 	}
 	langs := slices.Clone(f.Languages)
 	for i := range langs {
@@ -404,50 +382,8 @@ func New(f File) (*Registry, error) {
 	}
 	sort.Slice(langs, func(i, j int) bool { return langs[i].Name < langs[j].Name })
 	for i, l := range langs {
-		switch {
-		case l.Name == "" || strings.ToLower(l.Name) != l.Name:
-			return nil, fmt.Errorf("language %q: name must be non-empty lower case", l.Name)
-		case l.File == "" || strings.Contains(l.File, "/"):
-			return nil, fmt.Errorf("language %q: file must be a plain file name", l.Name)
-		case len(l.Run) == 0:
-			return nil, fmt.Errorf("language %q: run command is required", l.Name)
-		case len(l.Version) == 0:
-			return nil, fmt.Errorf("language %q: version command is required", l.Name)
-		case l.Warm != nil && l.Warm.Name == "script" && (len(l.Warm.Run) > 0 || !slices.Contains(l.Run, l.File)):
-			return nil, fmt.Errorf("language %q: a script warm interpreter has no run command of its own, and the language's run command must name its file", l.Name)
-		case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") || a == "{program_file}" })):
-			return nil, fmt.Errorf("language %q: warm needs a name and a run command that contains {program} or {program_file}", l.Name)
-		case l.Warm != nil && !wire.HasWarmProgram(l.Warm.Name):
-			return nil, fmt.Errorf("language %q: warm program %q is not built in (the programs are the files of internal/wire/programs)", l.Name, l.Warm.Name)
-		case l.Kernel != nil && !wire.HasProgram(l.Kernel.Name):
-			return nil, fmt.Errorf("language %q: kernel %q is not built in (the programs are the files of internal/wire/programs)", l.Name, l.Kernel.Name)
-		}
-		for _, a := range l.Architectures {
-			if !slices.Contains(KnownArchitectures, a) {
-				return nil, fmt.Errorf("language %q: unknown architecture %q in architectures (known: %s)", l.Name, a, strings.Join(KnownArchitectures, ", "))
-			}
-		}
-		if (len(l.Architectures) > 0) != (l.ArchitecturesReason != "") {
-			return nil, fmt.Errorf("language %q: architectures and architectures_reason go together: the reason is what a run elsewhere says (see crystal's)", l.Name)
-		}
-		if l.Entry != "" && !entry.Known(l.Entry) {
-			return nil, fmt.Errorf("language %q: unknown entry convention %q (known: %s)", l.Name, l.Entry, strings.Join(entry.Names(), ", "))
-		}
-		if l.Entry == "" && slices.ContainsFunc(append(slices.Clone(l.Compile), l.Run...), func(a string) bool {
-			return slices.ContainsFunc(entry.Placeholders, func(p string) bool { return strings.Contains(a, p) })
-		}) {
-			return nil, fmt.Errorf("language %q: %s in its commands need an entry convention to fill them", l.Name, strings.Join(entry.Placeholders, ", "))
-		}
-		if te := l.TypeErrors; te != nil {
-			if _, err := regexp.Compile(te.Pattern); err != nil || te.Pattern == "" || !strings.Contains(te.FatalEnv, "=") || !l.Compiled() {
-				return nil, fmt.Errorf("language %q: type_errors needs a compile command, a valid pattern and a NAME=value fatal_env", l.Name)
-			}
-		}
-		if _, ok := r.images[l.Image]; !ok {
-			return nil, fmt.Errorf("language %q uses unknown image %q", l.Name, l.Image)
-		}
-		if _, ok := r.managers[l.Packages]; l.Packages != "" && !ok {
-			return nil, fmt.Errorf("language %q: unknown package manager %q (the package_managers are %s)", l.Name, l.Packages, strings.Join(slices.Sorted(maps.Keys(r.managers)), ", "))
+		if err := r.checkLanguage(l); err != nil {
+			return nil, err
 		}
 		for _, key := range append([]string{l.Name}, l.Aliases...) {
 			key = strings.ToLower(key)
@@ -458,19 +394,116 @@ func New(f File) (*Registry, error) {
 		}
 	}
 	r.languages = langs
-	roles := append(slices.Clone(f.Roles.Probe), f.Roles.Shell, f.Roles.Load)
-	if f.Roles.ExampleCall != nil {
-		roles = append(roles, f.Roles.ExampleCall.Language)
-	}
-	if f.Roles.SessionState != nil {
-		roles = append(roles, f.Roles.SessionState.Language)
-	}
-	for _, name := range roles {
-		if _, ok := r.Lookup(name); name != "" && !ok {
-			return nil, fmt.Errorf("roles: unknown language %q", name)
-		}
+	if err := r.checkRoles(f.Roles); err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// addManagers adds the package managers, each valid and defined once.
+func (r *Registry) addManagers(managers []PackageManager) error {
+	for _, m := range managers {
+		if err := validManager(m); err != nil {
+			return err
+		}
+		if _, dup := r.managers[m.Name]; dup {
+			return fmt.Errorf("package manager %q is defined twice", m.Name)
+		}
+		r.managers[m.Name] = m
+	}
+	return nil
+}
+
+// addImages adds the images, each defined once and built on a known one.
+func (r *Registry) addImages(images []Image) error {
+	for _, img := range images {
+		if img.Name == "" || img.Tag == "" {
+			return fmt.Errorf("image %q: name and tag are required", img.Name)
+		}
+		if _, dup := r.images[img.Name]; dup {
+			return fmt.Errorf("image %q is defined twice", img.Name)
+		}
+		r.images[img.Name] = img
+	}
+	for _, img := range images {
+		if img.From != "root" {
+			if _, ok := r.images[img.From]; !ok {
+				return fmt.Errorf("image %q builds on unknown image %q", img.Name, img.From)
+			}
+		}
+		if v, ok := r.images[img.VariantOf]; img.VariantOf != "" && (!ok || v.VariantOf != "" || img.VariantOf == img.Name) {
+			return fmt.Errorf("image %q: variant_of %q must name another image that is not a variant itself", img.Name, img.VariantOf)
+		}
+	}
+	return nil
+}
+
+// checkLanguage checks one language's entry against the rules and the
+// images and package managers already added.
+func (r *Registry) checkLanguage(l Language) error {
+	switch {
+	case l.Name == "" || strings.ToLower(l.Name) != l.Name:
+		return fmt.Errorf("language %q: name must be non-empty lower case", l.Name)
+	case l.File == "" || strings.Contains(l.File, "/"):
+		return fmt.Errorf("language %q: file must be a plain file name", l.Name)
+	case len(l.Run) == 0:
+		return fmt.Errorf("language %q: run command is required", l.Name)
+	case len(l.Version) == 0:
+		return fmt.Errorf("language %q: version command is required", l.Name)
+	case l.Warm != nil && l.Warm.Name == "script" && (len(l.Warm.Run) > 0 || !slices.Contains(l.Run, l.File)):
+		return fmt.Errorf("language %q: a script warm interpreter has no run command of its own, and the language's run command must name its file", l.Name)
+	case l.Warm != nil && l.Warm.Name != "script" && (l.Warm.Name == "" || !slices.ContainsFunc(l.Warm.Run, func(a string) bool { return strings.Contains(a, "{program}") || a == "{program_file}" })):
+		return fmt.Errorf("language %q: warm needs a name and a run command that contains {program} or {program_file}", l.Name)
+	case l.Warm != nil && !wire.HasWarmProgram(l.Warm.Name):
+		return fmt.Errorf("language %q: warm program %q is not built in (the programs are the files of internal/wire/programs)", l.Name, l.Warm.Name)
+	case l.Kernel != nil && !wire.HasProgram(l.Kernel.Name):
+		return fmt.Errorf("language %q: kernel %q is not built in (the programs are the files of internal/wire/programs)", l.Name, l.Kernel.Name)
+	}
+	for _, a := range l.Architectures {
+		if !slices.Contains(KnownArchitectures, a) {
+			return fmt.Errorf("language %q: unknown architecture %q in architectures (known: %s)", l.Name, a, strings.Join(KnownArchitectures, ", "))
+		}
+	}
+	if (len(l.Architectures) > 0) != (l.ArchitecturesReason != "") {
+		return fmt.Errorf("language %q: architectures and architectures_reason go together: the reason is what a run elsewhere says (see crystal's)", l.Name)
+	}
+	if l.Entry != "" && !entry.Known(l.Entry) {
+		return fmt.Errorf("language %q: unknown entry convention %q (known: %s)", l.Name, l.Entry, strings.Join(entry.Names(), ", "))
+	}
+	if l.Entry == "" && slices.ContainsFunc(append(slices.Clone(l.Compile), l.Run...), func(a string) bool {
+		return slices.ContainsFunc(entry.Placeholders, func(p string) bool { return strings.Contains(a, p) })
+	}) {
+		return fmt.Errorf("language %q: %s in its commands need an entry convention to fill them", l.Name, strings.Join(entry.Placeholders, ", "))
+	}
+	if te := l.TypeErrors; te != nil {
+		if _, err := regexp.Compile(te.Pattern); err != nil || te.Pattern == "" || !strings.Contains(te.FatalEnv, "=") || !l.Compiled() {
+			return fmt.Errorf("language %q: type_errors needs a compile command, a valid pattern and a NAME=value fatal_env", l.Name)
+		}
+	}
+	if _, ok := r.images[l.Image]; !ok {
+		return fmt.Errorf("language %q uses unknown image %q", l.Name, l.Image)
+	}
+	if _, ok := r.managers[l.Packages]; l.Packages != "" && !ok {
+		return fmt.Errorf("language %q: unknown package manager %q (the package_managers are %s)", l.Name, l.Packages, strings.Join(slices.Sorted(maps.Keys(r.managers)), ", "))
+	}
+	return nil
+}
+
+// checkRoles checks that the roles name languages of the registry.
+func (r *Registry) checkRoles(roles Roles) error {
+	named := append(slices.Clone(roles.Probe), roles.Shell, roles.Load)
+	if roles.ExampleCall != nil {
+		named = append(named, roles.ExampleCall.Language)
+	}
+	if roles.SessionState != nil {
+		named = append(named, roles.SessionState.Language)
+	}
+	for _, name := range named {
+		if _, ok := r.Lookup(name); name != "" && !ok {
+			return fmt.Errorf("roles: unknown language %q", name)
+		}
+	}
+	return nil
 }
 
 // validManager checks a package manager's entry.
