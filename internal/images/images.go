@@ -271,21 +271,10 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 		return err
 	}
 	forced := map[string]bool{}
-	needed := map[string]bool{}
 	for _, n := range targets {
 		forced[n] = opts.Force
-		for img, ok := reg.Image(n); ok; img, ok = reg.Image(img.From) {
-			needed[img.Name] = true
-		}
 	}
-	var order []languages.Image // parents before children, as the registry lists them
-	rootNeeded := false
-	for _, img := range reg.Images() {
-		if needed[img.Name] {
-			order = append(order, img)
-			rootNeeded = rootNeeded || img.From == "root"
-		}
-	}
+	order, rootNeeded := buildOrder(reg, targets)
 	var rootID string
 	if rootNeeded {
 		if rootID, err = EnsureRoot(ctx, cli, opts.RootImage, platform, opts.Mirror, log); err != nil {
@@ -326,14 +315,38 @@ func Build(ctx context.Context, cli *client.Client, reg *languages.Registry, nam
 	if err != nil {
 		return err
 	}
-	// Children first, so that a replaced parent has no children left. An
-	// image still used by a container stays; it only costs disk space.
+	removeReplaced(ctx, cli, replaced, log)
+	return nil
+}
+
+// buildOrder is the images targets need, themselves and the images they
+// build on, parents before children as the registry lists them, and
+// whether one of them builds on the root image.
+func buildOrder(reg *languages.Registry, targets []string) (order []languages.Image, rootNeeded bool) {
+	needed := map[string]bool{}
+	for _, n := range targets {
+		for img, ok := reg.Image(n); ok; img, ok = reg.Image(img.From) {
+			needed[img.Name] = true
+		}
+	}
+	for _, img := range reg.Images() {
+		if needed[img.Name] {
+			order = append(order, img)
+			rootNeeded = rootNeeded || img.From == "root"
+		}
+	}
+	return order, rootNeeded
+}
+
+// removeReplaced removes the previous versions of rebuilt images, children
+// first, so that a replaced parent has no children left. An image still
+// used by a container stays; it only costs disk space.
+func removeReplaced(ctx context.Context, cli *client.Client, replaced []string, log io.Writer) {
 	for _, r := range slices.Backward(replaced) {
 		if _, err := cli.ImageRemove(ctx, r, client.ImageRemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			fmt.Fprintf(log, "kept the previous image %s: %v\n", r, err)
 		}
 	}
-	return nil
 }
 
 // schedule calls build for every image of order (parents listed before

@@ -125,39 +125,7 @@ func (p probe) run(ctx context.Context, image string, l languages.Language, cmd 
 	memory, timeout := p.limits(l)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	pids := int64(128)
-	logConfig := container.LogConfig{Type: "none"}
-	var ulimits []*container.Ulimit
-	if podman {
-		logConfig = container.LogConfig{} // the engine's default keeps the output for ContainerLogs
-		// Podman raises nofile and nproc to their maxima unless told,
-		// which a root engine without CAP_SYS_RESOURCE may not do.
-		ulimits = []*container.Ulimit{{Name: "nofile", Soft: 1024, Hard: 1024}, {Name: "nproc", Soft: dockerengine.PodmanNproc, Hard: dockerengine.PodmanNproc}}
-	}
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Image: image,
-		Config: &container.Config{
-			Cmd:             cmd,
-			Env:             l.Env,
-			User:            wire.SandboxUser,
-			WorkingDir:      wire.WorkspacePath,
-			AttachStdout:    true,
-			AttachStderr:    true,
-			NetworkDisabled: true,
-		},
-		HostConfig: &container.HostConfig{
-			NetworkMode:    "none",
-			ReadonlyRootfs: true,
-			CapDrop:        []string{"ALL"},
-			SecurityOpt:    []string{"no-new-privileges"},
-			LogConfig:      logConfig,
-			Tmpfs: map[string]string{
-				"/tmp":             "rw,nosuid,nodev,size=64m",
-				wire.WorkspacePath: "rw,nosuid,nodev,size=16m,mode=0755," + dockerengine.TmpfsOwner(podman),
-			},
-			Resources: container.Resources{Memory: memory, MemorySwap: memory, PidsLimit: &pids, Ulimits: ulimits},
-		},
-	})
+	created, err := p.create(ctx, image, l, cmd, memory)
 	if err != nil {
 		return "", "", fmt.Errorf("creating a container: %w", err)
 	}
@@ -203,20 +171,64 @@ func (p probe) run(ctx context.Context, image string, l languages.Language, cmd 
 		}
 	}
 	if status != 0 {
-		out := strings.TrimSpace(stdout.String() + stderr.String())
-		ins, err := cli.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{})
-		switch {
-		case err == nil && ins.Container.State != nil && ins.Container.State.OOMKilled:
-			return "", "", fmt.Errorf("%q was killed for using more than its %d MB of memory (status %d): raise the language's memory_mb in the registry: %s",
-				strings.Join(cmd, " "), memory>>20, status, out)
-		case status == 128+9:
-			// SIGKILL, which nothing but the OOM killer sends here; the
-			// engine may report the exit before the OOM event (or never,
-			// as Podman 4.3 does).
-			return "", "", fmt.Errorf("%q was killed (status %d, SIGKILL), as the OOM killer does at its %d MB memory limit: if it needs more, raise the language's memory_mb in the registry: %s",
-				strings.Join(cmd, " "), status, memory>>20, out)
-		}
-		return "", "", fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), status, out)
+		return "", "", p.failure(ctx, created.ID, cmd, status, memory, strings.TrimSpace(stdout.String()+stderr.String()))
 	}
 	return stdout.String(), stderr.String(), nil
+}
+
+// create makes the throwaway container of run: no network, a read-only
+// root, the sandbox user, tmpfs /tmp and /workspace, no logs (Podman keeps
+// them, for ContainerLogs), memory bytes of memory and no swap.
+func (p probe) create(ctx context.Context, image string, l languages.Language, cmd []string, memory int64) (client.ContainerCreateResult, error) {
+	pids := int64(128)
+	logConfig := container.LogConfig{Type: "none"}
+	var ulimits []*container.Ulimit
+	if p.podman {
+		logConfig = container.LogConfig{} // the engine's default keeps the output for ContainerLogs
+		// Podman raises nofile and nproc to their maxima unless told,
+		// which a root engine without CAP_SYS_RESOURCE may not do.
+		ulimits = []*container.Ulimit{{Name: "nofile", Soft: 1024, Hard: 1024}, {Name: "nproc", Soft: dockerengine.PodmanNproc, Hard: dockerengine.PodmanNproc}}
+	}
+	return p.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Image: image,
+		Config: &container.Config{
+			Cmd:             cmd,
+			Env:             l.Env,
+			User:            wire.SandboxUser,
+			WorkingDir:      wire.WorkspacePath,
+			AttachStdout:    true,
+			AttachStderr:    true,
+			NetworkDisabled: true,
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode:    "none",
+			ReadonlyRootfs: true,
+			CapDrop:        []string{"ALL"},
+			SecurityOpt:    []string{"no-new-privileges"},
+			LogConfig:      logConfig,
+			Tmpfs: map[string]string{
+				"/tmp":             "rw,nosuid,nodev,size=64m",
+				wire.WorkspacePath: "rw,nosuid,nodev,size=16m,mode=0755," + dockerengine.TmpfsOwner(p.podman),
+			},
+			Resources: container.Resources{Memory: memory, MemorySwap: memory, PidsLimit: &pids, Ulimits: ulimits},
+		},
+	})
+}
+
+// failure says why cmd exited with status, naming the memory limit when
+// the OOM killer (or a SIGKILL, which only it sends here) ended it.
+func (p probe) failure(ctx context.Context, id string, cmd []string, status, memory int64, out string) error {
+	ins, err := p.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	switch {
+	case err == nil && ins.Container.State != nil && ins.Container.State.OOMKilled:
+		return fmt.Errorf("%q was killed for using more than its %d MB of memory (status %d): raise the language's memory_mb in the registry: %s",
+			strings.Join(cmd, " "), memory>>20, status, out)
+	case status == 128+9:
+		// SIGKILL, which nothing but the OOM killer sends here; the
+		// engine may report the exit before the OOM event (or never,
+		// as Podman 4.3 does).
+		return fmt.Errorf("%q was killed (status %d, SIGKILL), as the OOM killer does at its %d MB memory limit: if it needs more, raise the language's memory_mb in the registry: %s",
+			strings.Join(cmd, " "), status, memory>>20, out)
+	}
+	return fmt.Errorf("%q exited with status %d: %s", strings.Join(cmd, " "), status, out)
 }
