@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
@@ -264,78 +265,85 @@ func (m *Manager) recoverOrphans(ctx context.Context, atStart bool) error {
 // recoverOne re-attaches to r's sandbox, or keeps the session to be
 // replayed at its next call, or ends it.
 func (m *Manager) recoverOne(ctx context.Context, r record) {
-	end := func(why string, err error) {
-		if ra, ok := m.eng.Backend().(sandbox.Reattacher); ok && r.Sandbox.ID != "" {
-			ra.Remove(ctx, r.Sandbox)
-		}
-		if r.PackagesDir != "" {
-			(&extras{dir: r.PackagesDir}).close()
-		}
-		if r.Paused {
-			m.removeArchive(r.ID)
-		}
-		m.forget(r.ID)
-		m.log.Warn("a session of a stopped server ended: "+why, "session", r.ID, "owner", r.Owner, "language", r.Language, "err", err)
-	}
 	lang, ok := m.eng.Registry().Lookup(r.Language)
 	ra, canReattach := m.eng.Backend().(sandbox.Reattacher)
-	// keepPaused keeps the session without a sandbox: its next call
-	// resumes it (from its archive, or, lost, from its cells alone).
-	keepPaused := func(lost string) {
-		s := &session{id: r.ID, owner: r.Owner, lang: lang, sb: pausedSandbox{}, created: r.Created, lastUsed: r.LastUsed,
-			idle: time.Duration(r.IdleSeconds) * time.Second, calls: r.Calls, lastWrite: time.Now(), replay: r.Replay,
-			paused: true, archiveSum: r.ArchiveSum, checkpointSum: map[bool]string{true: r.CheckpointSum}[lost == ""], lost: lost, extras: &extras{tier: r.Network, specs: r.Specs, installed: r.Packages, secrets: r.Secrets, isolation: r.Isolation}}
-		if err := m.put(ctx, s); err != nil {
-			end("its record could not be written back to the state store", err)
-			return
-		}
-		m.mu.Lock()
-		m.sessions[s.id] = s
-		m.mu.Unlock()
-	}
-	// replay gives up r's sandbox: the session is rebuilt at its next
-	// call from its cells.
-	replay := func(why string, err error) {
-		if r.Replay.Overflow != "" {
-			end(why+", and its state cannot be replayed because "+r.Replay.Overflow, err)
-			return
-		}
-		if canReattach && r.Sandbox.ID != "" {
-			ra.Remove(ctx, r.Sandbox)
-		}
-		if r.PackagesDir != "" {
-			(&extras{dir: r.PackagesDir}).close()
-		}
-		r.Sandbox, r.PackagesDir, r.ArchiveSum = sandbox.Ref{}, "", ""
-		keepPaused(why)
-		m.log.Warn("a session of a stopped server lost its sandbox: its next call replays its cells in a new one ("+why+")",
-			"session", r.ID, "owner", r.Owner, "language", r.Language, "cells", len(r.Replay.Cells), "err", err)
-	}
 	switch {
 	case !ok:
-		end("its language is not in this server's registry", nil)
-		return
+		m.endRecovered(ctx, r, "its language is not in this server's registry", nil)
 	case r.Paused:
 		// Nothing to re-attach to: its next call resumes it.
-		keepPaused(r.Lost)
-		return
+		m.keepPaused(ctx, r, lang, r.Lost)
 	case r.ForkOf != "":
 		// Its sandbox and packages are the original's, which re-attaches
 		// alone; the copy of the interpreter it held is not reached again.
 		r.Sandbox, r.PackagesDir = sandbox.Ref{}, ""
-		keepPaused("its interpreter was a fork in the sandbox of session " + r.ForkOf + ", which a restarted server re-attaches to that session alone")
-		return
+		m.keepPaused(ctx, r, lang, "its interpreter was a fork in the sandbox of session "+r.ForkOf+", which a restarted server re-attaches to that session alone")
 	case !canReattach || !r.Reattach:
-		replay("its sandbox backend cannot re-attach to a sandbox", nil)
-		return
+		m.replayRecovered(ctx, r, lang, "its sandbox backend cannot re-attach to a sandbox", nil)
 	case r.Network != "" && r.Network != egress.TierNone:
-		replay("it had network access, whose egress proxy does not survive its server", nil)
+		m.replayRecovered(ctx, r, lang, "it had network access, whose egress proxy does not survive its server", nil)
+	default:
+		m.reattachRecovered(ctx, r, lang, ra)
+	}
+}
+
+// endRecovered ends r's session, removing what it had (its sandbox, its
+// packages, its archive), and logs why.
+func (m *Manager) endRecovered(ctx context.Context, r record, why string, err error) {
+	if ra, ok := m.eng.Backend().(sandbox.Reattacher); ok && r.Sandbox.ID != "" {
+		ra.Remove(ctx, r.Sandbox)
+	}
+	if r.PackagesDir != "" {
+		(&extras{dir: r.PackagesDir}).close()
+	}
+	if r.Paused {
+		m.removeArchive(r.ID)
+	}
+	m.forget(r.ID)
+	m.log.Warn("a session of a stopped server ended: "+why, "session", r.ID, "owner", r.Owner, "language", r.Language, "err", err)
+}
+
+// keepPaused keeps r's session without a sandbox: its next call resumes it
+// (from its archive, or, lost, from its cells alone).
+func (m *Manager) keepPaused(ctx context.Context, r record, lang languages.Language, lost string) {
+	s := &session{id: r.ID, owner: r.Owner, lang: lang, sb: pausedSandbox{}, created: r.Created, lastUsed: r.LastUsed,
+		idle: time.Duration(r.IdleSeconds) * time.Second, calls: r.Calls, lastWrite: time.Now(), replay: r.Replay,
+		paused: true, archiveSum: r.ArchiveSum, checkpointSum: map[bool]string{true: r.CheckpointSum}[lost == ""], lost: lost, extras: &extras{tier: r.Network, specs: r.Specs, installed: r.Packages, secrets: r.Secrets, isolation: r.Isolation}}
+	if err := m.put(ctx, s); err != nil {
+		m.endRecovered(ctx, r, "its record could not be written back to the state store", err)
 		return
 	}
+	m.mu.Lock()
+	m.sessions[s.id] = s
+	m.mu.Unlock()
+}
+
+// replayRecovered gives up r's sandbox: the session is rebuilt at its
+// next call from its cells, or ends when they cannot be replayed.
+func (m *Manager) replayRecovered(ctx context.Context, r record, lang languages.Language, why string, err error) {
+	if r.Replay.Overflow != "" {
+		m.endRecovered(ctx, r, why+", and its state cannot be replayed because "+r.Replay.Overflow, err)
+		return
+	}
+	if ra, ok := m.eng.Backend().(sandbox.Reattacher); ok && r.Sandbox.ID != "" {
+		ra.Remove(ctx, r.Sandbox)
+	}
+	if r.PackagesDir != "" {
+		(&extras{dir: r.PackagesDir}).close()
+	}
+	r.Sandbox, r.PackagesDir, r.ArchiveSum = sandbox.Ref{}, "", ""
+	m.keepPaused(ctx, r, lang, why)
+	m.log.Warn("a session of a stopped server lost its sandbox: its next call replays its cells in a new one ("+why+")",
+		"session", r.ID, "owner", r.Owner, "language", r.Language, "cells", len(r.Replay.Cells), "err", err)
+}
+
+// reattachRecovered takes r's sandbox over through ra, or replays the
+// session when that fails.
+func (m *Manager) reattachRecovered(ctx context.Context, r record, lang languages.Language, ra sandbox.Reattacher) {
 	created := time.Now()
 	sb, err := ra.Reattach(ctx, r.Sandbox)
 	if err != nil {
-		replay("its sandbox could not be re-attached to", err)
+		m.replayRecovered(ctx, r, lang, "its sandbox could not be re-attached to", err)
 		return
 	}
 	ref, _ := ra.RefOf(sb)
@@ -348,7 +356,7 @@ func (m *Manager) recoverOne(ctx context.Context, r record) {
 		idle: time.Duration(r.IdleSeconds) * time.Second, calls: r.Calls, ref: ref, reattach: true, lastWrite: created, replay: r.Replay}
 	if err := m.put(ctx, s); err != nil {
 		sb.Close()
-		end("its record could not be written back to the state store", err)
+		m.endRecovered(ctx, r, "its record could not be written back to the state store", err)
 		return
 	}
 	m.mu.Lock()
