@@ -455,15 +455,7 @@ func (tl *Layer) start(ctx context.Context, next mcp.MethodHandler, req *mcp.Cal
 		id: newTaskID(), owner: owner, tool: req.Params.Name, modern: modern, created: now, ttl: ttl,
 		done: make(chan struct{}), updated: now, status: taskWorking, listeners: map[*taskListener]struct{}{},
 	}
-	// The run's own request has neither the 2025 params.task nor the
-	// progress token: the task streams progress itself (2025 era; the
-	// 2026 extension has no progress for tasks).
-	call := withoutTaskParam(req)
-	params := *call.Params
-	params.Meta = maps.Clone(params.Meta)
-	token := params.GetProgressToken()
-	delete(params.Meta, "progressToken")
-	call = &mcp.CallToolRequest{Session: call.Session, Params: &params, Extra: call.Extra}
+	call, token := runRequest(req)
 	planned := &Run{}
 	if tl.prepare != nil {
 		planned.Plan, planned.Err = tl.prepare(ctx, call)
@@ -524,15 +516,33 @@ func (tl *Layer) start(ctx context.Context, next mcp.MethodHandler, req *mcp.Cal
 		tl.log.Warn("a task's execution id was not written to the state store", "task", t.id, "err", err)
 	}
 	tl.log.Debug("task created", "task", t.id, "execution", snap.ExecutionID, "tool", t.tool, "owner", owner, "ttl", ttl)
+	return t.createdAnswer(modern), nil
+}
+
+// runRequest is the request the task's run gets, and the progress token
+// req carried: the run's own request has neither the 2025 params.task nor
+// the progress token, since the task streams progress itself (2025 era;
+// the 2026 extension has no progress for tasks).
+func runRequest(req *mcp.CallToolRequest) (*mcp.CallToolRequest, any) {
+	call := withoutTaskParam(req)
+	params := *call.Params
+	params.Meta = maps.Clone(params.Meta)
+	token := params.GetProgressToken()
+	delete(params.Meta, "progressToken")
+	return &mcp.CallToolRequest{Session: call.Session, Params: &params, Extra: call.Extra}, token
+}
+
+// createdAnswer is the answer to the call that created t, in its era's form.
+func (t *task) createdAnswer(modern bool) *taskResult {
 	view := t.view()
 	if modern {
-		return &taskResult{fields: view.modern("task", false)}, nil
+		return &taskResult{fields: view.modern("task", false)}
 	}
 	return &taskResult{
 		fields: map[string]any{"task": view.legacy()},
 		meta: mcp.Meta{immediateResponseKey: "Started " + t.tool + " as task " + t.id +
 			"; its result comes with tasks/result (or poll tasks/get)."},
-	}, nil
+	}
 }
 
 // toolError is a plain tool error result.
