@@ -36,49 +36,13 @@ const DefaultDataLimit = 64 << 20
 // frames of its own, so the server enforces it again (per stage and stream),
 // and bounds stages, file entries and their content.
 func readFrames(r io.Reader, req wire.Request, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
-	stages := req.Stages
-	maxStages := max(len(stages), 1)
-	outLimit := req.OutputLimit
-	if outLimit <= 0 {
-		outLimit = DefaultOutputLimit
-	}
-	dataLimit := int64(DefaultDataLimit)
-	if req.Artifacts != nil {
-		dataLimit = req.Artifacts.MaxTotalBytes
-	}
-	if req.MaxReadBytes > 0 {
-		dataLimit = req.MaxReadBytes
-	}
-	var dataKept int64
-	// A stage's entry exists from its first frame, named after the request,
-	// so output of a stage that never reported (killed) is kept.
-	stage := func(i uint8) *sandbox.StageOutput {
-		for len(res.Stages) <= int(i) {
-			st := sandbox.StageOutput{}
-			if n := len(res.Stages); n < len(stages) {
-				st.Name = stages[n].Name
-			}
-			res.Stages = append(res.Stages, st)
-		}
-		return &res.Stages[i]
-	}
-	keep := func(buf *[]byte, p []byte) []byte {
-		room := outLimit - int64(len(*buf))
-		if room <= 0 {
-			return nil
-		}
-		if int64(len(p)) > room {
-			p = p[:room]
-		}
-		*buf = append(*buf, p...)
-		return p
-	}
+	fr := newFrameReader(req, res, onChunk)
 	for {
 		f, err := wire.ReadFrameLimit(r, HostFrameLimit)
 		if err != nil {
 			return false
 		}
-		if int(f.Stage) >= maxStages {
+		if int(f.Stage) >= fr.maxStages {
 			return false // not a frame the agent would send
 		}
 		switch f.Kind {
@@ -86,41 +50,18 @@ func readFrames(r io.Reader, req wire.Request, res *sandbox.Result, onChunk func
 			// An agent that could not reach its socket says so first; a
 			// Ready the agent was asked for is no part of the answer.
 		case wire.KindStdout, wire.KindStderr:
-			st := stage(f.Stage)
-			stream := sandbox.Stdout
-			var kept []byte
-			if f.Kind == wire.KindStdout {
-				kept = keep(&st.Stdout, f.Payload)
-			} else {
-				kept = keep(&st.Stderr, f.Payload)
-				stream = sandbox.Stderr
-			}
-			if onChunk != nil && len(kept) > 0 {
-				onChunk(sandbox.Chunk{Stage: int(f.Stage), Stream: stream, Data: kept})
-			}
+			fr.output(f)
 		case wire.KindStage:
-			st := stage(f.Stage)
+			st := fr.stage(f.Stage)
 			out, errOut := st.Stdout, st.Stderr
 			if err := json.Unmarshal(f.Payload, &st.StageResult); err != nil {
 				return false
 			}
 			st.Stdout, st.Stderr = out, errOut
 		case wire.KindArtifact:
-			if len(res.Artifacts) >= MaxListEntries {
-				continue
-			}
-			var a wire.Artifact
-			if err := json.Unmarshal(f.Payload, &a); err != nil {
+			if !fr.artifact(f) {
 				return false
 			}
-			if n := int64(len(a.Data)); n > 0 {
-				if dataKept+n > dataLimit {
-					a.Data, a.Skipped = nil, "over the size limit of the files returned"
-				} else {
-					dataKept += n
-				}
-			}
-			res.Artifacts = append(res.Artifacts, a)
 		case wire.KindDone:
 			var d wire.Done
 			if err := json.Unmarshal(f.Payload, &d); err != nil {
@@ -132,6 +73,98 @@ func readFrames(r io.Reader, req wire.Request, res *sandbox.Result, onChunk func
 			return false
 		}
 	}
+}
+
+// frameReader keeps one answer's frames within the request's bounds.
+type frameReader struct {
+	stages    []wire.Stage
+	maxStages int
+	outLimit  int64 // per stage and stream
+	dataLimit int64 // all file content
+	dataKept  int64
+	res       *sandbox.Result
+	onChunk   func(sandbox.Chunk)
+}
+
+func newFrameReader(req wire.Request, res *sandbox.Result, onChunk func(sandbox.Chunk)) *frameReader {
+	fr := &frameReader{stages: req.Stages, maxStages: max(len(req.Stages), 1), outLimit: req.OutputLimit,
+		dataLimit: DefaultDataLimit, res: res, onChunk: onChunk}
+	if fr.outLimit <= 0 {
+		fr.outLimit = DefaultOutputLimit
+	}
+	if req.Artifacts != nil {
+		fr.dataLimit = req.Artifacts.MaxTotalBytes
+	}
+	if req.MaxReadBytes > 0 {
+		fr.dataLimit = req.MaxReadBytes
+	}
+	return fr
+}
+
+// stage is stage i's entry of the result. It exists from the stage's first
+// frame, named after the request, so output of a stage that never reported
+// (killed) is kept.
+func (fr *frameReader) stage(i uint8) *sandbox.StageOutput {
+	for len(fr.res.Stages) <= int(i) {
+		st := sandbox.StageOutput{}
+		if n := len(fr.res.Stages); n < len(fr.stages) {
+			st.Name = fr.stages[n].Name
+		}
+		fr.res.Stages = append(fr.res.Stages, st)
+	}
+	return &fr.res.Stages[i]
+}
+
+// keep appends to buf what of p fits the output limit, and returns it.
+func (fr *frameReader) keep(buf *[]byte, p []byte) []byte {
+	room := fr.outLimit - int64(len(*buf))
+	if room <= 0 {
+		return nil
+	}
+	if int64(len(p)) > room {
+		p = p[:room]
+	}
+	*buf = append(*buf, p...)
+	return p
+}
+
+// output keeps a stdout or stderr frame within the limit and passes on
+// what it kept.
+func (fr *frameReader) output(f wire.Frame) {
+	st := fr.stage(f.Stage)
+	stream := sandbox.Stdout
+	var kept []byte
+	if f.Kind == wire.KindStdout {
+		kept = fr.keep(&st.Stdout, f.Payload)
+	} else {
+		kept = fr.keep(&st.Stderr, f.Payload)
+		stream = sandbox.Stderr
+	}
+	if fr.onChunk != nil && len(kept) > 0 {
+		fr.onChunk(sandbox.Chunk{Stage: int(f.Stage), Stream: stream, Data: kept})
+	}
+}
+
+// artifact keeps a file entry, its content while all content stays within
+// the limit, and at most MaxListEntries entries; it reports whether the
+// frame was readable.
+func (fr *frameReader) artifact(f wire.Frame) bool {
+	if len(fr.res.Artifacts) >= MaxListEntries {
+		return true
+	}
+	var a wire.Artifact
+	if err := json.Unmarshal(f.Payload, &a); err != nil {
+		return false
+	}
+	if n := int64(len(a.Data)); n > 0 {
+		if fr.dataKept+n > fr.dataLimit {
+			a.Data, a.Skipped = nil, "over the size limit of the files returned"
+		} else {
+			fr.dataKept += n
+		}
+	}
+	fr.res.Artifacts = append(fr.res.Artifacts, a)
+	return true
 }
 
 // DiagnosticsLimit is how much of an agent's standard error a Diagnostics
