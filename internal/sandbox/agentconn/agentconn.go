@@ -208,12 +208,9 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 		return nil, s.dead("")
 	default:
 	}
-	payload, err := json.Marshal(job.Request)
+	payload, err := encodeRequest(job.Request)
 	if err != nil {
-		return nil, fmt.Errorf("encoding request: %w", err)
-	}
-	if len(payload) > wire.MaxFrameBytes {
-		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), wire.MaxFrameBytes)
+		return nil, err
 	}
 	var killed sync.Once
 	res := &sandbox.Result{}
@@ -279,6 +276,28 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 	done := readFrames(r, job.Request, res, onChunk)
 	res.Elapsed = time.Since(sent)
 	killed.Do(func() {}) // settle res.Killed
+	s.settle(ctx, job, res, done)
+	return res, nil
+}
+
+// encodeRequest is req's frame payload, refused when it is larger than the
+// agent reads.
+func encodeRequest(req wire.Request) ([]byte, error) {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
+	}
+	if len(payload) > wire.MaxFrameBytes {
+		return nil, fmt.Errorf("request of %d bytes is larger than the sandbox accepts (%d)", len(payload), wire.MaxFrameBytes)
+	}
+	return payload, nil
+}
+
+// settle completes res once the frames are read (done when the Done
+// frame came): the link's diagnostics and, for an answer cut short,
+// whether the sandbox was OOM-killed; a stage killed for memory marks the
+// whole result so.
+func (s *Sandbox) settle(ctx context.Context, job sandbox.Job, res *sandbox.Result, done bool) {
 	res.Diagnostics = s.link.Diagnostics()
 	if !done {
 		res.Incomplete = true
@@ -294,5 +313,4 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 			res.OOMKilled = true
 		}
 	}
-	return res, nil
 }
