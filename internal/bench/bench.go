@@ -101,208 +101,23 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		ref = r
 	}
 	fmt.Fprintf(w, "mcp-code-runner bench: %s, %d CPUs seen by Go, pool %d per language\n\n", time.Now().UTC().Format(time.RFC3339), numCPU(), o.PoolSize)
-
-	// Cold path: pool size 0.
-	coldCfg := cfg
-	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
-	coldBackend := &timingBackend{Backend: b}
-	coldObs, warmObs := &lastRun{}, &lastRun{}
-	cold := engine.New(coldCfg, reg, coldBackend, nil, engine.WithObserver(coldObs))
 	report := Report{Time: time.Now().UTC().Format(time.RFC3339)}
-
-	warmCfg := cfg
-	// Warm pools only for the languages measured, of a fixed size: the
-	// latency tables measure one run, and the burst below the growth.
-	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
-	warmCfg.Pool.MaxSize, warmCfg.Pool.MaxSizes = 0, nil
-	for _, lang := range append(append([]string(nil), o.Languages...), o.LoadLanguage) {
-		if l, ok := reg.Lookup(lang); ok {
-			warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", l.Name, o.PoolSize))
-		}
-	}
-	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
-	warm := engine.New(warmCfg, reg, b, nil, engine.WithObserver(warmObs))
-	warm.StartPool()
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = warm.Close(cctx)
-	}()
-
-	srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(warm, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-	defer srv.Close()
-	session := func() (*mcp.ClientSession, error) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
-	}
-	cs, err := session()
+	p, closePaths, err := startPaths(ctx, cfg, reg, b, o)
 	if err != nil {
-		return fmt.Errorf("connecting the MCP client: %w", err)
+		return err
 	}
-	defer cs.Close()
-	raw := newRawClient(srv.URL)
-	coldSrv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(cold, "bench-cold", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-	defer coldSrv.Close()
-	coldCS, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: coldSrv.URL, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		return fmt.Errorf("connecting the MCP client: %w", err)
+	defer closePaths()
+	if err := p.latencySection(ctx, w, reg, o, &report); err != nil {
+		return err
 	}
-	defer coldCS.Close()
-
-	fmt.Fprintf(w, "## Latency per run (ms), %d warm/bare runs and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
-	fmt.Fprintln(w, "| language | path | p50 | p95 | p99 | runs/s | errors |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-	// What an MCP request costs by itself over this transport: the floor
-	// under every run_code figure below.
-	s := toolCallSample(ctx, cs, o.Runs)
-	fmt.Fprintf(w, "| - | %s | %s | %s | %s | %.1f | %d |\n", s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
-	report.Rows = append(report.Rows, rowOf("-", s))
-	var breakdowns [][]breakdownRow
-	for _, lang := range o.Languages {
-		l, ok := reg.Lookup(lang)
-		if !ok {
-			return fmt.Errorf("unknown language %q", lang)
-		}
-		lang = l.Name
-		if _, ok := hello[lang]; !ok {
-			hello[lang] = l.Example // every registry entry carries a hello world
-		}
-		waitIdle(warm, lang, o.PoolSize, time.Minute)
-		settle := quietSettle
-		if len(l.Prestart) > 0 {
-			settle = prestartSettle
-		}
-		// The bare process and the quiet warm paths take turns, run by run,
-		// each after the same wait for a quiet machine (the last run's
-		// sandbox removed and replaced), so that the machine's drift (these
-		// machines are shared) and its idle wake-up costs affect them alike
-		// and their ratios hold within the run.
-		quiet := func() { waitQuiet(warm, lang, settle) }
-		bareTurn := bareSeries(ctx, l)
-		if bareTurn != nil {
-			bareTurn.before = quiet
-		}
-		turns := interleave(o.Runs,
-			bareTurn,
-			&series{"warm sandbox, engine, server quiet", quiet, engineCall(ctx, warm, lang)},
-			&series{"warm sandbox, MCP HTTP run_code, server quiet", quiet, mcpCall(ctx, cs, lang)},
-			&series{"warm sandbox, MCP HTTP run_code from a minimal client, server quiet", quiet, rawMCPCall(ctx, raw, lang)},
-		)
-		rows := []*Sample{
-			turns[0],
-			timedSample("cold sandbox (create, start, run; removed after the answer)", o.ColdRuns, nil, engineCall(ctx, cold, lang)),
-			turns[1],
-			turns[2],
-			timedSample("warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(warm, lang, 1, 30*time.Second) }, mcpCall(ctx, cs, lang)),
-			turns[3],
-		}
-		for _, s := range rows {
-			if s == nil {
-				continue
-			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.1f | %d |\n", lang, s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
-			report.Rows = append(report.Rows, rowOf(lang, s))
-		}
-		// One warm and one cold run, taken apart.
-		var bd []breakdownRow
-		quiet()
-		if r, err := breakdownOf(ctx, cs, lang, lang+" warm", warmObs, nil); err == nil {
-			bd = append(bd, r)
-		} else {
-			fmt.Fprintf(w, "breakdown of a warm %s run: %v\n", lang, err)
-		}
-		if r, err := breakdownOf(ctx, coldCS, lang, lang+" cold", coldObs, coldBackend); err == nil {
-			bd = append(bd, r)
-		} else {
-			fmt.Fprintf(w, "breakdown of a cold %s run: %v\n", lang, err)
-		}
-		breakdowns = append(breakdowns, bd)
-		if c, m := rows[1], rows[3]; c != nil && m != nil && m.Quantile(.5) > 0 {
-			fmt.Fprintf(w, "| %s | **cold / warm-MCP p50** | %.1fx | | | | |\n", lang, float64(c.Quantile(.5))/float64(m.Quantile(.5)))
-		}
-		if bs, en := rows[0], rows[2]; bs != nil && en != nil && bs.Quantile(.5) > 0 {
-			fmt.Fprintf(w, "| %s | **warm-engine / bare p50** | %.2fx | | | | |\n", lang, float64(en.Quantile(.5))/float64(bs.Quantile(.5)))
-		}
-		if bs, m := rows[0], rows[3]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
-			fmt.Fprintf(w, "| %s | **warm-MCP / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
-		}
-		if bs, m := rows[0], rows[5]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
-			fmt.Fprintf(w, "| %s | **warm-MCP (minimal client) / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
-		}
-	}
-
-	for i, bd := range breakdowns {
-		if len(bd) > 0 {
-			printBreakdown(w, o.Languages[i], bd)
-			report.Breakdown = append(report.Breakdown, bd...)
-		}
-	}
-
-	fmt.Fprintf(w, "\n## Memory\n\n")
-	for _, lang := range o.Languages {
-		waitIdle(warm, lang, o.PoolSize, time.Minute)
-	}
-	use, err := poolMemory(ctx, b.Client())
-	if err != nil {
-		fmt.Fprintf(w, "pool memory: %v\n", err)
-	}
-	for _, lang := range slices.Sorted(maps.Keys(use)) {
-		m := use[lang]
-		fmt.Fprintf(w, "- %s: %d idle warm containers use %.1f MiB in all, %.2f MiB each (cgroup memory usage less page cache)\n", lang, m.n, float64(m.bytes)/(1<<20), float64(m.bytes)/float64(m.n)/(1<<20))
-	}
-	fmt.Fprintf(w, "- server process RSS (with the benchmark client in it): %.1f MiB\n", float64(rss())/(1<<20))
-
+	p.memorySection(ctx, w, b, o)
 	if o.Burst > 0 {
 		if err := burst(ctx, cfg, reg, b, o, &report); err != nil {
 			fmt.Fprintf(w, "burst: %v\n", err)
 		}
 	}
-
 	if o.ChurnFor > 0 {
-		rate, err := churnCeiling(ctx, b, reg, o.ChurnFor, o.ChurnLoops)
-		fmt.Fprintf(w, "\n## Container churn ceiling\n\n")
-		if err != nil {
-			fmt.Fprintf(w, "churn: %v\n", err)
-		} else {
-			fmt.Fprintf(w, "- hardened create, start, wait, remove of `true` under %s (the sandboxes' runtime) in %d parallel loops for %s: **%.2f containers/s**\n", runtimeName(ctx, b), o.ChurnLoops, o.ChurnFor, rate)
-		}
-		// The same with the Docker CLI, as the ceiling is usually measured
-		// (`docker run --rm` loops): each container also pays a CLI process
-		// and its own API round trips.
-		cliRate, err := dockerRunCeiling(ctx, reg, cfg.DockerHost, o.ChurnFor, o.ChurnLoops)
-		if err != nil {
-			fmt.Fprintf(w, "- `docker run --rm` loops: %v\n", err)
-		} else {
-			fmt.Fprintf(w, "- plain `docker run --rm --network none IMAGE true` (the Docker CLI) in %d parallel loops for %s: **%.2f containers/s**\n", o.ChurnLoops, o.ChurnFor, cliRate)
-		}
-		// The same churn with the load's own sandboxes: what a run's
-		// container costs beyond `true` (agent, runtime start, the run).
-		code := hello[o.LoadLanguage]
-		if l, ok := reg.Lookup(o.LoadLanguage); ok && code == "" {
-			code = l.Example
-		}
-		sandboxRate, err := coldCeiling(ctx, cold, o.LoadLanguage, code, o.ChurnFor, o.ChurnLoops)
-		if err != nil {
-			fmt.Fprintf(w, "cold-run churn: %v\n", err)
-		} else {
-			fmt.Fprintf(w, "- cold %s hello worlds (create, start, run, remove) in %d parallel loops for %s: **%.2f runs/s**\n", o.LoadLanguage, o.ChurnLoops, o.ChurnFor, sandboxRate)
-		}
-		if o.LoadFor > 0 {
-			s := loadSample(ctx, session, o.LoadLanguage, o.LoadClients, o.LoadFor)
-			fmt.Fprintf(w, "\n## Sustained load: %d clients, %s, %s through MCP HTTP\n\n", o.LoadClients, o.LoadFor, o.LoadLanguage)
-			fmt.Fprintln(w, "| runs | runs/s | p50 | p95 | p99 | errors | share of `true` API churn | share of `docker run` churn | share of cold-run churn |")
-			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
-			share := func(of float64) float64 {
-				if of <= 0 {
-					return 0
-				}
-				return s.Rate() / of * 100
-			}
-			fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% | %.0f%% | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share(rate), share(cliRate), share(sandboxRate))
-			s.Name = fmt.Sprintf("sustained load, %d MCP clients", o.LoadClients)
-			report.Rows = append(report.Rows, rowOf(o.LoadLanguage, s))
-		}
+		p.churnSection(ctx, w, cfg, reg, b, o, &report)
 	}
 	if o.Runs > 0 {
 		if err := sessionStateSection(ctx, w, cfg, reg, b, o.Checkpoints, min(o.Runs, 10), &report); err != nil {
@@ -332,6 +147,244 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 		compare(w, report, *ref, o.Compare)
 	}
 	return nil
+}
+
+// paths are the engines, servers and clients the latency tables compare:
+// a warm pool and the cold path, each behind MCP HTTP, observed run by
+// run.
+type paths struct {
+	warm, cold       *engine.Engine
+	warmObs, coldObs *lastRun
+	coldBackend      *timingBackend
+	// cs and coldCS are MCP clients of the warm and cold servers; raw is a
+	// minimal client of the warm one; newSession connects another warm
+	// client (the sustained load's).
+	cs, coldCS *mcp.ClientSession
+	raw        *rawClient
+	newSession func() (*mcp.ClientSession, error)
+}
+
+// startPaths starts the warm pool of the languages measured (of a fixed
+// size: the latency tables measure one run, and the burst below the
+// growth), the cold path (pool size 0), and an MCP server and client of
+// each; the returned function stops them.
+func startPaths(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) (*paths, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}
+	p := &paths{warmObs: &lastRun{}, coldObs: &lastRun{}, coldBackend: &timingBackend{Backend: b}}
+	coldCfg := cfg
+	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
+	p.cold = engine.New(coldCfg, reg, p.coldBackend, nil, engine.WithObserver(p.coldObs))
+	warmCfg := cfg
+	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
+	warmCfg.Pool.MaxSize, warmCfg.Pool.MaxSizes = 0, nil
+	for _, lang := range append(append([]string(nil), o.Languages...), o.LoadLanguage) {
+		if l, ok := reg.Lookup(lang); ok {
+			warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", l.Name, o.PoolSize))
+		}
+	}
+	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
+	p.warm = engine.New(warmCfg, reg, b, nil, engine.WithObserver(p.warmObs))
+	p.warm.StartPool()
+	closers = append(closers, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = p.warm.Close(cctx)
+	})
+
+	srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(p.warm, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	closers = append(closers, srv.Close)
+	p.newSession = func() (*mcp.ClientSession, error) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	}
+	var err error
+	if p.cs, err = p.newSession(); err != nil {
+		closeAll()
+		return nil, nil, fmt.Errorf("connecting the MCP client: %w", err)
+	}
+	closers = append(closers, func() { _ = p.cs.Close() })
+	p.raw = newRawClient(srv.URL)
+	coldSrv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(p.cold, "bench-cold", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+	closers = append(closers, coldSrv.Close)
+	p.coldCS, err = mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: coldSrv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		closeAll()
+		return nil, nil, fmt.Errorf("connecting the MCP client: %w", err)
+	}
+	closers = append(closers, func() { _ = p.coldCS.Close() })
+	return p, closeAll, nil
+}
+
+// latencySection measures each language's paths run by run, then prints
+// the breakdown of one warm and one cold run of each.
+func (p *paths) latencySection(ctx context.Context, w io.Writer, reg *languages.Registry, o Options, report *Report) error {
+	fmt.Fprintf(w, "## Latency per run (ms), %d warm/bare runs and %d cold runs per language\n\n", o.Runs, o.ColdRuns)
+	fmt.Fprintln(w, "| language | path | p50 | p95 | p99 | runs/s | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	// What an MCP request costs by itself over this transport: the floor
+	// under every run_code figure below.
+	s := toolCallSample(ctx, p.cs, o.Runs)
+	fmt.Fprintf(w, "| - | %s | %s | %s | %s | %.1f | %d |\n", s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
+	report.Rows = append(report.Rows, rowOf("-", s))
+	var breakdowns [][]breakdownRow
+	for _, lang := range o.Languages {
+		l, ok := reg.Lookup(lang)
+		if !ok {
+			return fmt.Errorf("unknown language %q", lang)
+		}
+		breakdowns = append(breakdowns, p.language(ctx, w, l, o, report))
+	}
+	for i, bd := range breakdowns {
+		if len(bd) > 0 {
+			printBreakdown(w, o.Languages[i], bd)
+			report.Breakdown = append(report.Breakdown, bd...)
+		}
+	}
+	return nil
+}
+
+// language measures l's paths: the bare process and the quiet warm paths
+// taking turns, the cold path, and back-to-back MCP runs; it prints their
+// rows and ratios and returns the breakdown of one warm and one cold run.
+func (p *paths) language(ctx context.Context, w io.Writer, l languages.Language, o Options, report *Report) []breakdownRow {
+	lang := l.Name
+	if _, ok := hello[lang]; !ok {
+		hello[lang] = l.Example // every registry entry carries a hello world
+	}
+	waitIdle(p.warm, lang, o.PoolSize, time.Minute)
+	settle := quietSettle
+	if len(l.Prestart) > 0 {
+		settle = prestartSettle
+	}
+	// The bare process and the quiet warm paths take turns, run by run,
+	// each after the same wait for a quiet machine (the last run's
+	// sandbox removed and replaced), so that the machine's drift (these
+	// machines are shared) and its idle wake-up costs affect them alike
+	// and their ratios hold within the run.
+	quiet := func() { waitQuiet(p.warm, lang, settle) }
+	bareTurn := bareSeries(ctx, l)
+	if bareTurn != nil {
+		bareTurn.before = quiet
+	}
+	turns := interleave(o.Runs,
+		bareTurn,
+		&series{"warm sandbox, engine, server quiet", quiet, engineCall(ctx, p.warm, lang)},
+		&series{"warm sandbox, MCP HTTP run_code, server quiet", quiet, mcpCall(ctx, p.cs, lang)},
+		&series{"warm sandbox, MCP HTTP run_code from a minimal client, server quiet", quiet, rawMCPCall(ctx, p.raw, lang)},
+	)
+	rows := []*Sample{
+		turns[0],
+		timedSample("cold sandbox (create, start, run; removed after the answer)", o.ColdRuns, nil, engineCall(ctx, p.cold, lang)),
+		turns[1],
+		turns[2],
+		timedSample("warm sandbox, MCP HTTP run_code, back to back", o.Runs, func() { waitIdle(p.warm, lang, 1, 30*time.Second) }, mcpCall(ctx, p.cs, lang)),
+		turns[3],
+	}
+	for _, s := range rows {
+		if s == nil {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.1f | %d |\n", lang, s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Rate(), s.Errs)
+		report.Rows = append(report.Rows, rowOf(lang, s))
+	}
+	// One warm and one cold run, taken apart.
+	var bd []breakdownRow
+	quiet()
+	if r, err := breakdownOf(ctx, p.cs, lang, lang+" warm", p.warmObs, nil); err == nil {
+		bd = append(bd, r)
+	} else {
+		fmt.Fprintf(w, "breakdown of a warm %s run: %v\n", lang, err)
+	}
+	if r, err := breakdownOf(ctx, p.coldCS, lang, lang+" cold", p.coldObs, p.coldBackend); err == nil {
+		bd = append(bd, r)
+	} else {
+		fmt.Fprintf(w, "breakdown of a cold %s run: %v\n", lang, err)
+	}
+	if c, m := rows[1], rows[3]; c != nil && m != nil && m.Quantile(.5) > 0 {
+		fmt.Fprintf(w, "| %s | **cold / warm-MCP p50** | %.1fx | | | | |\n", lang, float64(c.Quantile(.5))/float64(m.Quantile(.5)))
+	}
+	if bs, en := rows[0], rows[2]; bs != nil && en != nil && bs.Quantile(.5) > 0 {
+		fmt.Fprintf(w, "| %s | **warm-engine / bare p50** | %.2fx | | | | |\n", lang, float64(en.Quantile(.5))/float64(bs.Quantile(.5)))
+	}
+	if bs, m := rows[0], rows[3]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
+		fmt.Fprintf(w, "| %s | **warm-MCP / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
+	}
+	if bs, m := rows[0], rows[5]; bs != nil && m != nil && bs.Quantile(.5) > 0 {
+		fmt.Fprintf(w, "| %s | **warm-MCP (minimal client) / bare p50** | %.2fx | | | | |\n", lang, float64(m.Quantile(.5))/float64(bs.Quantile(.5)))
+	}
+	return bd
+}
+
+// memorySection prints what the idle warm containers and this process use.
+func (p *paths) memorySection(ctx context.Context, w io.Writer, b *docker.Backend, o Options) {
+	fmt.Fprintf(w, "\n## Memory\n\n")
+	for _, lang := range o.Languages {
+		waitIdle(p.warm, lang, o.PoolSize, time.Minute)
+	}
+	use, err := poolMemory(ctx, b.Client())
+	if err != nil {
+		fmt.Fprintf(w, "pool memory: %v\n", err)
+	}
+	for _, lang := range slices.Sorted(maps.Keys(use)) {
+		m := use[lang]
+		fmt.Fprintf(w, "- %s: %d idle warm containers use %.1f MiB in all, %.2f MiB each (cgroup memory usage less page cache)\n", lang, m.n, float64(m.bytes)/(1<<20), float64(m.bytes)/float64(m.n)/(1<<20))
+	}
+	fmt.Fprintf(w, "- server process RSS (with the benchmark client in it): %.1f MiB\n", float64(rss())/(1<<20))
+}
+
+// churnSection measures how many containers a second the runtime, the
+// Docker CLI and the cold path sustain, then the sustained load through
+// MCP HTTP beside them.
+func (p *paths) churnSection(ctx context.Context, w io.Writer, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options, report *Report) {
+	rate, err := churnCeiling(ctx, b, reg, o.ChurnFor, o.ChurnLoops)
+	fmt.Fprintf(w, "\n## Container churn ceiling\n\n")
+	if err != nil {
+		fmt.Fprintf(w, "churn: %v\n", err)
+	} else {
+		fmt.Fprintf(w, "- hardened create, start, wait, remove of `true` under %s (the sandboxes' runtime) in %d parallel loops for %s: **%.2f containers/s**\n", runtimeName(ctx, b), o.ChurnLoops, o.ChurnFor, rate)
+	}
+	// The same with the Docker CLI, as the ceiling is usually measured
+	// (`docker run --rm` loops): each container also pays a CLI process
+	// and its own API round trips.
+	cliRate, err := dockerRunCeiling(ctx, reg, cfg.DockerHost, o.ChurnFor, o.ChurnLoops)
+	if err != nil {
+		fmt.Fprintf(w, "- `docker run --rm` loops: %v\n", err)
+	} else {
+		fmt.Fprintf(w, "- plain `docker run --rm --network none IMAGE true` (the Docker CLI) in %d parallel loops for %s: **%.2f containers/s**\n", o.ChurnLoops, o.ChurnFor, cliRate)
+	}
+	// The same churn with the load's own sandboxes: what a run's
+	// container costs beyond `true` (agent, runtime start, the run).
+	code := hello[o.LoadLanguage]
+	if l, ok := reg.Lookup(o.LoadLanguage); ok && code == "" {
+		code = l.Example
+	}
+	sandboxRate, err := coldCeiling(ctx, p.cold, o.LoadLanguage, code, o.ChurnFor, o.ChurnLoops)
+	if err != nil {
+		fmt.Fprintf(w, "cold-run churn: %v\n", err)
+	} else {
+		fmt.Fprintf(w, "- cold %s hello worlds (create, start, run, remove) in %d parallel loops for %s: **%.2f runs/s**\n", o.LoadLanguage, o.ChurnLoops, o.ChurnFor, sandboxRate)
+	}
+	if o.LoadFor > 0 {
+		s := loadSample(ctx, p.newSession, o.LoadLanguage, o.LoadClients, o.LoadFor)
+		fmt.Fprintf(w, "\n## Sustained load: %d clients, %s, %s through MCP HTTP\n\n", o.LoadClients, o.LoadFor, o.LoadLanguage)
+		fmt.Fprintln(w, "| runs | runs/s | p50 | p95 | p99 | errors | share of `true` API churn | share of `docker run` churn | share of cold-run churn |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+		share := func(of float64) float64 {
+			if of <= 0 {
+				return 0
+			}
+			return s.Rate() / of * 100
+		}
+		fmt.Fprintf(w, "| %d | %.2f | %s | %s | %s | %d | %.0f%% | %.0f%% | %.0f%% |\n", len(s.Times), s.Rate(), ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs, share(rate), share(cliRate), share(sandboxRate))
+		s.Name = fmt.Sprintf("sustained load, %d MCP clients", o.LoadClients)
+		report.Rows = append(report.Rows, rowOf(o.LoadLanguage, s))
+	}
 }
 
 // quietSettle lets the daemon finish what follows a removal (unmounts,
