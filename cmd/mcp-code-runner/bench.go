@@ -18,15 +18,8 @@ import (
 
 func init() { subcommands = append(subcommands, newBenchCmd) }
 
-func newBenchCmd(g *globalOptions) *cobra.Command {
-	o := bench.Options{Out: os.Stdout}
-	var langs, cpuProfile, backends, runtimes, deliveries, vary, servers, token, isolations string
-	var think time.Duration
-	var warmup int
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
-		Long: `Bench measures in one run, on this machine: a hello world as a plain
+// benchHelp says what bench measures and how to read its figures.
+const benchHelp = `Bench measures in one run, on this machine: a hello world as a plain
 process on the host; in a cold sandbox (create, start, run, remove); in a
 warm pooled sandbox through the engine and through MCP Streamable HTTP
 (run_code over loopback); the daemon's container churn ceiling; sustained
@@ -36,8 +29,10 @@ two bursts of concurrent runs against a pool that grows while runs wait.
 Warm latency is measured with a warm sandbox ready before each run, so it
 shows what one run costs; how fast the pool refills under load is what the
 sustained load figures show. Figures from one run compare with each other;
-on a shared machine, compare ratios across runs.`,
-		Example: `  mcp-code-runner bench
+on a shared machine, compare ratios across runs.`
+
+// benchExamples are bench's common runs.
+const benchExamples = `  mcp-code-runner bench
   mcp-code-runner bench --runs 50 --load-for 0
   mcp-code-runner bench --json before.json
   mcp-code-runner bench --compare before.json
@@ -47,8 +42,19 @@ on a shared machine, compare ratios across runs.`,
   mcp-code-runner bench --backends docker,crun --languages python
   mcp-code-runner bench --servers http://127.0.0.1:8080/mcp,http://127.0.0.1:8081/mcp --runs 200 --think 500ms
   mcp-code-runner bench --backends docker,kubernetes --kubernetes-kubeconfig ~/.kube/config \
-    --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`,
-		Args: cobra.NoArgs,
+    --kubernetes-namespace mcp-code-runner-sandboxes --kubernetes-agent-image IMAGE`
+
+func newBenchCmd(g *globalOptions) *cobra.Command {
+	o := bench.Options{Out: os.Stdout}
+	var langs, cpuProfile, backends, runtimes, deliveries, vary, servers, token, isolations string
+	var think time.Duration
+	var warmup int
+	cmd := &cobra.Command{
+		Use:     "bench",
+		Short:   "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
+		Long:    benchHelp,
+		Example: benchExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if servers != "" {
 				_, reg, err := g.load()
@@ -76,35 +82,7 @@ on a shared machine, compare ratios across runs.`,
 				o.Varying = "agent delivery"
 				return compareRuntimes(cmd.Context(), g, strings.Split(deliveries, ","), o, func(c *config.Config, name string) { c.AgentDelivery = name })
 			}
-			st, err := newStack(g)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := st.backend.Check(cmd.Context()); err != nil {
-				return err
-			}
-			o.Languages = strings.Split(langs, ",")
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return fmt.Errorf("creating the CPU profile: %w", err)
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fmt.Errorf("starting the CPU profile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
-			}
-			b, err := st.dockerBackend()
-			if err != nil {
-				return err
-			}
-			if cb := checkpointBackend(cmd.Context(), st.cfg); cb != nil {
-				defer cb.Close()
-				o.Checkpoints = cb
-			}
-			return bench.Run(cmd.Context(), st.cfg, st.reg, b, o)
+			return runBench(cmd.Context(), g, strings.Split(langs, ","), cpuProfile, o)
 		},
 	}
 	f := cmd.Flags()
@@ -134,6 +112,40 @@ on a shared machine, compare ratios across runs.`,
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	g.addSettingFlags(cmd)
 	return cmd
+}
+
+// runBench measures bare, cold and warm runs of langs on the Docker
+// backend (bench.Run), with a CPU profile when cpuProfile names a file.
+func runBench(ctx context.Context, g *globalOptions, langs []string, cpuProfile string, o bench.Options) error {
+	st, err := newStack(g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.backend.Check(ctx); err != nil {
+		return err
+	}
+	o.Languages = langs
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	b, err := st.dockerBackend()
+	if err != nil {
+		return err
+	}
+	if cb := checkpointBackend(ctx, st.cfg); cb != nil {
+		defer cb.Close()
+		o.Checkpoints = cb
+	}
+	return bench.Run(ctx, st.cfg, st.reg, b, o)
 }
 
 // compareRuntimes builds a Docker backend per named runtime from the same
