@@ -14,6 +14,13 @@
 # and (on the crun backend) the configuration's seccomp profile applied
 # inside gVisor too.
 #
+# gVisor is built with the project's patches (scripts/gvisor/*.patch): today
+# one, which makes the container's first process (the agent, the root PID
+# namespace's init) ignore the signals its programs send it that it has no
+# handler for, SIGKILL and SIGSTOP always, as Linux does for an init
+# (pid_namespaces(7); gVisor leaves it as a TODO), so that a program cannot
+# end or freeze its own sandbox's agent.
+#
 # Environment: GVISOR_VERSION overrides the pinned module version;
 # MCR_GVISOR_DIR the install directory.
 set -eu
@@ -28,22 +35,35 @@ die() { log "error: $*"; exit 1; }
 command -v go >/dev/null 2>&1 || die "go is missing: gVisor is built from the Go module proxy (install Go 1.26)"
 
 runsc="$DIR/runsc"
-if [ -x "$runsc" ] && [ "$(cat "$DIR/version" 2>/dev/null)" = "$GVISOR_VERSION" ]; then
-	log "runsc $GVISOR_VERSION is installed in $DIR"
+# The project's patches to gVisor (scripts/gvisor/*.patch), applied in
+# order to the module's source before the build; the installed runsc is
+# stamped with the version and the patches' SHA-256, so that a changed
+# patch builds it again.
+PATCHES=$(cd "$(dirname "$0")/gvisor" && pwd)
+stamp="$GVISOR_VERSION $(cat "$PATCHES"/*.patch | sha256sum | cut -c1-12)"
+if [ -x "$runsc" ] && [ "$(cat "$DIR/version" 2>/dev/null)" = "$stamp" ]; then
+	log "runsc $stamp is installed in $DIR"
 else
-	log "building runsc $GVISOR_VERSION from the Go module proxy (about 2 minutes on 2 cores)"
+	log "building runsc $GVISOR_VERSION from the Go module proxy, with $(ls "$PATCHES"/*.patch | wc -l) patch(es) (about 2 minutes on 2 cores)"
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	# Static (no cgo), as gVisor's own builds are; the version is the
-	# module's, which runsc --version then reports.
-	GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath \
-		-ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=$GVISOR_VERSION" \
-		"gvisor.dev/gvisor/runsc@$GVISOR_VERSION" || die "go install gvisor.dev/gvisor/runsc@$GVISOR_VERSION failed"
+	src=$(cd "$tmp" && go mod download -json "gvisor.dev/gvisor@$GVISOR_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$src" ] || die "go mod download gvisor.dev/gvisor@$GVISOR_VERSION failed"
+	cp -R "$src" "$tmp/src"
+	chmod -R u+w "$tmp/src"
+	for p in "$PATCHES"/*.patch; do
+		(cd "$tmp/src" && git apply "$p") || die "applying $p to gVisor $GVISOR_VERSION failed"
+	done
+	# Static (no cgo), as gVisor's own builds are; runsc --version reports
+	# the module's version and the patches'.
+	(cd "$tmp/src" && CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X 'gvisor.dev/gvisor/runsc/version.version=$stamp'" -o "$tmp/runsc" ./runsc) ||
+		die "building runsc $GVISOR_VERSION failed"
 	mkdir -p "$DIR"
 	chmod 0755 "$DIR"
 	install -m 0755 "$tmp/runsc" "$runsc.new"
 	mv "$runsc.new" "$runsc"
-	printf '%s\n' "$GVISOR_VERSION" >"$DIR/version"
+	printf '%s\n' "$stamp" >"$DIR/version"
 	log "installed $("$runsc" --version | head -1) in $DIR"
 fi
 
