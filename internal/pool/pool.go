@@ -269,6 +269,13 @@ func (p *Pool) Get(ctx context.Context, key string) (sandbox.Sandbox, error) {
 	}
 	k.poke()
 
+	return p.await(ctx, k, key, w, failed)
+}
+
+// await waits in k's queue as w until a sandbox is handed to w, the pool
+// cannot make one (failed), the wait times out, or the request or the
+// pool ends; a sandbox handed over as it leaves goes to the next in line.
+func (p *Pool) await(ctx context.Context, k *keyed, key string, w *waiter, failed chan struct{}) (sandbox.Sandbox, error) {
 	timer := time.NewTimer(p.opts.WaitTimeout)
 	defer timer.Stop()
 	var why error
