@@ -102,23 +102,7 @@ func runStage(fw *frameWriter, idx uint8, st wire.Stage, later []wire.Stage, wor
 		}
 	}
 	cmd, outR, errR := proc.cmd, proc.outR, proc.errR
-	if stdinW := proc.stdinW; stdinW != nil {
-		go func() {
-			_, _ = stdinW.Write(st.Stdin) // EPIPE when the program ignores stdin
-			stdinW.Close()
-		}()
-	}
-
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		res.StdoutBytes, res.StdoutDropped = pump(fw, wire.KindStdout, idx, outR, limit)
-	}()
-	go func() {
-		defer wg.Done()
-		res.StderrBytes, res.StderrDropped = pump(fw, wire.KindStderr, idx, errR, limit)
-	}()
+	wg := startIO(fw, idx, proc, st.Stdin, limit, &res)
 
 	var timedOut sync.Once
 	timer := time.AfterFunc(time.Duration(st.TimeoutMs)*time.Millisecond, func() {
@@ -154,6 +138,44 @@ func runStage(fw *frameWriter, idx uint8, st wire.Stage, later []wire.Stage, wor
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 
+	drain(wg, outR, errR)
+	setExit(&res, cmd, reported, usage, waitErr)
+	// Set even when the stage also timed out: a program whose children the
+	// OOM killer took may live on until its timeout, and that is the cause
+	// the result should show too.
+	if after := oomKills(); after > oomBefore {
+		res.OOMKilled = true
+	}
+	return res
+}
+
+// startIO feeds stdin to the stage's process and pumps its stdout and
+// stderr into frames, counting them into res; the returned group ends
+// when both pumps have.
+func startIO(fw *frameWriter, idx uint8, proc *stageProc, stdin []byte, limit int64, res *wire.StageResult) *sync.WaitGroup {
+	if stdinW := proc.stdinW; stdinW != nil {
+		go func() {
+			_, _ = stdinW.Write(stdin) // EPIPE when the program ignores stdin
+			stdinW.Close()
+		}()
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		res.StdoutBytes, res.StdoutDropped = pump(fw, wire.KindStdout, idx, proc.outR, limit)
+	}()
+	go func() {
+		defer wg.Done()
+		res.StderrBytes, res.StderrDropped = pump(fw, wire.KindStderr, idx, proc.errR, limit)
+	}()
+	return &wg
+}
+
+// drain waits for the stage's output pumps (wg) to read what is left in
+// the pipes; after drainGrace it ends their reads. Then it closes the
+// pipes.
+func drain(wg *sync.WaitGroup, outR, errR *os.File) {
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
 	select {
@@ -165,7 +187,12 @@ func runStage(fw *frameWriter, idx uint8, st wire.Stage, later []wire.Stage, wor
 	}
 	outR.Close()
 	errR.Close()
+}
 
+// setExit sets res's exit code, signal, memory and CPU time: those the
+// warm interpreter reported for its program, else the process's own, else
+// the error of the wait.
+func setExit(res *wire.StageResult, cmd *exec.Cmd, reported bool, usage stageUsage, waitErr error) {
 	if reported {
 		res.ExitCode, res.MaxRSSKB, res.CPUTimeMs = usage.exitCode, usage.maxRSSKB, usage.cpuTimeMs
 	} else if ps := cmd.ProcessState; ps != nil {
@@ -182,13 +209,6 @@ func runStage(fw *frameWriter, idx uint8, st wire.Stage, later []wire.Stage, wor
 	} else if waitErr != nil {
 		res.Error, res.ExitCode = waitErr.Error(), 127
 	}
-	// Set even when the stage also timed out: a program whose children the
-	// OOM killer took may live on until its timeout, and that is the cause
-	// the result should show too.
-	if after := oomKills(); after > oomBefore {
-		res.OOMKilled = true
-	}
-	return res
 }
 
 // baseEnv is the environment of every stage: the image's own variables
