@@ -70,38 +70,63 @@ func (a *server) forkKernel(req wire.Request) error {
 	return a.w.json(wire.KindDone, 0, wire.Done{})
 }
 
-// forkFrom asks parent to fork and connects to the copy.
-func (a *server) forkFrom(parent *kernel, dir string) (*kernel, error) {
+// forkPipes are the FIFOs a fork's copy opens as its control, result,
+// stdout and stderr streams.
+var forkPipes = []string{"ctl", "res", "out", "err"}
+
+// makeForkPipes makes forkPipes in a new temporary directory and returns
+// it (to be removed, once opened, by the caller) and each FIFO's path.
+func makeForkPipes() (string, map[string]string, error) {
 	fifos, err := os.MkdirTemp("", ".mcr-fork-")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	defer os.RemoveAll(fifos) // the open pipes outlive their names
-	names := []string{"ctl", "res", "out", "err"}
 	paths := map[string]string{}
-	for _, n := range names {
+	for _, n := range forkPipes {
 		paths[n] = filepath.Join(fifos, n)
 		if err := syscall.Mkfifo(paths[n], 0o600); err != nil {
-			return nil, err
+			return fifos, nil, err
 		}
 	}
-	// Each open waits for the copy to open the other end.
-	type opened struct {
-		name string
-		f    *os.File
-		err  error
-	}
-	got := make(chan opened, len(names))
-	for _, n := range names {
+	return fifos, paths, nil
+}
+
+// openedPipe is one of forkPipes opened, or why it was not.
+type openedPipe struct {
+	name string
+	f    *os.File
+	err  error
+}
+
+// openForkPipes opens each of forkPipes, the control one for writing, and
+// sends each as it opens: an open waits for the copy to open the other
+// end.
+func openForkPipes(paths map[string]string) chan openedPipe {
+	got := make(chan openedPipe, len(forkPipes))
+	for _, n := range forkPipes {
 		flag := os.O_RDONLY
 		if n == "ctl" {
 			flag = os.O_WRONLY
 		}
 		go func() {
 			f, err := os.OpenFile(paths[n], flag, 0)
-			got <- opened{n, f, err}
+			got <- openedPipe{n, f, err}
 		}()
 	}
+	return got
+}
+
+// forkFrom asks parent to fork and connects to the copy.
+func (a *server) forkFrom(parent *kernel, dir string) (*kernel, error) {
+	fifos, paths, err := makeForkPipes()
+	if fifos != "" {
+		defer os.RemoveAll(fifos) // the open pipes outlive their names
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := forkPipes
+	got := openForkPipes(paths)
 	msg, _ := json.Marshal(map[string]any{"code": "", "fork": map[string]string{
 		"ctl": paths["ctl"], "res": paths["res"], "out": paths["out"], "err": paths["err"], "dir": dir}})
 	files := map[string]*os.File{}
