@@ -5,7 +5,9 @@ package containment_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +69,9 @@ func engineOn(t *testing.T, cfg *config.Config) (*engine.Engine, *docker.Backend
 		db := testutil.Backend(t)
 		cb, state := testbackend.Crun(t)
 		v := &crunView{b: cb, state: state}
+		if testbackend.OnGVisor() {
+			v.runsc = testutil.Runsc(t)
+		}
 		reg := languages.Builtin()
 		e := engine.New(*cfg, reg, &countingBackend{Backend: cb, v: v}, nil,
 			engine.WithRuntimeVersions(images.NewLocalVersions(db.Client(), reg)))
@@ -130,10 +135,13 @@ func (v dockerView) created(t *testing.T, since, until time.Time) int {
 
 func (v dockerView) checkNoLeftovers(t *testing.T) { checkNoLeftovers(t, v.b.Client()) }
 
-// crunView sees sandboxes through crun's state and the backend's bundles.
+// crunView sees sandboxes through crun's state and the backend's bundles,
+// and, under gVisor, through runsc's state: a gVisor sandbox is runsc's
+// container, not crun's.
 type crunView struct {
 	b     *crun.Backend
 	state string
+	runsc string // gVisor's runsc, under gVisor
 	mu    sync.Mutex
 	made  []time.Time     // when each sandbox was created
 	hosts map[string]bool // the host names of the sandboxes created
@@ -146,14 +154,20 @@ type crunContainer struct {
 	Status string `json:"status"`
 }
 
+// list lists this process's containers of crun and, under gVisor, of
+// runsc. A runsc container's PID is its sandbox's first host process,
+// gVisor's Sentry.
 func (v *crunView) list(ctx context.Context) ([]crunContainer, error) {
-	out, err := exec.CommandContext(ctx, v.b.Binary(), "--root", filepath.Join(v.state, "crun"), "list", "--format", "json").Output()
+	list, err := listContainers(ctx, v.b.Binary(), filepath.Join(v.state, "crun"))
 	if err != nil {
-		return nil, fmt.Errorf("crun list: %w", err)
+		return nil, err
 	}
-	var list []crunContainer
-	if err := json.Unmarshal(out, &list); err != nil {
-		return nil, fmt.Errorf("crun list: %w: %q", err, out)
+	if v.runsc != "" {
+		more, err := listContainers(ctx, v.runsc, v.runscRoot())
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, more...)
 	}
 	own := fmt.Sprintf("mcr-%d-", os.Getpid())
 	var mine []crunContainer
@@ -163,6 +177,124 @@ func (v *crunView) list(ctx context.Context) ([]crunContainer, error) {
 		}
 	}
 	return mine, nil
+}
+
+func (v *crunView) runscRoot() string { return filepath.Join(v.state, "runsc") }
+
+// gvisorExec is the command line of runsc exec running args in gVisor
+// sandbox id as root with the capabilities the host's root acts on other
+// users' processes and files with: the host's way to reach the sandbox's
+// own processes, which from the host are its Sentry's, in its own memory.
+func (v *crunView) gvisorExec(id string, args ...string) []string {
+	return append([]string{"--root", v.runscRoot(), "exec", "--user", "0:0",
+		"--cap", "CAP_SYS_PTRACE", "--cap", "CAP_DAC_OVERRIDE", "--cap", "CAP_DAC_READ_SEARCH", "--cap", "CAP_FOWNER", id}, args...)
+}
+
+// inGVisor runs args in gVisor sandbox id (gvisorExec) and returns its
+// output.
+func (v *crunView) inGVisor(ctx context.Context, id string, args ...string) ([]byte, error) {
+	if v.runsc == "" {
+		return nil, fmt.Errorf("sandbox %s does not run under gVisor", id)
+	}
+	cmd := exec.CommandContext(ctx, v.runsc, v.gvisorExec(id, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("runsc exec %s %v: %w", id, args, err)
+	}
+	return out, nil
+}
+
+// gvisorProcesses lists the processes whose command line contains marker
+// in this process's running gVisor sandboxes, as "ID PID COMMAND", and the
+// sandboxes they run in. A sandbox that starts or ends meanwhile (the
+// warm pool's) may not answer: the error says which did not.
+func (v *crunView) gvisorProcesses(ctx context.Context, marker string) ([]string, map[string]bool, error) {
+	ids, err := v.running(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		procs []string
+		errs  []error
+	)
+	in := map[string]bool{}
+	for _, id := range ids {
+		out, err := v.inGVisor(ctx, id, "bash", "-c", `for p in /proc/[0-9]*; do echo "${p#/proc/} $(tr '\0' ' ' <"$p/cmdline")"; done`)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, l := range lines(string(out)) {
+			if strings.Contains(l, marker) {
+				procs = append(procs, id+" "+l)
+				in[id] = true
+			}
+		}
+	}
+	return procs, in, errors.Join(errs...)
+}
+
+// gvisorAgentStdout opens, inside gVisor sandbox id, the standard output
+// of its agent (gVisor's PID 1), which carries the agent's frames to the
+// server, as a subverted agent could write anything there: what is written
+// to the returned writer goes there, from a process run by gvisorExec;
+// Close waits for that process to end.
+func (v *crunView) gvisorAgentStdout(id string) (io.WriteCloser, error) {
+	cmd := exec.Command(v.runsc, v.gvisorExec(id, "bash", "-c", "exec cat >/proc/1/fd/1")...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("runsc exec %s: %w", id, err)
+	}
+	return &execWriter{WriteCloser: w, cmd: cmd, stderr: &stderr}, nil
+}
+
+// execWriter is a process's standard input; closing it waits for the
+// process.
+type execWriter struct {
+	io.WriteCloser
+	cmd    *exec.Cmd
+	stderr *strings.Builder
+}
+
+func (w *execWriter) Close() error {
+	_ = w.WriteCloser.Close()
+	if err := w.cmd.Wait(); err != nil {
+		return fmt.Errorf("%v: %w: %s", w.cmd.Args, err, w.stderr.String())
+	}
+	return nil
+}
+
+// gvisorView is the battery's host view under gVisor, which only the crun
+// backend gives it.
+func gvisorView(t *testing.T, v hostView) *crunView {
+	t.Helper()
+	cv, ok := v.(*crunView)
+	if !ok || cv.runsc == "" {
+		t.Fatalf("under gVisor the battery sees the sandboxes through runsc's state: run it with %s=default or crun", backendEnv)
+	}
+	return cv
+}
+
+// listContainers lists the containers an OCI runtime (crun or runsc) keeps
+// in its state directory root; a root not made yet holds none.
+func listContainers(ctx context.Context, runtime, root string) ([]crunContainer, error) {
+	if _, err := os.Stat(root); os.IsNotExist(err) {
+		return nil, nil
+	}
+	out, err := exec.CommandContext(ctx, runtime, "--root", root, "list", "--format", "json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s list: %w", filepath.Base(runtime), err)
+	}
+	var list []crunContainer
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("%s list: %w: %q", filepath.Base(runtime), err, out)
+	}
+	return list, nil
 }
 
 func (v *crunView) running(ctx context.Context) ([]string, error) {

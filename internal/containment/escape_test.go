@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
 
 // probeLib is sourced by the bash probes: "try NAME CMD..." reports ok when
@@ -112,9 +113,10 @@ stddev() { STDDEV; }
 # A cgroup hierarchy is the kernel's, whatever its source is named (crun
 # names it by its path on the host): the sandbox's own cgroup, read-only.
 hostmounts() { grep -v -E '^(overlay|proc|tmpfs|devpts|sysfs|cgroup|mqueue|shm) ' /proc/mounts | awk '$3 != "cgroup" && $3 != "cgroup2"' | while read -r src mp rest; do masked "$mp" || stddev "$mp" || echo "$src $mp $rest"; done; }
+GVISORMOUNTS
 mounts=$(hostmounts | awk '{print $2}' | sort | tr '\n' ' ')
 case "$mounts" in
-  "ETC /opt/mcp-code-runner/agent "|"ETC /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
+  "ROOTETC /opt/mcp-code-runner/agent "|"ROOTETC /opt/mcp-code-runner/agent /run/mcp-code-runner ") echo "ok host-mounts: only $mounts";;
   *) echo "BREACH host-mounts: $mounts";;
 esac
 rw=$(hostmounts | awk '$4 !~ /^ro(,|$)/ {print $2}' | tr '\n' ' ')
@@ -133,7 +135,21 @@ AGENTLOG`
 	case podman(t, h):
 		etc = "/etc/hostname /etc/hosts"
 	}
-	code = strings.ReplaceAll(code, `ETC /opt`, etc+` /opt`)
+	// Under gVisor every mount names its source "none": a file of the
+	// host's reaches the sandbox only through gVisor's gofer, as a mount of
+	// type 9p, and every other mount is a file system of gVisor's own
+	// kernel, holding nothing of the host's. The root is such a host
+	// mount too (the image's, read-only), where in a container it is the
+	// overlay left out above.
+	root, gvisorMounts := "", ""
+	if testbackend.OnGVisor() {
+		root = "/ "
+		gvisorMounts = `hostmounts() { awk '$3 == "9p"' /proc/mounts; }
+own=$(awk '$3 != "9p" && $3 !~ /^(dev|devpts|proc|sysfs|tmpfs|cgroup|mqueue)$/ {print $2 " (" $3 ")"}' /proc/mounts | tr '\n' ' ')
+if [ -n "$own" ]; then echo "BREACH gvisor-mounts: neither the host's through the gofer nor gVisor's own: $own"; else echo "ok gvisor-mounts: the rest are gVisor's own file systems"; fi`
+	}
+	code = strings.ReplaceAll(code, `GVISORMOUNTS`, gvisorMounts)
+	code = strings.ReplaceAll(code, `ROOTETC /opt`, root+etc+` /opt`)
 	// A restored sandbox (a session's that can be checkpointed) has a user
 	// namespace, where crun binds the standard devices from the host
 	// instead of making them (the backend binds them too, for CRIU): each
@@ -164,6 +180,9 @@ else echo "ok agent-log: a tmpfs of 1 MiB, root's, not listable"; fi`
 	if restoredMode() {
 		probes = append(probes, "agent-log")
 	}
+	if testbackend.OnGVisor() {
+		probes = append(probes, "gvisor-mounts")
+	}
 	probeReport(t, r, probes...)
 }
 
@@ -173,10 +192,17 @@ else echo "ok agent-log: a tmpfs of 1 MiB, root's, not listable"; fi`
 // (the probe works). The agent's environment (the container's, with
 // MCR_SANDBOX=1) is not readable from inside, the agent being not dumpable;
 // it is checked from the host instead, with the container's configuration.
+// Under gVisor the sandbox's first host process is gVisor's Sentry (whose
+// environment is checked too), and the agent's environment and command line
+// are read inside the sandbox, as root, with runsc exec.
 func TestServerEnvironmentIsNotVisible(t *testing.T) {
 	secret := "s3cr3t-" + randomHex(t, 12)
 	t.Setenv("CONTAINMENT_TEST_SECRET", secret)
 	h := newHarness(t, "bash")
+	var gv *crunView
+	if testbackend.OnGVisor() {
+		gv = gvisorView(t, h.view)
+	}
 	code := `env
 for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
   if [ -r "$f" ] && tr '\0' '\n' < "$f" 2>/dev/null; then :; else echo "unreadable $f"; fi
@@ -210,6 +236,20 @@ sleep 0.5`
 				hostErr = err
 			}
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if gv != nil {
+				// The host's first process is gVisor's Sentry (whose
+				// environment is checked too); the agent is gVisor's PID 1.
+				agentEnv, err := gv.inGVisor(ctx, id, "cat", "/proc/1/environ")
+				if err != nil {
+					hostErr = err
+					return
+				}
+				environ = append(append(environ, 0), agentEnv...)
+				if cmdline, err = gv.inGVisor(ctx, id, "cat", "/proc/1/cmdline"); err != nil {
+					hostErr = err
+					return
+				}
+			}
 			agentPid1 = strings.HasPrefix(string(cmdline), "/opt/mcp-code-runner/agent\x00")
 			hostView = config + "\n" + strings.ReplaceAll(string(environ), "\x00", "\n")
 		})})
@@ -274,7 +314,9 @@ if [ -n "$(ls -A /sys/firmware 2>/dev/null)" ]; then echo "BREACH sys-firmware: 
 
 // TestPrivilegedOperations tries what needs privileges the sandbox does not
 // have: each attempt fails with EPERM (capabilities dropped, seccomp,
-// no-new-privileges). Setuid binaries do not elevate.
+// no-new-privileges). Setuid binaries do not elevate. Under gVisor the
+// agent's namespace files open (gVisor's /proc does not refuse them for a
+// process that is not dumpable), and joining them must fail with EPERM.
 func TestPrivilegedOperations(t *testing.T) {
 	t.Run("syscalls", func(t *testing.T) {
 		h := newHarness(t, "python")
@@ -307,11 +349,23 @@ sc("unshare-mount", 272, 0x00020000)
 sc("unshare-net", 272, 0x40000000)
 # PID 1 (the agent) is not dumpable: its namespace files cannot even be
 # opened. setns is tried with the program's own mount namespace instead.
+# gVisor opens them (its /proc does not check dumpable there): under
+# gVisor the file must open and setns with it must fail with EPERM.
 try:
-    os.close(os.open('/proc/1/ns/mnt', os.O_RDONLY))
-    print("BREACH pid1-ns: /proc/1/ns/mnt opened")
+    fd1 = os.open('/proc/1/ns/mnt', os.O_RDONLY)
 except OSError as e:
-    print("ok pid1-ns:", errno.errorcode.get(e.errno, e.errno))
+    print("FAIL pid1-ns: gVisor refused to open /proc/1/ns/mnt:" if GVISOR else "ok pid1-ns:", errno.errorcode.get(e.errno, e.errno))
+else:
+    if GVISOR:
+        r = libc.syscall(308, fd1, 0)
+        e = ctypes.get_errno()
+        if r == 0:
+            print("BREACH pid1-ns: setns into the agent's mount namespace")
+        else:
+            print("ok" if e == errno.EPERM else "FAIL", "pid1-ns: opened (gVisor); setns with it:", errno.errorcode.get(e, e))
+    else:
+        print("BREACH pid1-ns: /proc/1/ns/mnt opened")
+    os.close(fd1)
 sc("setns", 308, os.open('/proc/self/ns/mnt', os.O_RDONLY), 0)
 sc("chroot", 161, b"/tmp")
 sc("pivot_root", 155, b"/tmp", b"/tmp")
@@ -344,6 +398,7 @@ if pid == 0:
 r = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH own child
 print("info ptrace-own-child:", "allowed" if r == 0 else errno.errorcode.get(ctypes.get_errno()))
 os.kill(pid, 9)`
+		code = strings.Replace(code, "libc = ", "GVISOR = "+pyBool(testbackend.OnGVisor())+"\nlibc = ", 1)
 		r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
 		for _, l := range lines(r.Stdout) {
 			if strings.HasPrefix(l, "FAIL") {
@@ -384,12 +439,37 @@ echo "info setuid-binaries: $setuid(inert under no-new-privileges)"`
 	})
 }
 
+// pyBool is b in Python.
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
 // TestNetworkEgress checks that the only interface is loopback and there is
-// no route out. No packet is sent anywhere but the sandbox's own loopback.
+// no route out. No packet is sent anywhere but the sandbox's own loopback:
+// a UDP socket's connect looks its route up and sends nothing.
+//
+// Under gVisor, whose kernel has no /sys/class/net without its network
+// stack, the interfaces are the ones the kernel names over netlink; its
+// /proc/net/ipv6_route lists no route at all (not even loopback's), and the
+// route lookups carry the claim.
 func TestNetworkEgress(t *testing.T) {
 	h := newHarness(t, "python")
 	code := `import errno, os, socket, time
-print("interfaces", " ".join(sorted(os.listdir('/sys/class/net'))))
+if not GVISOR:
+    print("interfaces", " ".join(sorted(os.listdir('/sys/class/net'))))
+else:
+    print("interfaces", " ".join(sorted(n for _, n in socket.if_nameindex())))
+for fam, host in ((socket.AF_INET, "192.0.2.1"), (socket.AF_INET6, "2001:db8::1")):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        s.connect((host, 9))
+        print("route-" + host, "found")
+    except OSError as e:
+        print("route-" + host, errno.errorcode.get(e.errno, e.errno))
+    s.close()
 route = open('/proc/net/route').read().strip().splitlines()
 print("ipv4-routes", len(route) - 1)
 v6 = [l.split()[-1] for l in open('/proc/net/ipv6_route').read().splitlines()]
@@ -406,12 +486,18 @@ for host in ("127.0.0.1", "::1"):
     except OSError as e:
         print("connect", host, errno.errorcode.get(e.errno, e.errno), "%.3f" % (time.monotonic() - t))
     s.close()`
+	code = strings.Replace(code, "GVISOR", pyBool(testbackend.OnGVisor()), 1)
 	r := h.run(engine.Request{Code: code, TimeoutSeconds: 10}, 30*time.Second)
 	want := map[string]string{
 		"interfaces":         "lo",
 		"ipv4-routes":        "0",
 		"ipv6-route-devices": "lo",
 		"dev":                "lo",
+		"route-192.0.2.1":    "ENETUNREACH",
+		"route-2001:db8::1":  "ENETUNREACH",
+	}
+	if testbackend.OnGVisor() {
+		want["ipv6-route-devices"] = ""
 	}
 	got := map[string]string{}
 	for _, l := range lines(r.Stdout) {
@@ -470,7 +556,9 @@ try hostname-write bash -c 'echo evil > /etc/hostname'`
 // with a marker. They are seen on the host while the run is in flight; the
 // run returns as soon as its main process ends; afterwards none is left on
 // the host, and the next run (from the warm pool) sees only its own
-// processes.
+// processes. Under gVisor, where the host sees the sandbox's Sentry, they
+// are listed inside the sandbox with runsc exec, and afterwards the sandbox
+// is gone from runsc's state and from the host's processes.
 func TestBackgroundProcessesDie(t *testing.T) {
 	h := newPooledHarness(t, "bash", func(c *config.Config) {
 		c.Pool.Size = 0
@@ -482,13 +570,49 @@ nohup bash -c 'exec -a "$MARK-nohup" sleep 300' >/dev/null 2>&1 &
 ( bash -c 'exec -a "$MARK-double" sleep 300' & )
 setsid bash -c 'trap "" TERM HUP INT; exec -a "$MARK-trap" sleep 300' </dev/null >/dev/null 2>&1 &
 ( setsid bash -c 'exec -a "$MARK-daemon" sleep 300' </dev/null >/dev/null 2>&1 & ) &
-sleep 0.5
 echo spawned
-sleep 0.5
+# The run ends once the test has seen its processes.
+while [ ! -e /workspace/.seen ]; do sleep 0.05; done
 echo done`
-	var seen []string
+	var gv *crunView
+	if testbackend.OnGVisor() {
+		gv = gvisorView(t, h.view)
+	}
+	var (
+		seen    []string
+		seenIn  map[string]bool // under gVisor, the sandboxes they ran in
+		seenErr error
+	)
+	list := func() {
+		if gv == nil {
+			seen = hostProcesses(t, marker)
+			return
+		}
+		// Under gVisor the host runs the Sentry; the program's processes
+		// are the Sentry's, listed inside the sandbox.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		seen, seenIn, seenErr = gv.gvisorProcesses(ctx, marker)
+	}
+	// look waits for the marked processes to start, then lets the run end.
+	look := func() {
+		testutil.WaitFor(15*time.Second, func() bool { list(); return len(seen) >= 5 })
+		if gv != nil {
+			for id := range seenIn {
+				_, _ = gv.inGVisor(context.Background(), id, "touch", "/workspace/.seen")
+			}
+			return
+		}
+		if len(seen) > 0 {
+			pid, _, _ := strings.Cut(seen[0], " ")
+			_ = os.WriteFile("/proc/"+pid+"/root/workspace/.seen", nil, 0o644)
+		}
+	}
 	r := h.runWith(engine.Request{Code: code, TimeoutSeconds: 20, Env: map[string]string{"MARK": marker}}, 60*time.Second,
-		engine.RunOptions{OnChunk: onLine("spawned", func() { seen = hostProcesses(t, marker) })})
+		engine.RunOptions{OnChunk: onLine("spawned", look)})
+	if len(seen) < 5 && seenErr != nil {
+		t.Errorf("listing the sandbox's processes: %v", seenErr)
+	}
 	if r.Status != engine.StatusOK || r.Stdout != "spawned\ndone\n" {
 		t.Errorf("got status %s stdout %q stderr %q", r.Status, r.Stdout, r.Stderr)
 	}
@@ -500,6 +624,30 @@ echo done`
 	testutil.WaitFor(15*time.Second, func() bool { left = hostProcesses(t, marker); return len(left) == 0 })
 	if len(left) > 0 {
 		t.Errorf("processes outlived the run on the host: %q", left)
+	}
+	if gv != nil {
+		// Under gVisor the processes end with their sandbox: runsc no
+		// longer has it, and no host process (its Sentry, its gofer)
+		// names it.
+		testutil.WaitFor(15*time.Second, func() bool {
+			left = nil
+			list, err := gv.list(context.Background())
+			if err != nil {
+				left = append(left, err.Error())
+			}
+			for _, c := range list {
+				if seenIn[c.ID] {
+					left = append(left, "sandbox "+c.ID+" "+c.Status)
+				}
+			}
+			for id := range seenIn {
+				left = append(left, hostProcesses(t, id)...)
+			}
+			return len(left) == 0
+		})
+		if len(left) > 0 {
+			t.Errorf("the run's gVisor sandbox outlived the run: %q", left)
+		}
 	}
 	next := h.run(engine.Request{Code: `for p in /proc/[0-9]*; do read -r -d '' c < $p/cmdline; echo "${p#/proc/} $c"; done`, TimeoutSeconds: 10}, 30*time.Second)
 	var others []string

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
@@ -40,7 +42,9 @@ import (
 //
 // From a subverted agent: the test writes the same 320 MiB of frames to the
 // container's stdout from the host (as root, through the agent's
-// /proc/PID/fd/1), as a compromised agent could. The server must keep at
+// /proc/PID/fd/1; under gVisor, whose agent lives in the Sentry's memory,
+// from a process runsc exec runs in the sandbox as root, through
+// /proc/1/fd/1), as a compromised agent could. The server must keep at
 // most max_output_bytes of it, its heap must stay within budget, and the run
 // must still end clearly.
 func TestForgedFramesCannotExhaustServerMemory(t *testing.T) {
@@ -76,17 +80,32 @@ while [ ! -e /workspace/.go ]; do sleep 0.05; done
 echo DONE`
 		injected := make(chan error, 1)
 		var wrote atomic.Int64
+		var gv *crunView
+		if testbackend.OnGVisor() {
+			gv = gvisorView(t, h.view)
+		}
 		inject := func() {
-			_, pid, err := sandboxOnHost(h.view)
+			id, pid, err := sandboxOnHost(h.view)
 			if err != nil {
 				injected <- err
 				return
 			}
 			defer func() {
 				// Let the program finish, whatever happened.
+				if gv != nil {
+					_, _ = gv.inGVisor(context.Background(), id, "touch", "/workspace/.go")
+					return
+				}
 				_ = os.WriteFile(fmt.Sprintf("/proc/%d/root/workspace/.go", pid), nil, 0o644)
 			}()
-			f, err := agentChannel(pid)
+			var f io.WriteCloser
+			if gv != nil {
+				// Under gVisor the agent is gVisor's PID 1, in the Sentry's
+				// memory: its channel is opened inside the sandbox.
+				f, err = gv.gvisorAgentStdout(id)
+			} else {
+				f, err = agentChannel(pid)
+			}
 			if err != nil {
 				injected <- err
 				return
