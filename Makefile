@@ -127,11 +127,11 @@ RESTORED_BATTERY_SKIP := ^(TestPoolCloseRemovesEverySandbox|TestOverload)$$
 # of each kind of runtime (an interpreter, node, the JVM, compiled Go and
 # C), on the Docker backend under the daemon's runsc (all 55 languages
 # passed there, docs/SECURITY.md#gvisor), and the battery's
-# tests that hold under gVisor's kernel as they are
+# tests that hold under gVisor's kernel (some with the probe it needs)
 # (isolation gvisor: internal/containment with MCR_TEST_ISOLATION=gvisor);
 # docs/SECURITY.md, gVisor, names the others and why.
 GVISOR_MATRIX_LANGUAGES = bash|python|javascript|java|go|c
-GVISOR_BATTERY := ^(TestHostFilesAreNotVisible|TestProcAndSys|TestLinks|TestHugeCodeIsRejected|TestBinaryOutput|TestAgentIsOutOfReach|TestPoolCloseRemovesEverySandbox|TestOverload|TestForkBombLeavesAgentWorking|TestZombies|TestMemoryBombAimedAtTheAgent|TestFileSizeLimit|TestStdoutFlood|TestBusyLoop|TestSleepPastTimeout|TestTinyFiles|TestKillEverything|TestQueuedFaultSignalEndsRunClearly)$$
+GVISOR_BATTERY := ^(TestHostFilesAreNotVisible|TestProcAndSys|TestLinks|TestHugeCodeIsRejected|TestBinaryOutput|TestAgentIsOutOfReach|TestPoolCloseRemovesEverySandbox|TestOverload|TestForkBombLeavesAgentWorking|TestZombies|TestMemoryBombAimedAtTheAgent|TestFileSizeLimit|TestStdoutFlood|TestBusyLoop|TestSleepPastTimeout|TestTinyFiles|TestKillEverything|TestQueuedFaultSignalEndsRunClearly|TestNetworkEgress|TestFillTmpfs|TestNoDockerSocket|TestPrivilegedOperations|TestServerEnvironmentIsNotVisible|TestBackgroundProcessesDie|TestForgedFramesCannotExhaustServerMemory)$$
 
 # The fast tier: no Docker, with the race detector. Tests that need Docker
 # carry //go:build !fast; the logic tests run on the in-process fake backend.
