@@ -240,52 +240,18 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 		return a.w.json(wire.KindDone, 0, wire.Done{Error: err.Error()})
 	}
 	key := kernelKey(call)
-	k := a.kernels[key]
-	if k != nil {
-		select {
-		case <-k.exited:
-			k = nil
-		default:
-		}
+	k, restarted, err := a.kernelFor(key, call, req.Workdir)
+	if err != nil {
+		res.Error, res.ExitCode = err.Error(), 127
+		_ = a.w.json(wire.KindStage, 0, res)
+		return a.w.json(wire.KindDone, 0, wire.Done{})
 	}
-	if k != nil && !k.ran && call.Code != "" && !slices.Equal(k.env, call.Env) {
-		k.kill()
-		delete(a.kernels, key)
-		k = nil
-	}
-	if k == nil {
-		var err error
-		if k, err = startKernel(call, req.Workdir); err != nil {
-			res.Error, res.ExitCode = err.Error(), 127
-			_ = a.w.json(wire.KindStage, 0, res)
-			return a.w.json(wire.KindDone, 0, wire.Done{})
-		}
-		a.kernels[key] = k
-		res.KernelRestarted = true
-	}
+	res.KernelRestarted = restarted
 	var before map[string]fileState
 	if req.Artifacts != nil {
 		before, _ = scan(req.Workdir, req.Artifacts.MaxScan)
 	}
-	limit := req.OutputLimit
-	var mu sync.Mutex
-	sink := func(kind byte, total, dropped *int64) func([]byte) {
-		return func(p []byte) {
-			mu.Lock()
-			defer mu.Unlock()
-			keep := int64(len(p))
-			if room := limit - (*total - *dropped); keep > room {
-				keep = max(room, 0)
-			}
-			if keep > 0 {
-				_ = a.w.write(wire.Frame{Kind: kind, Stage: 0, Payload: append([]byte(nil), p[:keep]...)})
-			}
-			*total += int64(len(p))
-			*dropped += int64(len(p)) - keep
-		}
-	}
-	k.out.setSink(sink(wire.KindStdout, &res.StdoutBytes, &res.StdoutDropped))
-	k.err.setSink(sink(wire.KindStderr, &res.StderrBytes, &res.StderrDropped))
+	a.sinkOutput(k, req.OutputLimit, &res)
 	defer k.out.setSink(nil)
 	defer k.err.setSink(nil)
 
@@ -294,45 +260,11 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 	k.ran = k.ran || call.Code != ""
 	line, _ := json.Marshal(map[string]string{"code": call.Code})
 	_, werr := k.ctl.Write(append(line, '\n'))
-	timer := time.NewTimer(time.Duration(call.TimeoutMs) * time.Millisecond)
-	defer timer.Stop()
-	lost := false
+	lost := true
 	if werr != nil {
-		lost = true
 		res.Error, res.ExitCode = "the interpreter ended; the next call starts a fresh one", 1
 	} else {
-		select {
-		case r := <-k.results:
-			res.ExitCode = r.ExitCode
-			if r.Value != nil {
-				res.Value = *r.Value
-			}
-			// The markers were written before the answer; wait for the
-			// readers to reach them so no output of this cell is left behind.
-			for _, s := range []*kstream{k.out, k.err} {
-				select {
-				case <-s.marks:
-				case <-s.closed:
-				case <-time.After(2 * time.Second):
-				}
-			}
-		case <-timer.C:
-			res.TimedOut, res.Signal, res.ExitCode, lost = true, "SIGKILL", 137, true
-		case <-cancel:
-			res.Cancelled, res.Signal, res.ExitCode, lost = true, "SIGKILL", 137, true
-		case <-k.exited:
-			lost = true
-			if k.cmd == nil {
-				res.ExitCode = 1 // a fork's status goes to its parent
-			} else if ps := k.cmd.ProcessState; ps != nil {
-				if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					res.Signal = unix.SignalName(ws.Signal())
-					res.ExitCode = 128 + int(ws.Signal())
-				} else {
-					res.ExitCode = ps.ExitCode()
-				}
-			}
-		}
+		lost = awaitCell(k, time.Duration(call.TimeoutMs)*time.Millisecond, cancel, &res)
 	}
 	res.DurationMs = time.Since(start).Milliseconds()
 	if lost {
@@ -355,4 +287,95 @@ func (a *server) runKernel(req wire.Request, cancel <-chan struct{}) error {
 		collect(a.w, req.Workdir, before, *req.Artifacts)
 	}
 	return a.w.json(wire.KindDone, 0, wire.Done{})
+}
+
+// kernelFor returns the live interpreter of key, or starts one (restarted):
+// when none lives, or when the one that does has run nothing yet and the
+// call with code brings another environment.
+func (a *server) kernelFor(key string, call *wire.KernelCall, workdir string) (k *kernel, restarted bool, err error) {
+	k = a.kernels[key]
+	if k != nil {
+		select {
+		case <-k.exited:
+			k = nil
+		default:
+		}
+	}
+	if k != nil && !k.ran && call.Code != "" && !slices.Equal(k.env, call.Env) {
+		k.kill()
+		delete(a.kernels, key)
+		k = nil
+	}
+	if k != nil {
+		return k, false, nil
+	}
+	if k, err = startKernel(call, workdir); err != nil {
+		return nil, false, err
+	}
+	a.kernels[key] = k
+	return k, true, nil
+}
+
+// sinkOutput sends k's stdout and stderr as frames, at most limit bytes of
+// each kept, counting what came and what was dropped into res.
+func (a *server) sinkOutput(k *kernel, limit int64, res *wire.StageResult) {
+	var mu sync.Mutex
+	sink := func(kind byte, total, dropped *int64) func([]byte) {
+		return func(p []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			keep := int64(len(p))
+			if room := limit - (*total - *dropped); keep > room {
+				keep = max(room, 0)
+			}
+			if keep > 0 {
+				_ = a.w.write(wire.Frame{Kind: kind, Stage: 0, Payload: append([]byte(nil), p[:keep]...)})
+			}
+			*total += int64(len(p))
+			*dropped += int64(len(p)) - keep
+		}
+	}
+	k.out.setSink(sink(wire.KindStdout, &res.StdoutBytes, &res.StdoutDropped))
+	k.err.setSink(sink(wire.KindStderr, &res.StderrBytes, &res.StderrDropped))
+}
+
+// awaitCell waits for the cell sent to k to answer, at most timeout, and
+// sets res from the answer, the timeout, the cancel or the interpreter's
+// end; it reports whether the interpreter is lost (to be killed).
+func awaitCell(k *kernel, timeout time.Duration, cancel <-chan struct{}, res *wire.StageResult) (lost bool) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-k.results:
+		res.ExitCode = r.ExitCode
+		if r.Value != nil {
+			res.Value = *r.Value
+		}
+		// The markers were written before the answer; wait for the
+		// readers to reach them so no output of this cell is left behind.
+		for _, s := range []*kstream{k.out, k.err} {
+			select {
+			case <-s.marks:
+			case <-s.closed:
+			case <-time.After(2 * time.Second):
+			}
+		}
+		return false
+	case <-timer.C:
+		res.TimedOut, res.Signal, res.ExitCode = true, "SIGKILL", 137
+	case <-cancel:
+		res.Cancelled, res.Signal, res.ExitCode = true, "SIGKILL", 137
+	case <-k.exited:
+		if k.cmd == nil {
+			res.ExitCode = 1 // a fork's status goes to its parent
+		} else if ps := k.cmd.ProcessState; ps != nil {
+			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				res.Signal = unix.SignalName(ws.Signal())
+				res.ExitCode = 128 + int(ws.Signal())
+			} else {
+				res.ExitCode = ps.ExitCode()
+			}
+		}
+	}
+	return true
 }
