@@ -65,57 +65,9 @@ func StartWarm(spec string) error {
 	if err != nil {
 		return fmt.Errorf("warm interpreter: finding the working directory: %w", err)
 	}
-	argv := slices.Clone(w.Argv)
-	fifo, programDir := "", ""
-	if w.Name == wire.ScriptWarm {
-		if w.Script == "" || wire.ValidPath(w.Script) != nil || !slices.Equal(w.Argv, w.Replaces) {
-			return fmt.Errorf("%s: a script interpreter needs a plain script path and argv equal to replaces: %q", wire.WarmEnv, spec)
-		}
-		fifo = filepath.Join(dir, w.Script)
-		if err := unix.Mkfifo(fifo, 0o600); err != nil {
-			return fmt.Errorf("warm interpreter: making the script FIFO: %w", err)
-		}
-	} else {
-		program, err := wire.Program(w.Name)
-		if err != nil {
-			return fmt.Errorf("%s names an unknown warm program %q", wire.WarmEnv, w.Name)
-		}
-		if slices.Contains(argv, "{program_file}") {
-			// An interpreter that loads its program from a file gets it
-			// in a directory of its own, which the program removes once
-			// loaded (and stop removes if it never was). It starts there,
-			// not in the workspace, and moves to the workspace when its
-			// job comes: an interpreter that looks for files around its
-			// working directory as it loads its program (node reads
-			// package.json there) must not find the workspace before the
-			// job's files are in it, nor remember it without them. A
-			// package.json of its own ends node's search there, short of
-			// /tmp. The script's path is given absolute, as the
-			// interpreter would have resolved it from the workspace.
-			if programDir, err = os.MkdirTemp("", ".mcr-warm-"); err != nil {
-				return fmt.Errorf("warm program %s: %w", w.Name, err)
-			}
-			path := filepath.Join(programDir, w.Name)
-			err := os.WriteFile(path, program, 0o400)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(programDir, "package.json"), []byte("{}\n"), 0o400)
-			}
-			if err != nil {
-				_ = os.RemoveAll(programDir)
-				return fmt.Errorf("warm program %s: %w", w.Name, err)
-			}
-			for i, a := range argv {
-				if a == "{program_file}" {
-					argv[i] = path
-				}
-			}
-			if last := len(argv) - 1; !filepath.IsAbs(argv[last]) {
-				argv[last] = filepath.Join(dir, argv[last])
-			}
-		}
-		for i, a := range argv {
-			argv[i] = strings.ReplaceAll(a, "{program}", string(program))
-		}
+	argv, fifo, programDir, err := warmArgv(w, dir, spec)
+	if err != nil {
+		return err
 	}
 	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
 	var controlTheirs *os.File
@@ -177,27 +129,94 @@ func StartWarm(spec string) error {
 		controlTheirs.Close()
 	}
 	warm = &warmProc{spec: w, dir: dir, cmd: cmd, stdin: pipes[0][1], control: control, outR: pipes[1][0], errR: pipes[2][0], programDir: programDir}
-	if control != nil {
+	warm.watch(fifo)
+	return nil
+}
+
+// watch notes when the interpreter says it has loaded (a byte on its
+// control socket) and, for a script interpreter, opens the FIFO it reads
+// its script from once it opens it.
+func (wp *warmProc) watch(fifo string) {
+	if wp.control != nil {
 		ready := make(chan struct{})
-		warm.ready = ready
-		go func() {
+		wp.ready = ready
+		go func(control *net.UnixConn) {
 			defer close(ready)
 			var b [1]byte
 			_, _ = control.Read(b[:])
-		}()
+		}(wp.control)
 	}
 	if fifo != "" {
-		warm.fifo = fifo
-		warm.writer = make(chan *os.File, 1)
+		wp.fifo = fifo
+		wp.writer = make(chan *os.File, 1)
 		go func(ch chan<- *os.File) {
 			defer close(ch)
 			// Returns once the interpreter opens the FIFO to read its script.
 			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 				ch <- f
 			}
-		}(warm.writer)
+		}(wp.writer)
 	}
-	return nil
+}
+
+// warmArgv is the interpreter's command line from w: a script
+// interpreter's reads its script from a FIFO made at w.Script in dir;
+// another's gets its built-in program inline ({program}) or as a file in
+// a directory of its own ({program_file}). It returns the FIFO and that
+// directory, for the caller to remove on failure.
+func warmArgv(w wire.Warm, dir, spec string) (argv []string, fifo, programDir string, err error) {
+	argv = slices.Clone(w.Argv)
+	if w.Name == wire.ScriptWarm {
+		if w.Script == "" || wire.ValidPath(w.Script) != nil || !slices.Equal(w.Argv, w.Replaces) {
+			return nil, "", "", fmt.Errorf("%s: a script interpreter needs a plain script path and argv equal to replaces: %q", wire.WarmEnv, spec)
+		}
+		fifo = filepath.Join(dir, w.Script)
+		if err := unix.Mkfifo(fifo, 0o600); err != nil {
+			return nil, "", "", fmt.Errorf("warm interpreter: making the script FIFO: %w", err)
+		}
+	} else {
+		program, err := wire.Program(w.Name)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("%s names an unknown warm program %q", wire.WarmEnv, w.Name)
+		}
+		if slices.Contains(argv, "{program_file}") {
+			// An interpreter that loads its program from a file gets it
+			// in a directory of its own, which the program removes once
+			// loaded (and stop removes if it never was). It starts there,
+			// not in the workspace, and moves to the workspace when its
+			// job comes: an interpreter that looks for files around its
+			// working directory as it loads its program (node reads
+			// package.json there) must not find the workspace before the
+			// job's files are in it, nor remember it without them. A
+			// package.json of its own ends node's search there, short of
+			// /tmp. The script's path is given absolute, as the
+			// interpreter would have resolved it from the workspace.
+			if programDir, err = os.MkdirTemp("", ".mcr-warm-"); err != nil {
+				return nil, "", "", fmt.Errorf("warm program %s: %w", w.Name, err)
+			}
+			path := filepath.Join(programDir, w.Name)
+			err := os.WriteFile(path, program, 0o400)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(programDir, "package.json"), []byte("{}\n"), 0o400)
+			}
+			if err != nil {
+				_ = os.RemoveAll(programDir)
+				return nil, "", "", fmt.Errorf("warm program %s: %w", w.Name, err)
+			}
+			for i, a := range argv {
+				if a == "{program_file}" {
+					argv[i] = path
+				}
+			}
+			if last := len(argv) - 1; !filepath.IsAbs(argv[last]) {
+				argv[last] = filepath.Join(dir, argv[last])
+			}
+		}
+		for i, a := range argv {
+			argv[i] = strings.ReplaceAll(a, "{program}", string(program))
+		}
+	}
+	return argv, fifo, programDir, nil
 }
 
 // warmReadyWait bounds how long the agent waits for the warm interpreter
