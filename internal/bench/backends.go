@@ -50,13 +50,7 @@ func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Regi
 	}
 	fmt.Fprintf(w, "mcp-code-runner bench, side by side (%s): %s, %d CPUs seen by Go, pool %d per language\n\n", strings.Join(sideNames, ", "), time.Now().UTC().Format(time.RFC3339), numCPU(), o.PoolSize)
 
-	type side struct {
-		Backend
-		warm       *engine.Engine
-		cold, hot  *mcp.ClientSession
-		closeLater []func()
-	}
-	sides := make([]*side, 0, len(backends))
+	sides := make([]*backendSide, 0, len(backends))
 	defer func() {
 		for _, s := range sides {
 			for _, v := range slices.Backward(s.closeLater) {
@@ -76,43 +70,10 @@ func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Regi
 		}
 	}
 	for _, b := range backends {
-		s := &side{Backend: b}
-		sides = append(sides, s)
-		sideCfg := cfg
-		if b.Config != nil {
-			sideCfg = *b.Config
-		}
-
-		coldCfg := sideCfg
-		coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
-		cold := engine.New(coldCfg, reg, b.Sandbox, nil)
-
-		warmCfg := sideCfg
-		warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
-		for _, name := range names {
-			warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", name, o.PoolSize))
-		}
-		s.warm = engine.New(warmCfg, reg, b.Sandbox, nil)
-		s.warm.StartPool()
-		s.closeLater = append(s.closeLater, func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			_ = s.warm.Close(cctx)
-			_ = cold.Close(cctx)
-		})
-		for _, e := range []struct {
-			engine *engine.Engine
-			into   **mcp.ClientSession
-		}{{cold, &s.cold}, {s.warm, &s.hot}} {
-			srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e.engine, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-			s.closeLater = append(s.closeLater, srv.Close)
-			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
-			if err != nil {
-				return fmt.Errorf("%s: connecting the MCP client: %w", b.Name, err)
-			}
-			s.closeLater = append(s.closeLater, func() { _ = cs.Close() })
-			*e.into = cs
+		s := &backendSide{Backend: b}
+		sides = append(sides, s) // closed by the deferred function, even half made
+		if err := s.start(ctx, cfg, reg, names, o); err != nil {
+			return err
 		}
 	}
 
@@ -155,19 +116,75 @@ func CompareBackends(ctx context.Context, cfg config.Config, reg *languages.Regi
 				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d |\n", lang, sides[i].Name, s.Name, ms(s.Quantile(.5)), ms(s.Quantile(.95)), ms(s.Quantile(.99)), s.Errs)
 			}
 		}
-		// Each backend against the first, p50 and p99.
-		for i := 1; i < len(sides); i++ {
-			for _, r := range []struct {
-				path string
-				rows []*Sample
-			}{{"cold", cold}, {"warm", warm}} {
-				base, this := r.rows[0], r.rows[i]
-				if base.Quantile(.5) > 0 && base.Quantile(.99) > 0 {
-					fmt.Fprintf(w, "| %s | **%s / %s, %s** | p50 %.1fx, p99 %.1fx | | | | |\n", lang, sides[i].Name, sides[0].Name, r.path,
-						float64(this.Quantile(.5))/float64(base.Quantile(.5)), float64(this.Quantile(.99))/float64(base.Quantile(.99)))
-				}
+		printBackendRatios(w, lang, sides, cold, warm)
+	}
+	return nil
+}
+
+// printBackendRatios prints each side's p50 and p99 against the first's,
+// cold and warm.
+func printBackendRatios(w io.Writer, lang string, sides []*backendSide, cold, warm []*Sample) {
+	for i := 1; i < len(sides); i++ {
+		for _, r := range []struct {
+			path string
+			rows []*Sample
+		}{{"cold", cold}, {"warm", warm}} {
+			base, this := r.rows[0], r.rows[i]
+			if base.Quantile(.5) > 0 && base.Quantile(.99) > 0 {
+				fmt.Fprintf(w, "| %s | **%s / %s, %s** | p50 %.1fx, p99 %.1fx | | | | |\n", lang, sides[i].Name, sides[0].Name, r.path,
+					float64(this.Quantile(.5))/float64(base.Quantile(.5)), float64(this.Quantile(.99))/float64(base.Quantile(.99)))
 			}
 		}
+	}
+}
+
+// backendSide is one backend of CompareBackends: a warm pool and the cold
+// path on it, each behind MCP HTTP with a client.
+type backendSide struct {
+	Backend
+	warm       *engine.Engine
+	cold, hot  *mcp.ClientSession
+	closeLater []func()
+}
+
+// start makes the side's warm pool of names and its cold path, their
+// servers and clients; closeLater stops them.
+func (s *backendSide) start(ctx context.Context, cfg config.Config, reg *languages.Registry, names []string, o CompareOptions) error {
+	sideCfg := cfg
+	if s.Config != nil {
+		sideCfg = *s.Config
+	}
+
+	coldCfg := sideCfg
+	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
+	cold := engine.New(coldCfg, reg, s.Sandbox, nil)
+
+	warmCfg := sideCfg
+	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
+	for _, name := range names {
+		warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", name, o.PoolSize))
+	}
+	s.warm = engine.New(warmCfg, reg, s.Sandbox, nil)
+	s.warm.StartPool()
+	s.closeLater = append(s.closeLater, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = s.warm.Close(cctx)
+		_ = cold.Close(cctx)
+	})
+	for _, e := range []struct {
+		engine *engine.Engine
+		into   **mcp.ClientSession
+	}{{cold, &s.cold}, {s.warm, &s.hot}} {
+		srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e.engine, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
+		s.closeLater = append(s.closeLater, srv.Close)
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			return fmt.Errorf("%s: connecting the MCP client: %w", s.Name, err)
+		}
+		s.closeLater = append(s.closeLater, func() { _ = cs.Close() })
+		*e.into = cs
 	}
 	return nil
 }

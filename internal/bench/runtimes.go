@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"time"
@@ -49,12 +50,7 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 	}
 	fmt.Fprintf(w, "mcp-code-runner bench, %s side by side: %s, %d CPUs seen by Go\n\n", plural(what), time.Now().UTC().Format(time.RFC3339), numCPU())
 
-	type result struct {
-		churn float64
-		cold  *Sample
-		load  *Sample
-	}
-	results := make([]result, len(runtimes))
+	results := make([]runtimeResult, len(runtimes))
 
 	churnName := "`true` churn"
 	if o.Varying == VaryingBackend {
@@ -90,6 +86,20 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 		}
 	}
 
+	printRuntimes(w, what, churnName, lang, runtimes, results, o)
+	return nil
+}
+
+// runtimeResult is what CompareRuntimes measured of one runtime.
+type runtimeResult struct {
+	churn float64
+	cold  *Sample
+	load  *Sample
+}
+
+// printRuntimes prints the table of results, one row per runtime, then
+// each runtime's ratios to the first.
+func printRuntimes(w io.Writer, what, churnName, lang string, runtimes []Runtime, results []runtimeResult, o Options) {
 	fmt.Fprintf(w, "| %s | %s, %d loops (sandboxes/s) | cold %s p50 ms | cold p99 ms | load: %d clients, %s (runs/s) | load p50 ms | load p99 ms | errors |\n", what, churnName, o.ChurnLoops, lang, o.LoadClients, o.LoadFor)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for i, rt := range runtimes {
@@ -118,7 +128,6 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 		fmt.Fprintf(w, "| **%s / %s** | %s | %s faster | | %s | | %s | |\n", runtimes[i].Name, runtimes[0].Name,
 			ratio(r.churn, base.churn), ratio(float64(base.cold.Quantile(.5)), float64(r.cold.Quantile(.5))), loadRatio, p99Ratio)
 	}
-	return nil
 }
 
 // loadUnder runs the sustained load against a server of its own on b, with

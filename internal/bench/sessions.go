@@ -95,26 +95,13 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 		if !spares {
 			return nil
 		}
-		deadline := time.Now().Add(spareWait)
-		for m.SparesReady(role.Language) < 1 {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("no spare %s sandbox within %s", role.Language, spareWait)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		return nil
+		return waitForSpare(m, role.Language)
 	}
 	info, err := m.Create(ctx, role.Language, 0, sessions.Options{})
 	if err != nil {
 		return nil, err
 	}
-	cell := func(code string) error {
-		r, err := m.Run(ctx, engine.Request{SessionID: info.SessionID, Code: code}, engine.RunOptions{})
-		if err == nil && r.Status != engine.StatusOK {
-			err = fmt.Errorf("%s: %s", r.Status, r.Stderr)
-		}
-		return err
-	}
+	cell := func(code string) error { return runCell(ctx, m, info.SessionID, code) }
 	if err := cell(role.State); err != nil {
 		return nil, err
 	}
@@ -156,6 +143,28 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 	pause.Name = "pause_session of an idle session (then " + pauseMode + "; " + how + ")"
 	resume.Name = "resume of a paused session + its call (" + pauseMode + "; " + how + ")"
 	return []*Sample{fork, pause, resume}, nil
+}
+
+// runCell runs code in session id, an error unless it ends ok.
+func runCell(ctx context.Context, m *sessions.Manager, id, code string) error {
+	r, err := m.Run(ctx, engine.Request{SessionID: id, Code: code}, engine.RunOptions{})
+	if err == nil && r.Status != engine.StatusOK {
+		err = fmt.Errorf("%s: %s", r.Status, r.Stderr)
+	}
+	return err
+}
+
+// waitForSpare waits, at most spareWait, until m has a spare sandbox of
+// language ready.
+func waitForSpare(m *sessions.Manager, language string) error {
+	deadline := time.Now().Add(spareWait)
+	for m.SparesReady(language) < 1 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no spare %s sandbox within %s", language, spareWait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
 }
 
 // sessionMemorySection measures what idle sessions hold against paused
