@@ -131,7 +131,7 @@ RESTORED_BATTERY_SKIP := ^(TestPoolCloseRemovesEverySandbox|TestOverload)$$
 # (isolation gvisor: internal/containment with MCR_TEST_ISOLATION=gvisor);
 # docs/SECURITY.md, gVisor, names the others and why.
 GVISOR_MATRIX_LANGUAGES = bash|python|javascript|java|go|c
-GVISOR_BATTERY := ^(TestHostFilesAreNotVisible|TestProcAndSys|TestLinks|TestHugeCodeIsRejected|TestBinaryOutput|TestAgentIsOutOfReach|TestPoolCloseRemovesEverySandbox|TestOverload|TestForkBombLeavesAgentWorking|TestZombies|TestMemoryBombAimedAtTheAgent|TestFileSizeLimit|TestStdoutFlood|TestBusyLoop|TestSleepPastTimeout|TestTinyFiles|TestKillEverything|TestQueuedFaultSignalEndsRunClearly|TestNetworkEgress|TestFillTmpfs|TestNoDockerSocket|TestPrivilegedOperations|TestServerEnvironmentIsNotVisible|TestBackgroundProcessesDie|TestForgedFramesCannotExhaustServerMemory)$$
+GVISOR_BATTERY := ^(TestHostFilesAreNotVisible|TestProcAndSys|TestLinks|TestHugeCodeIsRejected|TestBinaryOutput|TestAgentIsOutOfReach|TestPoolCloseRemovesEverySandbox|TestOverload|TestForkBombLeavesAgentWorking|TestZombies|TestMemoryBombAimedAtTheAgent|TestFileSizeLimit|TestStdoutFlood|TestBusyLoop|TestSleepPastTimeout|TestTinyFiles|TestKillEverything|TestQueuedFaultSignalEndsRunClearly|TestNetworkEgress|TestFillTmpfs|TestNoDockerSocket|TestPrivilegedOperations|TestServerEnvironmentIsNotVisible|TestBackgroundProcessesDie|TestForgedFramesCannotExhaustServerMemory|TestFrozenAgent)$$
 
 # The fast tier: no Docker, with the race detector. Tests that need Docker
 # carry //go:build !fast; the logic tests run on the in-process fake backend.

@@ -564,8 +564,10 @@ print("zombies", zombies())`
 // ignored. The agent goes on and ends the run at its 1 s timeout.
 //
 // From outside: the test stops the agent from the host (as root), as a
-// hung or subverted agent would stop answering. The engine's hard deadline
-// (timeout + 15 s grace) then kills the container from outside.
+// hung or subverted agent would stop answering (under gVisor it stops the
+// sandbox's first host process, gVisor's Sentry, which the agent runs on).
+// The engine's hard deadline (timeout + 15 s grace) then kills the
+// container from outside.
 func TestFrozenAgent(t *testing.T) {
 	t.Run("from the program", func(t *testing.T) {
 		h := newHarness(t, "bash")
