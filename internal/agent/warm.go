@@ -136,26 +136,26 @@ func StartWarm(spec string) error {
 // watch notes when the interpreter says it has loaded (a byte on its
 // control socket) and, for a script interpreter, opens the FIFO it reads
 // its script from once it opens it.
-func (wp *warmProc) watch(fifo string) {
-	if wp.control != nil {
+func (w *warmProc) watch(fifo string) {
+	if w.control != nil {
 		ready := make(chan struct{})
-		wp.ready = ready
+		w.ready = ready
 		go func(control *net.UnixConn) {
 			defer close(ready)
 			var b [1]byte
 			_, _ = control.Read(b[:])
-		}(wp.control)
+		}(w.control)
 	}
 	if fifo != "" {
-		wp.fifo = fifo
-		wp.writer = make(chan *os.File, 1)
+		w.fifo = fifo
+		w.writer = make(chan *os.File, 1)
 		go func(ch chan<- *os.File) {
 			defer close(ch)
 			// Returns once the interpreter opens the FIFO to read its script.
 			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 				ch <- f
 			}
-		}(wp.writer)
+		}(w.writer)
 	}
 }
 

@@ -64,8 +64,7 @@ func commentHelp(t *testing.T) map[string]string {
 	help := map[string]string{}
 	var walk func(t reflect.Type, prefix string)
 	walk = func(typ reflect.Type, prefix string) {
-		for i := range typ.NumField() {
-			f := typ.Field(i)
+		for f := range typ.Fields() {
 			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if tag == "" || tag == "-" {
 				continue
@@ -84,7 +83,7 @@ func commentHelp(t *testing.T) map[string]string {
 			help[name] = docs[typ.Name()+"."+tag]
 		}
 	}
-	walk(reflect.TypeOf(Config{}), "")
+	walk(reflect.TypeFor[Config](), "")
 	return help
 }
 

@@ -134,9 +134,9 @@ func (p Pool) validate() []error {
 }
 
 // validate checks the sessions' bounds, their spares and their replay log.
-func (x Sessions) validate() []error {
-	errs := languageCounts("sessions.spares", x.Spares, x.MaxSessions, "LANGUAGE=N with N from 0 to sessions.max_sessions, like python=1")
-	if x.MaxSessions <= 0 || x.IdleTimeoutSeconds <= 0 || x.MaxIdleTimeoutSeconds < x.IdleTimeoutSeconds || x.MaxLifeSeconds <= 0 || x.ReplayMaxCells < 0 || x.ReplayMaxBytes < 0 || x.IdlePauseSeconds < 0 {
+func (s Sessions) validate() []error {
+	errs := languageCounts("sessions.spares", s.Spares, s.MaxSessions, "LANGUAGE=N with N from 0 to sessions.max_sessions, like python=1")
+	if s.MaxSessions <= 0 || s.IdleTimeoutSeconds <= 0 || s.MaxIdleTimeoutSeconds < s.IdleTimeoutSeconds || s.MaxLifeSeconds <= 0 || s.ReplayMaxCells < 0 || s.ReplayMaxBytes < 0 || s.IdlePauseSeconds < 0 {
 		errs = append(errs, errors.New("sessions settings must be positive, with idle_timeout_seconds at most max_idle_timeout_seconds"))
 	}
 	return errs

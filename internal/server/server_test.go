@@ -76,7 +76,8 @@ func TestAServerStartsServesAndShutsDown(t *testing.T) {
 		t.Fatal("serving did not end within 30 s of its context")
 	}
 	srv.Shutdown()
-	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		_ = resp.Body.Close()
 		t.Error("the listener still answers after the shutdown")
 	}
 }
