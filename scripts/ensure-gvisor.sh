@@ -4,8 +4,11 @@
 # /var/lib/mcp-code-runner/gvisor/runsc (gvisor.runsc's default), and
 # registers it with the Docker daemon, when one answers, as the runtime
 # "runsc" (gvisor.docker_runtime's default) for the docker backend. The crun
-# backend runs it itself. Idempotent: a runsc of the pinned version is kept.
-# Run it as root.
+# backend runs it itself. Beside it goes gVisor's containerd shim,
+# containerd-shim-runsc-v1 of the same version, through which a containerd
+# runs pods under runsc (the test cluster's runtime handler runsc, for the
+# kubernetes backend's RuntimeClass). Idempotent: a runsc and a shim of the
+# pinned version are kept. Run it as root.
 #
 # The flags of the Docker runtime are those the crun backend gives runsc
 # (internal/sandbox/crun/gvisor.go): the systrap platform (no KVM), no
@@ -65,6 +68,38 @@ else
 	mv "$runsc.new" "$runsc"
 	printf '%s\n' "$stamp" >"$DIR/version"
 	log "installed $("$runsc" --version | head -1) in $DIR"
+fi
+
+# The containerd shim (runtime_type io.containerd.runsc.v1), from the same
+# module at the same version, with the shim's own patches
+# (scripts/gvisor/shim/*.patch): today one, which lets it start on a host
+# that withholds CAP_SYS_RESOURCE. containerd finds it by this name; it is
+# stamped, as runsc is, with the version and its patches' SHA-256.
+shim="$DIR/containerd-shim-runsc-v1"
+SHIM_PATCHES="$PATCHES/shim"
+shim_stamp="$GVISOR_VERSION $(cat "$SHIM_PATCHES"/*.patch | sha256sum | cut -c1-12)"
+if [ -x "$shim" ] && [ "$(cat "$DIR/shim-version" 2>/dev/null)" = "$shim_stamp" ]; then
+	log "containerd-shim-runsc-v1 $shim_stamp is installed in $DIR"
+else
+	log "building containerd-shim-runsc-v1 $GVISOR_VERSION from the Go module proxy, with $(ls "$SHIM_PATCHES"/*.patch | wc -l) patch(es) (about a minute on 2 cores)"
+	stmp=$(mktemp -d)
+	ssrc=$(cd "$stmp" && go mod download -json "gvisor.dev/gvisor@$GVISOR_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$ssrc" ] || { rm -rf "$stmp"; die "go mod download gvisor.dev/gvisor@$GVISOR_VERSION failed"; }
+	cp -R "$ssrc" "$stmp/src"
+	chmod -R u+w "$stmp/src"
+	for p in "$SHIM_PATCHES"/*.patch; do
+		(cd "$stmp/src" && git apply "$p") || { rm -rf "$stmp"; die "applying $p to gVisor $GVISOR_VERSION failed"; }
+	done
+	if ! (cd "$stmp/src" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$stmp/containerd-shim-runsc-v1" ./shim); then
+		rm -rf "$stmp"
+		die "building containerd-shim-runsc-v1 $GVISOR_VERSION failed"
+	fi
+	mkdir -p "$DIR"
+	install -m 0755 "$stmp/containerd-shim-runsc-v1" "$shim.new"
+	rm -rf "$stmp"
+	mv "$shim.new" "$shim"
+	printf '%s\n' "$shim_stamp" >"$DIR/shim-version"
+	log "installed containerd-shim-runsc-v1 $shim_stamp in $DIR"
 fi
 
 # A sandbox under it, as the crun backend starts one, is the proof that it

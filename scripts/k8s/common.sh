@@ -26,6 +26,12 @@ SVC_CIDR=198.19.254.0/24
 API_PORT=16443 ETCD_PORT=23791 ETCD_PEER_PORT=23801 SCHED_PORT=10359 KCM_PORT=10358
 KUBELET_PORT=10350 KUBELET_HEALTHZ_PORT=10348
 PAUSE_IMAGE=localhost/mcp-code-runner/pause:1
+# gVisor's runsc and its containerd shim (scripts/ensure-gvisor.sh): with
+# both there, containerd gets the runtime handler runsc and the cluster the
+# RuntimeClass gvisor (the kubernetes backend's isolation gvisor).
+GVISOR_DIR="${MCR_GVISOR_DIR:-/var/lib/mcp-code-runner/gvisor}"
+RUNSC_HANDLER=runsc
+GVISOR_RUNTIME_CLASS=gvisor
 
 kubectl_admin() { "$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" --request-timeout 20s "$@"; }
 ctr_k8s() { ctr --address "$SOCK" -n k8s.io "$@"; }

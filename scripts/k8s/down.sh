@@ -64,6 +64,14 @@ for p in /proc/[0-9]*; do
 		;;
 	esac
 done
+# gVisor sandboxes (the runtime handler runsc) that outlived their shims:
+# runsc itself stops those of this cluster's runsc root.
+if [ -d "$RUN_DIR/runsc" ] && [ -x "$GVISOR_DIR/runsc" ]; then
+	for c in $("$GVISOR_DIR/runsc" --root "$RUN_DIR/runsc" list -q 2>/dev/null); do
+		log "deleting leftover gVisor sandbox $c"
+		"$GVISOR_DIR/runsc" --root "$RUN_DIR/runsc" delete --force "$c" >/dev/null 2>&1
+	done
+fi
 # 5. Mounts under the cluster's directories (container root file systems,
 # emptyDirs, network namespaces), deepest first.
 findmnt -rn -o TARGET | grep -E "^($STATE|$RUN_DIR)(/|$)" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done

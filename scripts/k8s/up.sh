@@ -4,6 +4,9 @@
 # kube-scheduler and kubelet built from the Go module proxy
 # (scripts/k8s/build.sh). It waits until the node is Ready, then writes
 # $STATE/env (KUBECONFIG, PATH with kubectl, CONTAINERD_ADDRESS for ctr).
+# With gVisor installed (make gvisor: runsc and containerd-shim-runsc-v1),
+# containerd gets the runtime handler runsc and the cluster the RuntimeClass
+# gvisor, under which the backend runs sandboxes of isolation gvisor.
 #
 #   make k8s-up            # or: sudo bash scripts/k8s/up.sh
 #   make k8s-down          # stops exactly what this started
@@ -161,6 +164,46 @@ EOC
 
 # 6. containerd: Debian's binary, this cluster's own instance.
 mkdir -p "$STATE/containerd" "$RUN_DIR/containerd"
+# gVisor, when scripts/ensure-gvisor.sh installed it: the runtime handler
+# runsc runs a pod's containers under runsc through gVisor's shim, on the
+# systrap platform (no KVM) and without gVisor's network stack (the pods'
+# sandboxes talk to the server through the API server's attach,
+# never through the network), runsc's state in this cluster's run directory.
+runsc_runtime=""
+if [ -x "$GVISOR_DIR/runsc" ] && [ -x "$GVISOR_DIR/containerd-shim-runsc-v1" ]; then
+	# containerd 1.6 reads what a shim's start prints as its socket address;
+	# gVisor's shim, built on containerd 2's shim library, prints a JSON
+	# bootstrap record ({"version":2,"address":...,"protocol":"ttrpc"}).
+	# This front gives containerd the address alone and leaves every other
+	# action to the shim itself.
+	mkdir -p "$STATE/shim-bin"
+	cat >"$STATE/shim-bin/containerd-shim-runsc-v1" <<EOS
+#!/bin/sh
+case " \$* " in
+*" start ") ;;
+*) exec "$GVISOR_DIR/containerd-shim-runsc-v1" "\$@" ;;
+esac
+out=\$("$GVISOR_DIR/containerd-shim-runsc-v1" "\$@") || exit \$?
+addr=\$(printf '%s' "\$out" | sed -n 's/.*"address":"\([^"]*\)".*/\1/p')
+printf '%s' "\${addr:-\$out}"
+EOS
+	chmod 0755 "$STATE/shim-bin/containerd-shim-runsc-v1"
+	cat >"$STATE/runsc.toml" <<EOC
+binary_name = "$GVISOR_DIR/runsc"
+root = "$RUN_DIR/runsc"
+[runsc_config]
+  platform = "systrap"
+  network = "none"
+EOC
+	runsc_runtime="    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.$RUNSC_HANDLER]
+      runtime_type = \"io.containerd.runsc.v1\"
+      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.$RUNSC_HANDLER.options]
+        TypeUrl = \"io.containerd.runsc.v1.options\"
+        ConfigPath = \"$STATE/runsc.toml\""
+	log "gVisor: runtime handler $RUNSC_HANDLER ($("$GVISOR_DIR/runsc" --version 2>/dev/null | head -1))"
+else
+	log "gVisor is not installed in $GVISOR_DIR (make gvisor): no runtime handler $RUNSC_HANDLER, no RuntimeClass $GVISOR_RUNTIME_CLASS"
+fi
 cat >"$STATE/containerd.toml" <<EOC
 version = 2
 root = "$STATE/containerd"
@@ -188,11 +231,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = "$RUN_DIR/runc"
+$runsc_runtime
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$STATE/cni/net.d"
 EOC
-start containerd containerd --config "$STATE/containerd.toml"
+# containerd finds a runtime's shim on its PATH (containerd 1.6 ignores a
+# runtime_path when it starts a pod's sandbox): the front of gVisor's shim
+# is put there.
+if [ -n "$runsc_runtime" ]; then
+	start containerd env PATH="$STATE/shim-bin:$PATH" containerd --config "$STATE/containerd.toml"
+else
+	start containerd containerd --config "$STATE/containerd.toml"
+fi
 wait_for containerd 30 ctr_k8s version
 ctr_k8s images import "$STATE/images/pause.tar" >/dev/null
 log "pause image imported"
@@ -280,6 +331,16 @@ wait_for "node $NODE_NAME" 180 node_ready
 # Without the node-lifecycle controller nothing removes this taint.
 kubectl_admin taint node "$NODE_NAME" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 kubectl_admin -n default get sa default >/dev/null 2>&1 || kubectl_admin -n default create sa default >/dev/null
+if [ -n "$runsc_runtime" ]; then
+	kubectl_admin apply -f - >/dev/null <<EOR || die "could not create the RuntimeClass $GVISOR_RUNTIME_CLASS"
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: $GVISOR_RUNTIME_CLASS
+handler: $RUNSC_HANDLER
+EOR
+	log "RuntimeClass $GVISOR_RUNTIME_CLASS (handler $RUNSC_HANDLER)"
+fi
 
 cat >"$STATE/env" <<EOE
 export KUBECONFIG=$KUBECONFIG_ADMIN
