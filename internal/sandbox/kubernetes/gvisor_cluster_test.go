@@ -4,11 +4,15 @@ package kubernetes_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
@@ -50,6 +54,7 @@ func TestClusterGVisorSandboxRunsOnGVisorsKernel(t *testing.T) {
 	defer c.NoLeftovers(t, k8stest.Namespace, b.Owner())
 
 	probe := "uname -r; cat /proc/version; [ -e /proc/kallsyms ] && echo kallsyms=present; true"
+	node := ""
 	for _, tt := range []struct {
 		isolation sandbox.Isolation
 		class     string // the pod's runtimeClassName, "" for none
@@ -74,6 +79,7 @@ func TestClusterGVisorSandboxRunsOnGVisorsKernel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			node = pod.Spec.NodeName
 			got := ""
 			if pod.Spec.RuntimeClassName != nil {
 				got = *pod.Spec.RuntimeClassName
@@ -108,17 +114,65 @@ func TestClusterGVisorSandboxRunsOnGVisorsKernel(t *testing.T) {
 			}
 		})
 	}
+	if node != "" {
+		sandboxesStopped(t, c, node)
+	}
 }
 
-// A run through the engine that asks for isolation gvisor where the
-// operator's default is container reports gVisor's kernel and its
-// isolation.
-func TestClusterRunAsksForGVisor(t *testing.T) {
-	c := k8stest.Require(t)
-	e, b := testEngine(t, c, nil)
-	requireGVisor(t, b)
-	res := run(t, e, engine.Request{Language: "bash", Code: "uname -r", Isolation: "gvisor"})
-	if res.Status != engine.StatusOK || !strings.HasSuffix(strings.TrimSpace(res.Stdout), "-gvisor") || res.Isolation != "gvisor" {
-		t.Fatalf("status %s isolation %q stdout %q stderr %q; want ok, gvisor, gVisor's kernel", res.Status, res.Isolation, res.Stdout, res.Stderr)
+// sandboxesStopped fails the test unless, within a minute, the kubelet of
+// node runs no more pod sandboxes than the API server has live pods bound
+// to it. A closed sandbox's pod leaves the API at once (deleted with grace
+// period 0); its sandbox must then stop on the node too. A runtime handler
+// that cannot kill its pods (a gVisor that ignored runsc kill) would leave
+// it running there, unseen by the API.
+func sandboxesStopped(t *testing.T, c *k8stest.Cluster, node string) {
+	t.Helper()
+	var running, bound int
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		if running, bound, err = nodeSandboxes(c, node); err == nil && running <= bound {
+			return
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				t.Errorf("a minute after the sandboxes closed, the pod sandboxes on %s cannot be counted: %v", node, err)
+			} else {
+				t.Errorf("a minute after the sandboxes closed, the kubelet on %s still runs %d pod sandboxes for %d live pods: a deleted pod's sandbox was not stopped by its runtime", node, running, bound)
+			}
+			return
+		}
 	}
+}
+
+// nodeSandboxes returns how many pod sandboxes the kubelet of node runs
+// (its metric kubelet_running_pods) and how many pods not yet finished the
+// API server has bound to node.
+func nodeSandboxes(c *k8stest.Cluster, node string) (running, bound int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the kubelet's metrics: %w", err)
+	}
+	running = -1
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "kubelet_running_pods "); ok {
+			if running, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+				return 0, 0, fmt.Errorf("kubelet_running_pods %q: %w", v, err)
+			}
+		}
+	}
+	if running < 0 {
+		return 0, 0, errors.New("the kubelet reports no kubelet_running_pods")
+	}
+	pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			bound++
+		}
+	}
+	return running, bound, nil
 }
