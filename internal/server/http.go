@@ -110,6 +110,12 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	// New connections are refused before the listener closes, and those
+	// already queued are served: closing it at once would reset them, and
+	// their calls would get no answer. Answers say the connection closes,
+	// so that clients do not send more on it.
+	srv.SetKeepAlivesEnabled(false)
+	refuseNew(ln, time.Second)
 	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.cfg.ShutdownGraceSeconds)*time.Second+shutdownGrace)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
