@@ -29,20 +29,34 @@ import (
 // skips, or under CI=true fails.
 func newBackend(t *testing.T) (*crun.Backend, string) {
 	t.Helper()
+	return newBackendWith(t, "")
+}
+
+// newBackendWith is newBackend, with gVisor's runsc when runsc is not "":
+// then gVisor must work too, and Close must leave nothing mounted under
+// the state directory (runsc binds a network namespace in its root).
+func newBackendWith(t *testing.T, runsc string) (*crun.Backend, string) {
+	t.Helper()
 	cli := testutil.RequireDocker(t)
 	state := testutil.CrunStateDir(t)
-	b, err := crun.New(cli, crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
+	b, err := crun.New(cli, crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state, Runsc: runsc})
 	if err == nil {
 		err = b.Check(context.Background())
 	}
+	if err == nil && runsc != "" {
+		err = b.IsolationSupport(sandbox.IsolationGVisor)
+	}
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("the crun backend is required under CI=true: %v", err)
+			t.Fatalf("the crun backend (runsc %q) is required under CI=true: %v", runsc, err)
 		}
-		t.Skipf("crun backend unavailable: %v", err)
+		t.Skipf("crun backend (runsc %q) unavailable: %v", runsc, err)
 	}
 	t.Cleanup(func() {
 		_ = b.Close()
+		if mounts, err := os.ReadFile("/proc/self/mountinfo"); runsc != "" && err == nil && strings.Contains(string(mounts), " "+state+"/") {
+			t.Errorf("mounts under the backend's state directory %s remain after Close", state)
+		}
 		_ = os.RemoveAll(state)
 	})
 	return b, state

@@ -20,32 +20,7 @@ import (
 // newGVisorBackend is newBackend with gVisor's runsc (testutil.Runsc).
 func newGVisorBackend(t *testing.T) (*crun.Backend, string) {
 	t.Helper()
-	runsc := testutil.Runsc(t)
-	cli := testutil.RequireDocker(t)
-	state := testutil.CrunStateDir(t)
-	b, err := crun.New(cli, crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state, Runsc: runsc})
-	if err == nil {
-		err = b.Check(context.Background())
-	}
-	if err == nil {
-		err = b.IsolationSupport(sandbox.IsolationGVisor)
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the crun backend with gVisor is required under CI=true: %v", err)
-		}
-		t.Skipf("crun backend with gVisor unavailable: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = b.Close()
-		// runsc binds a network namespace in its root, which Close
-		// unmounts: nothing of the backend stays mounted.
-		if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mounts), " "+state+"/") {
-			t.Errorf("mounts under the backend's state directory %s remain after Close", state)
-		}
-		_ = os.RemoveAll(state)
-	})
-	return b, state
+	return newBackendWith(t, testutil.Runsc(t))
 }
 
 func gvisorTemplate(t *testing.T) sandbox.Template {
