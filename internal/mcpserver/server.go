@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/runapp"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/tasks"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
@@ -93,6 +94,7 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 	addExecutionTools(s, h)
 	addSessionTools(s, h)
 	addResources(s, h)
+	runapp.Register(s)
 	addPrompts(s, h)
 	return s
 }
@@ -162,6 +164,7 @@ func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 // addTool registers a typed tool whose handler cannot crash the server: a
 // panic becomes a tool error (and a log line with the stack).
 func addTool[In, Out any](s *mcp.Server, h *handlers, t *mcp.Tool, fn mcp.ToolHandlerFor[In, Out]) {
+	runapp.Annotate(t)
 	// The SDK re-encodes a tool's input schema on every call over HTTP (to
 	// find x-mcp-header annotations); given as JSON, it is not encoded from
 	// its Go form each time (about 0.15 ms of CPU per run_code call here).
