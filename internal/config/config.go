@@ -164,6 +164,8 @@ type Config struct {
 	Store Store `json:"store"`
 	// Images holds what serve does about runtime images that are missing.
 	Images Images `json:"images"`
+	// CodeMode names the MCP servers whose tools sandbox code may call.
+	CodeMode CodeMode `json:"code_mode"`
 }
 
 // Images configures serve's background image builder: the default set's
@@ -659,6 +661,8 @@ type HTTP struct {
 // Default returns the built-in configuration.
 func Default() Config {
 	return Config{
+		CodeMode: CodeMode{CallTimeoutSeconds: 60, MaxResultBytes: 4 << 20, MaxCallsPerRun: 1000, CallsPerMinute: 600,
+			MaxConcurrentCalls: 8},
 		Isolation: IsolationContainer,
 		GVisor:    GVisor{Runsc: DefaultRunsc, Platform: "systrap", DockerRuntime: "runsc", RuntimeClassName: "gvisor"},
 		Limits:    defaultLimits(),
@@ -810,8 +814,8 @@ func walkFields(v reflect.Value, prefix string, fn func(name string, f reflect.V
 			walkFields(f, name, fn)
 			continue
 		}
-		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() != reflect.String {
-			continue // a list of records (network.secrets) is the file's alone
+		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() != reflect.String || f.Kind() == reflect.Map {
+			continue // a list of records (network.secrets) or a map is the file's alone
 		}
 		fn(name, f)
 	}

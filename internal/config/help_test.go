@@ -77,7 +77,7 @@ func commentHelp(t *testing.T) map[string]string {
 				walk(f.Type, name)
 				continue
 			}
-			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() != reflect.String {
+			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() != reflect.String || f.Type.Kind() == reflect.Map {
 				continue
 			}
 			help[name] = docs[typ.Name()+"."+tag]

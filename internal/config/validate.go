@@ -29,6 +29,7 @@ func (c Config) Validate() error {
 		c.Images.validate(),
 		c.Metrics.validate(),
 		c.Quotas.validate(),
+		c.CodeMode.validate(c.Network.Secrets),
 	} {
 		errs = append(errs, section...)
 	}

@@ -96,7 +96,7 @@ func ReadFrameLimit(r io.Reader, limit int) (Frame, error) {
 		return Frame{}, err
 	}
 	switch h[0] {
-	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact, KindCancel, KindHello, KindReady:
+	case KindRequest, KindStdout, KindStderr, KindStage, KindDone, KindArtifact, KindCancel, KindHello, KindReady, KindToolCall, KindToolResult:
 	default:
 		return Frame{}, fmt.Errorf("%w: unknown kind 0x%02x", ErrBadFrame, h[0])
 	}

@@ -107,6 +107,9 @@ type Request struct {
 	// programs are another machine's code.
 	Architectures       []string `json:"architectures,omitempty"`
 	ArchitectureRefusal string   `json:"architecture_refusal,omitempty"`
+	// Tools, if set, lets the stages (or the kernel call) call the tools
+	// of these MCP servers through the agent (code mode; see Tools).
+	Tools *Tools `json:"tools,omitempty"`
 }
 
 // KernelCall runs code in a session's long-lived interpreter, whose
