@@ -67,6 +67,17 @@ type Link interface {
 	Close()
 }
 
+// OOMCounter is a Link that counts its sandbox's OOM kills from outside,
+// for a sandbox whose agent cannot see them: under gVisor the cgroup files
+// the agent reads are gVisor's own, which count none, while the host's
+// cgroup, which holds gVisor's kernel and the host processes that carry
+// its programs' memory, counts the host's OOM killer's kills there.
+type OOMCounter interface {
+	// OOMKills is how many OOM kills the sandbox's cgroup has counted, or
+	// -1 when it cannot tell (the agent counts them itself).
+	OOMKills() int
+}
+
 // Sandbox is a [sandbox.Sandbox] driven over a Link.
 type Sandbox struct {
 	id   string
@@ -80,6 +91,10 @@ type Sandbox struct {
 	stream   *Stream       // nil until the first job got it
 	reader   *bufio.Reader // reads stream.Reader, for every job
 	writeMu  sync.Mutex    // one frame at a time to the agent
+
+	// oomBefore is the OOM kills counted from outside (OOMCounter) when
+	// the job in flight was sent; a sandbox's jobs are one at a time.
+	oomBefore int
 }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
@@ -214,6 +229,7 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 	}
 	var killed sync.Once
 	res := &sandbox.Result{}
+	s.oomBefore = s.outsideOOMKills()
 	kill := func(reason string) {
 		killed.Do(func() {
 			res.Killed = true
@@ -308,9 +324,23 @@ func (s *Sandbox) settle(ctx context.Context, job sandbox.Job, res *sandbox.Resu
 			s.log.Warn("sandbox agent ended early", "run", job.RunID, "stderr", res.Diagnostics)
 		}
 	}
+	// The kills counted from outside during the job are the last stage's:
+	// the one the memory limit ended, or the one running when it was hit.
+	if s.oomBefore >= 0 && s.outsideOOMKills() > s.oomBefore && len(res.Stages) > 0 {
+		res.Stages[len(res.Stages)-1].OOMKilled = true
+	}
 	for _, st := range res.Stages {
 		if st.OOMKilled {
 			res.OOMKilled = true
 		}
 	}
+}
+
+// outsideOOMKills is the OOM kills the link counts from outside, or -1
+// when it counts none (OOMCounter).
+func (s *Sandbox) outsideOOMKills() int {
+	if c, ok := s.link.(OOMCounter); ok {
+		return c.OOMKills()
+	}
+	return -1
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -412,6 +413,55 @@ func TestAJobAfterReadyOrWithoutItIsServed(t *testing.T) {
 			res, err := sb.Exec(context.Background(), job(t, time.Minute, sh("run", "echo hi", 10*time.Second)), nil)
 			if err != nil || res.Incomplete || len(res.Stages) != 1 || string(res.Stages[0].Stdout) != "hi\n" {
 				t.Fatalf("Exec: %v, %+v", err, res)
+			}
+		})
+	}
+}
+
+// countingLink is a pipeLink that counts its sandbox's OOM kills from
+// outside (agentconn.OOMCounter), as a gVisor sandbox's host cgroup does.
+type countingLink struct {
+	*pipeLink
+	kills *atomic.Int64
+}
+
+func (l *countingLink) OOMKills() int { return int(l.kills.Load()) }
+
+func TestOOMKillsCountedFromOutsideMarkTheJobsLastStage(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		killedBy int64 // OOM kills the host counts during the job
+		want     bool
+	}{
+		{"a kill during the job", 1, true},
+		{"no kill during the job", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kills := new(atomic.Int64)
+			kills.Store(3) // kills of earlier jobs are not this job's
+			stages := []wire.StageResult{{Name: "compile"}, {Name: "run", ExitCode: 137, Signal: "SIGKILL"}}
+			_, pl := start(t, func(in io.Reader, out io.Writer) error {
+				if _, err := wire.ReadFrame(in); err != nil {
+					return err
+				}
+				kills.Add(tc.killedBy)
+				for i, st := range stages {
+					p, _ := json.Marshal(st)
+					if _, err := out.Write(frame(wire.KindStage, uint8(i), p)); err != nil {
+						return err
+					}
+				}
+				_, err := out.Write(jsonFrame(wire.KindDone, wire.Done{}))
+				return err
+			})
+			sb := agentconn.New("counting", &countingLink{pipeLink: pl, kills: kills}, nil)
+			res, err := sb.Exec(context.Background(), job(t, time.Minute, sh("compile", "true", time.Second), sh("run", "true", time.Second)), nil)
+			if err != nil || res.Incomplete {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if res.OOMKilled != tc.want || res.Stages[1].OOMKilled != tc.want || res.Stages[0].OOMKilled {
+				t.Errorf("oom_killed: result %v, compile %v, run %v; want %v on the run stage alone",
+					res.OOMKilled, res.Stages[0].OOMKilled, res.Stages[1].OOMKilled, tc.want)
 			}
 		})
 	}

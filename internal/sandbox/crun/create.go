@@ -370,12 +370,27 @@ func (l *link) Kill(context.Context) {
 }
 
 // OOMKilled reports whether the sandbox's cgroup counted an OOM kill.
-func (l *link) OOMKilled(context.Context) bool {
-	path := filepath.Join("/sys/fs/cgroup/memory", cgroupParent, l.id, "memory.oom_control")
-	if l.b.cgroupV2 {
-		path = filepath.Join("/sys/fs/cgroup", cgroupParent, l.id, "memory.events")
+func (l *link) OOMKilled(context.Context) bool { return oomKills(l.oomFile()) > 0 }
+
+// OOMKills counts a gVisor sandbox's OOM kills from outside
+// (agentconn.OOMCounter): its agent reads gVisor's cgroup files, which
+// count none, while the host's OOM killer ends the host process that
+// carries a program's memory (the platform's stub of its address space),
+// and gVisor ends the program with SIGKILL. A container's agent counts
+// them itself (-1).
+func (l *link) OOMKills() int {
+	if l.isolation != sandbox.IsolationGVisor {
+		return -1
 	}
-	return oomKills(path) > 0
+	return oomKills(l.oomFile())
+}
+
+// oomFile is the host cgroup file that counts the sandbox's OOM kills.
+func (l *link) oomFile() string {
+	if l.b.cgroupV2 {
+		return filepath.Join("/sys/fs/cgroup", cgroupParent, l.id, "memory.events")
+	}
+	return filepath.Join("/sys/fs/cgroup/memory", cgroupParent, l.id, "memory.oom_control")
 }
 
 // oomKills reads the "oom_kill N" line of a cgroup memory file.
