@@ -58,6 +58,7 @@ type Log struct {
 	mu    sync.Mutex
 	w     io.Writer
 	close func() error
+	tail  ring
 }
 
 // Open opens the audit log at path: "-" is standard output; a file is
@@ -86,6 +87,7 @@ func (l *Log) Write(e Entry) error {
 	data = append(data, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.tail.add(e)
 	_, err = l.w.Write(data)
 	return err
 }

@@ -3,6 +3,8 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +82,30 @@ func TestOpen(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(dir, "audit.log"))
 	if n := strings.Count(string(data), "\n"); n != 2 {
 		t.Fatalf("%d lines after two opens, want 2 (appended)", n)
+	}
+}
+
+// TestTailKeepsTheLatestLinesNewestFirst: the console's view of the log is
+// the latest TailSize lines, newest first, whatever was written before.
+func TestTailKeepsTheLatestLinesNewestFirst(t *testing.T) {
+	l := New(io.Discard)
+	if got := l.Tail(5); len(got) != 0 {
+		t.Fatalf("an empty log's tail: %v", got)
+	}
+	for i := range TailSize + 7 {
+		if err := l.Write(Entry{Principal: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := l.Tail(3)
+	if len(got) != 3 || got[0].Principal != fmt.Sprint(TailSize+6) || got[2].Principal != fmt.Sprint(TailSize+4) {
+		t.Errorf("tail(3) = %v", got)
+	}
+	if all := l.Tail(10 * TailSize); len(all) != TailSize || all[TailSize-1].Principal != "7" {
+		t.Errorf("tail of everything: %d lines, oldest %q", len(all), all[len(all)-1].Principal)
+	}
+	var none *Log
+	if none.Tail(3) != nil {
+		t.Error("a nil log has a tail")
 	}
 }

@@ -67,6 +67,7 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 	}
 	s.probeRoutes(mux)
 	s.metricsRoute(mux, func(next http.Handler) http.Handler { return transport.ProtectForOperators(next, httpOpts) })
+	s.consoleRoute(mux, httpOpts)
 	// The listener binds once the server can serve: with http.reuse_port,
 	// joining the port's group is what sends connections here.
 	var lc net.ListenConfig

@@ -78,12 +78,13 @@ func (m *Manager) archivePath(id string) (string, error) {
 	return filepath.Join(dir, pausedDir, id+".tar"), nil
 }
 
-// Pause pauses one of ctx's principal's sessions; one that another
-// replica holds is paused there.
+// Pause pauses one of ctx's principal's sessions, or any session for an
+// operator (pausing, like closing, manages a session without using its
+// data); one that another replica holds is paused there.
 func (m *Manager) Pause(ctx context.Context, id string) (PauseResult, error) {
 	s, err := m.lookup(ctx, id)
 	if err != nil {
-		if held := m.elsewhere(ctx, id, false); held != nil {
+		if held := m.elsewhere(ctx, id, true); held != nil {
 			var out PauseResult
 			err := m.forwardTo(ctx, held, opPause, forwardArgs{}, nil, &out)
 			return out, err
@@ -93,13 +94,13 @@ func (m *Manager) Pause(ctx context.Context, id string) (PauseResult, error) {
 	return m.pause(ctx, s)
 }
 
-// lookup finds ctx's principal's session, paused or not, without resuming
-// it.
+// lookup finds a session ctx's principal manages (its own, or any for an
+// operator), paused or not, without resuming it.
 func (m *Manager) lookup(ctx context.Context, id string) (*session, error) {
 	m.mu.Lock()
 	s, ok := m.sessions[id]
 	m.mu.Unlock()
-	if !ok || !principal.FromContext(ctx).Uses(s.owner) {
+	if !ok || !principal.FromContext(ctx).Owns(s.owner) {
 		return nil, invalid("unknown session %q: it never existed, was closed, or expired after being idle; create_session starts a new one", id)
 	}
 	return s, nil

@@ -85,11 +85,9 @@ func (a *Approvals) Hosts(ctx context.Context, owner string) ([]string, error) {
 	now := a.now()
 	var out []string
 	for _, e := range entries {
-		var r record
-		if json.Unmarshal(e.Value, &r) != nil || !now.Before(r.Expires) {
-			continue
+		if r, ok := inForce(e.Value, now); ok {
+			out = append(out, r.Host)
 		}
-		out = append(out, r.Host)
 	}
 	sort.Strings(out)
 	return out, nil
