@@ -334,11 +334,21 @@
     const box = el("section", "artifacts");
     box.id = "artifacts";
     box.appendChild(el("h3", "", "files"));
-    for (const img of images) {
-      const i = el("img", "plot");
-      i.alt = "image the run produced";
-      i.src = "data:" + img.mimeType + ";base64," + img.data;
-      box.appendChild(i);
+    for (const img of images) box.appendChild(plot(img.mimeType, img.data));
+    // An execution's result carries no image blocks: its images are read
+    // through the host.
+    if (!images.length) {
+      for (const a of arts) if (a.uri && /^image\/(png|jpeg|gif|webp)$/.test(a.mime_type || "")) {
+        if (blobs.has(a.uri)) {
+          if (blobs.get(a.uri)) box.appendChild(plot(a.mime_type, blobs.get(a.uri)));
+          continue;
+        }
+        blobs.set(a.uri, "");
+        request("resources/read", { uri: a.uri }).then((r) => {
+          const c = r.contents && r.contents[0];
+          if (c && c.blob) { blobs.set(a.uri, c.blob); render(); }
+        }).catch(() => {});
+      }
     }
     for (const a of arts) {
       const row = el("div", "artifact");
@@ -360,7 +370,15 @@
     root.appendChild(box);
   }
 
+  function plot(mime, data) {
+    const i = el("img", "plot");
+    i.alt = "image the run produced";
+    i.src = "data:" + mime + ";base64," + data;
+    return i;
+  }
+
   const tables = new Map();
+  const blobs = new Map();
   async function loadTable(a, holder) {
     let rows = tables.get(a.uri);
     if (!rows) {
