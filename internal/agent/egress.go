@@ -32,26 +32,31 @@ func StartEgress(spec string) error {
 	if err != nil {
 		return fmt.Errorf("egress relay: %w", err)
 	}
-	slots := make(chan struct{}, maxEgressRelays)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case slots <- struct{}{}:
-			default:
-				c.Close() // over the bound: refused, the agent keeps its descriptors
-				continue
-			}
-			go func() {
-				defer func() { <-slots }()
-				relay(c, e.Socket)
-			}()
-		}
-	}()
+	go serveBounded(ln, maxEgressRelays, func(c net.Conn) { relay(c, e.Socket) })
 	return nil
+}
+
+// serveBounded accepts ln's connections until it closes and serves each on
+// a goroutine of its own, at most limit at once: each holds descriptors of
+// the agent's, and one over the bound is closed at once.
+func serveBounded(ln net.Listener, limit int, serve func(net.Conn)) {
+	slots := make(chan struct{}, limit)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			c.Close() // over the bound: refused, the agent keeps its descriptors
+			continue
+		}
+		go func() {
+			defer func() { <-slots }()
+			serve(c)
+		}()
+	}
 }
 
 // relay copies c to and from a new connection to the proxy's socket.

@@ -68,6 +68,8 @@ func (a *server) serveConn(in io.Reader, out io.Writer, endCancels bool) (served
 				return f, err
 			case f.Kind == wire.KindCancel:
 				a.cancelCurrent()
+			case f.Kind == wire.KindToolResult:
+				a.deliverTool(f.Payload)
 			case f.Kind == wire.KindReady:
 				// Answered once what the sandbox started ahead of the
 				// job can take it: the host counts the sandbox idle
@@ -134,6 +136,9 @@ type server struct {
 	// reconnecting says the agent waits for its server when a connection
 	// ends (ServeReconnecting): only then can the sandbox be checkpointed.
 	reconnecting bool
+	// tools serves the tool calls of requests given tools (tools.go),
+	// from the first such request on.
+	tools *tools
 }
 
 func (a *server) cancelCurrent() {
@@ -161,6 +166,12 @@ func (a *server) end() {
 // handle runs req; cancel is closed when a Cancel frame asks to stop it.
 func (a *server) handle(req wire.Request, cancel <-chan struct{}) error {
 	defer a.end()
+	if req.Tools != nil {
+		defer a.endTools()
+		if err := a.equipTools(&req); err != nil {
+			return a.w.json(wire.KindDone, 0, wire.Done{Error: err.Error()})
+		}
+	}
 	switch req.Op {
 	case wire.OpRun:
 		waitPrestart()

@@ -75,6 +75,7 @@ type Broker struct {
 	upstreams map[string]*upstream
 	limiters  map[string]*rate.Limiter // by principal
 	observers []func(Record)
+	sessions  sessionRuns
 }
 
 // New returns a broker of cfg's servers; secret reads an operator secret
@@ -89,7 +90,7 @@ func New(cfg config.CodeMode, secret func(string) (string, error), getenv func(s
 		secret = func(name string) (string, error) { return "", fmt.Errorf("no secret %q is configured", name) }
 	}
 	b := &Broker{cfg: cfg, log: log, secret: secret, getenv: getenv,
-		upstreams: map[string]*upstream{}, limiters: map[string]*rate.Limiter{}}
+		upstreams: map[string]*upstream{}, limiters: map[string]*rate.Limiter{}, sessions: sessionRuns{runs: map[string]*Run{}}}
 	for name, spec := range cfg.Servers {
 		b.upstreams[name] = &upstream{name: name, spec: spec, b: b}
 	}
@@ -162,7 +163,7 @@ func (b *Broker) limiter(principal string) *rate.Limiter {
 	l, ok := b.limiters[principal]
 	if !ok {
 		per := float64(b.cfg.CallsPerMinute) / 60
-		l = rate.NewLimiter(rate.Limit(per), max(1, b.cfg.CallsPerMinute/10))
+		l = rate.NewLimiter(rate.Limit(per), max(1, b.cfg.CallsPerMinute))
 		b.limiters[principal] = l
 	}
 	return l

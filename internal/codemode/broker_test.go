@@ -186,17 +186,17 @@ func TestACrashedStdioServerGivesAClearErrorAndIsStartedAgain(t *testing.T) {
 
 func TestAFloodOfCallsIsCutByTheRateLimitAndTheRunsQuota(t *testing.T) {
 	b, _ := newBroker(t, map[string]config.CodeModeServer{"everything": everythingServer(t)},
-		func(c *config.CodeMode) { c.CallsPerMinute = 60; c.MaxCallsPerRun = 1000 })
+		func(c *config.CodeMode) { c.CallsPerMinute = 5; c.MaxCallsPerRun = 1000 })
 	run, _ := b.Begin("alice", []string{"everything"}, nil)
 	limited := 0
 	for i := range 20 {
 		res := callTool(t, run, "everything", "echo", map[string]any{"message": fmt.Sprint(i)})
-		if strings.Contains(res.Error, "at most 60 a minute per principal") {
+		if strings.Contains(res.Error, "at most 5 a minute per principal") {
 			limited++
 		}
 	}
-	if limited < 10 {
-		t.Fatalf("%d of 20 calls limited, want most past the burst of 6", limited)
+	if limited < 14 {
+		t.Fatalf("%d of 20 calls limited, want those past the burst of 5", limited)
 	}
 	b2, _ := newBroker(t, map[string]config.CodeModeServer{"everything": everythingServer(t)},
 		func(c *config.CodeMode) { c.MaxCallsPerRun = 3 })

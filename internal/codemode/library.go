@@ -526,10 +526,14 @@ func typesHeader(servers []string) string {
 	}
 	return `// The tools of the MCP servers this run was given (mcp-code-runner's code mode, generated).
 declare module "mcr-tools" {
-  export type Content =
-    | { type: "text"; text: string }
-    | { type: "image" | "audio"; data: string; mimeType: string }
-    | { type: string; [key: string]: unknown };
+  /** A content block: text (text), image or audio (data, mimeType), resource or resource_link. */
+  export interface Content {
+    type: "text" | "image" | "audio" | "resource" | "resource_link" | string;
+    text?: string;
+    data?: string;
+    mimeType?: string;
+    [key: string]: unknown;
+  }
   /** A tool's result: its content, its structured content (typed from its output schema), and whether it failed. */
   export interface CallToolResult<S = unknown> {
     content: Content[];

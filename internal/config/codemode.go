@@ -35,7 +35,7 @@ type CodeMode struct {
 	// call); the calls past it are refused.
 	MaxCallsPerRun int `json:"max_calls_per_run"`
 	// CallsPerMinute bounds each principal's tool calls, all its runs
-	// together (a token bucket with a burst of a tenth of a minute's).
+	// together: a minute's worth at once, then refilled at this rate.
 	CallsPerMinute int `json:"calls_per_minute"`
 	// MaxConcurrentCalls bounds the calls one run has in flight at once.
 	MaxConcurrentCalls int `json:"max_concurrent_calls"`

@@ -18,7 +18,7 @@ var settingHelp = map[string]string{
 	"backend":                           "where sandboxes run: \"auto\" (the default: crun where it can serve, else docker), \"docker\", \"kubernetes\" (one Pod per sandbox; see Kubernetes) or \"crun\" (one container per sandbox that the server starts with crun itself, from the local Docker daemon's images; root only)",
 	"code_mode.audit_arguments":         "writes each call's arguments into its audit line; off, the line names the server and tool and says how large the arguments and result were, never what they held",
 	"code_mode.call_timeout_seconds":    "bounds one brokered tool call, connecting included; a call past it gets an error saying so",
-	"code_mode.calls_per_minute":        "bounds each principal's tool calls, all its runs together (a token bucket with a burst of a tenth of a minute's)",
+	"code_mode.calls_per_minute":        "bounds each principal's tool calls, all its runs together: a minute's worth at once, then refilled at this rate",
 	"code_mode.max_calls_per_run":       "bounds the tool calls of one run (of one session call); the calls past it are refused",
 	"code_mode.max_concurrent_calls":    "bounds the calls one run has in flight at once",
 	"code_mode.max_result_bytes":        "bounds one call's result as JSON: a larger result is refused with an error saying its size, and never enters the sandbox",

@@ -95,6 +95,8 @@ type Engine struct {
 
 	imageBuilds ImageBuilds // nil: no image is built in the background
 
+	toolBroker ToolBroker // nil: no run may name tools (code mode)
+
 	versionSource RuntimeVersions // nil: none reported
 	versionsMu    sync.Mutex
 	versions      map[string]string            // language -> runtime version

@@ -42,6 +42,9 @@ type Plan struct {
 	// Kernel says the code goes to the session's long-lived interpreter
 	// (a language with a kernel, and no stdin or args).
 	Kernel bool
+	// Tools are the MCP servers whose tools the run's programs may call
+	// (code mode): the request's, or in a session the session's.
+	Tools []string
 
 	files []wire.File // the code's file first
 }
@@ -79,6 +82,9 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 	if err == nil {
 		p.Secrets, err = e.checkSecrets(ctx, req.Secrets, p.Network, lang)
 	}
+	if err == nil {
+		err = e.checkTools(ctx, req.Tools)
+	}
 	if err != nil {
 		return nil, e.refuse(ctx, err, opts, false)
 	}
@@ -99,6 +105,8 @@ func (e *Engine) PrepareInSession(ctx context.Context, req Request, lang languag
 		err = invalid("network is chosen when the session is created (create_session's network); leave it out of a session's run_code")
 	case len(req.Packages) > 0:
 		err = invalid("a session installs packages with install_packages (or create_session's packages); leave packages out of a session's run_code")
+	case len(req.Tools) > 0:
+		err = invalid("a session's tools are chosen when it is created (create_session's tools) and apply to every call; leave tools out of a session's run_code")
 	}
 	if err != nil {
 		return nil, e.refuse(ctx, err, RunOptions{}, true)
@@ -144,7 +152,7 @@ func (e *Engine) plan(req Request, lang languages.Language, long, session bool) 
 	}
 	return &Plan{
 		Request: req, Language: lang, Timeout: v.timeout, CompileTimeout: compile,
-		Packages: req.Packages, Session: session, files: v.files,
+		Packages: req.Packages, Session: session, files: v.files, Tools: req.Tools,
 		Kernel: session && lang.Kernel != nil && req.Stdin == "" && len(req.Args) == 0,
 	}, nil
 }

@@ -204,6 +204,9 @@ func (e *Engine) track(ctx context.Context, r *run) (context.Context, func()) {
 // the run's own egress proxy or the caller's.
 func (e *Engine) equip(ctx context.Context, r *run) error {
 	r.job = e.job(r.plan, r.id)
+	if err := e.equipTools(ctx, r); err != nil {
+		return err
+	}
 	addEnv(&r.job, r.opts.Env)
 	r.job.Request.Files = append(r.job.Request.Files, r.opts.Files...)
 	if len(r.plan.Packages) > 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/codemode"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/runapp"
@@ -52,6 +53,9 @@ type Deps struct {
 	// OnToolCall, if set, sees every finished tool call (the audit log and
 	// metrics); it runs on the call's goroutine before the answer is sent.
 	OnToolCall func(context.Context, ToolCall)
+	// CodeMode, if set, is the broker of the MCP servers runs' code may
+	// call: their signatures are the mcr://apis/ resources.
+	CodeMode *codemode.Broker
 }
 
 // New returns an MCP server backed by eng, with executions and sessions
@@ -65,7 +69,7 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handlers{eng: deps.Engine, execs: deps.Executions, sessions: deps.Sessions, log: log, onCall: deps.OnToolCall}
+	h := &handlers{eng: deps.Engine, execs: deps.Executions, sessions: deps.Sessions, log: log, onCall: deps.OnToolCall, codeMode: deps.CodeMode}
 	s := NewBareServer(Surface{
 		Implementation: &mcp.Implementation{
 			Name:    Name,
@@ -94,6 +98,7 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 	addExecutionTools(s, h)
 	addSessionTools(s, h)
 	addResources(s, h)
+	addCodeModeResources(s, h)
 	runapp.Register(s)
 	addPrompts(s, h)
 	return s
@@ -149,6 +154,7 @@ type handlers struct {
 	sessions *sessions.Manager
 	log      *slog.Logger
 	onCall   func(context.Context, ToolCall)
+	codeMode *codemode.Broker
 }
 
 // minLevel drops records below level.

@@ -83,6 +83,7 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 	if err != nil {
 		return nil, nil, err
 	}
+	ctx = withToolApprover(ctx, req)
 	opts := engine.RunOptions{}
 	if ps := progress.ForRequest(ctx, req, plan.Stages()); ps != nil {
 		opts.OnChunk = ps.OnChunk

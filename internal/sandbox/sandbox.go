@@ -165,6 +165,16 @@ type Job struct {
 	Deadline time.Duration
 	// RunID names the run in logs.
 	RunID string
+	// Tools, if set, makes the tool calls the job's programs send through
+	// the agent (code mode; Request.Tools lets them); without it every
+	// call is refused.
+	Tools ToolCaller
+}
+
+// ToolCaller makes the tool calls of a job's programs: it answers each,
+// an error in the answer when the call cannot be made.
+type ToolCaller interface {
+	CallTool(ctx context.Context, runID string, call wire.ToolCall) wire.ToolResult
 }
 
 // Sandbox is a started sandbox whose agent waits for its job. Every backend

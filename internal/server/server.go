@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/audit"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/codemode"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
@@ -75,9 +76,10 @@ type Server struct {
 	replica       string
 	opts          Options
 
-	execs *executions.Manager
-	sess  *sessions.Manager
-	mcp   *mcp.Server
+	execs    *executions.Manager
+	sess     *sessions.Manager
+	codeMode *codemode.Broker // nil without code_mode.servers
+	mcp      *mcp.Server
 	// served receives the transport's end: a cancelled context, a stdio
 	// client gone, a listener that failed.
 	served         chan error
@@ -138,8 +140,9 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.watchServer()
+	s.startCodeMode()
 	s.mcp = mcpserver.NewServer(mcpserver.Deps{Engine: s.engine, Executions: s.execs, Sessions: s.sess,
-		OnToolCall: s.toolObserver(s.opts.Audit)}, s.opts.Version, s.log)
+		OnToolCall: s.toolObserver(s.opts.Audit), CodeMode: s.codeMode}, s.opts.Version, s.log)
 
 	// Runs in flight get the grace period after a shutdown signal, then
 	// they are killed (their results say so).
@@ -200,6 +203,9 @@ func (s *Server) Shutdown() {
 	}
 	if err := s.engine.Close(wctx); err != nil {
 		s.log.Warn("shutdown", "err", err)
+	}
+	if s.codeMode != nil {
+		s.codeMode.Close()
 	}
 	if n, err := s.backend.RemoveOwn(wctx); err == nil && n > 0 {
 		s.log.Info("removed sandboxes at shutdown", "count", n)

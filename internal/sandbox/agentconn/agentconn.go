@@ -251,6 +251,9 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 			return nil, fmt.Errorf("reaching the sandbox's agent: %w", err)
 		}
 	}
+	// A job given tools answers its programs' calls on the stream, so a
+	// one-shot sandbox's is closed only once the answer is read.
+	closeLater := job.Request.Tools != nil
 	send := func() error {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
@@ -258,7 +261,7 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 		if err != nil {
 			s.log.Debug("sending request to sandbox", "run", job.RunID, "err", err)
 		}
-		if !session && stream.CloseWrite != nil {
+		if !session && !closeLater && stream.CloseWrite != nil {
 			// Closing our write side tells the agent nothing more comes.
 			_ = stream.CloseWrite()
 		}
@@ -289,7 +292,18 @@ func (s *Sandbox) exchange(ctx context.Context, job sandbox.Job, onChunk func(sa
 	})
 	defer stopWatch()
 
-	done := readFrames(r, job.Request, res, onChunk)
+	tools := newToolCalls(ctx, job, func(f wire.Frame) error {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		return wire.WriteFrame(stream.Writer, f)
+	})
+	done := readFrames(r, job.Request, res, onChunk, tools)
+	tools.stop()
+	if closeLater && !session && stream.CloseWrite != nil {
+		s.writeMu.Lock()
+		_ = stream.CloseWrite()
+		s.writeMu.Unlock()
+	}
 	res.Elapsed = time.Since(sent)
 	killed.Do(func() {}) // settle res.Killed
 	s.settle(ctx, job, res, done)

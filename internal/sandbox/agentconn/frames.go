@@ -34,8 +34,9 @@ const DefaultDataLimit = 64 << 20
 // Done frame arrived. Whatever the sandbox sends, what is kept is bounded:
 // the agent enforces the output limit, but a hostile program could write
 // frames of its own, so the server enforces it again (per stage and stream),
-// and bounds stages, file entries and their content.
-func readFrames(r io.Reader, req wire.Request, res *sandbox.Result, onChunk func(sandbox.Chunk)) bool {
+// and bounds stages, file entries and their content. A tool call goes to
+// tools, which answers it (nil: the frame is not one the agent sends).
+func readFrames(r io.Reader, req wire.Request, res *sandbox.Result, onChunk func(sandbox.Chunk), tools *toolCalls) bool {
 	fr := newFrameReader(req, res, onChunk)
 	for {
 		f, err := wire.ReadFrameLimit(r, HostFrameLimit)
@@ -60,6 +61,10 @@ func readFrames(r io.Reader, req wire.Request, res *sandbox.Result, onChunk func
 			st.Stdout, st.Stderr = out, errOut
 		case wire.KindArtifact:
 			if !fr.artifact(f) {
+				return false
+			}
+		case wire.KindToolCall:
+			if tools == nil || !tools.handle(f.Payload) {
 				return false
 			}
 		case wire.KindDone:

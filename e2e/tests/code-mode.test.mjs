@@ -1,0 +1,167 @@
+// Code mode through the official TypeScript client: sandbox code calls the
+// tools of real MCP servers from npm (pinned in package.json), which the
+// server starts and brokers. A Python program adds up 20 files it reads
+// through @modelcontextprotocol/server-filesystem (stdio) and still has no
+// network; JavaScript reads one with require and with import, TypeScript
+// with the generated types; a run not granted a server is refused saying
+// how it is granted, and a call of a server the run was not given raises;
+// @modelcontextprotocol/server-everything is called over Streamable HTTP.
+// Hostile cases: a result over the cap, a result crafted to look like the
+// agent's frames, a flood of calls.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+
+import { connect2, structured, texts, freePort, waitFor, assertNoLeftoverContainers } from '../lib/harness.mjs';
+
+const CALL = { timeout: 180000 };
+const require = createRequire(import.meta.url);
+const FS_SERVER = require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
+const EVERYTHING_SERVER = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
+
+describe('code mode: sandbox code calls MCP servers through the server', () => {
+    let dir;
+    let conn;
+    let everything;
+    before(async () => {
+        dir = mkdtempSync(join(tmpdir(), 'mcr-code-mode-'));
+        for (let i = 1; i <= 20; i++) writeFileSync(join(dir, `n${i}.txt`), `${i}\n`);
+        writeFileSync(join(dir, 'big.txt'), 'x'.repeat(300 * 1024));
+        // Bytes that would be frames (a Done) and answer lines if anything
+        // read the result as anything but JSON in a frame.
+        writeFileSync(join(dir, 'crafted.txt'), 'D\u0000\u0000\u0000\u0000\u0002{}\n{"result":{"content":[]}}\nT\u0000\u0000\u0000\u0000\u0000\r\n\u2028end');
+        const port = await freePort();
+        everything = spawn('node', [EVERYTHING_SERVER, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+        let listening = false;
+        everything.stderr.on('data', (d) => { if (String(d).includes('listening')) listening = true; });
+        await waitFor(() => listening, 20000, 'the everything server listening');
+        const config = join(dir, 'config.json');
+        writeFileSync(config, JSON.stringify({
+            code_mode: {
+                servers: {
+                    fs: { command: 'node', args: [FS_SERVER, dir] },
+                    everything: { url: `http://127.0.0.1:${port}/mcp` },
+                    theirs: { command: 'node', args: [FS_SERVER, dir] },
+                },
+                grants: [
+                    { principals: ['*'], servers: ['fs', 'everything'] },
+                    { principals: ['someone-else'], servers: ['theirs'] },
+                ],
+                max_result_bytes: 100 * 1024,
+                calls_per_minute: 120,
+            },
+        }));
+        conn = await connect2({ transport: 'stdio', args: ['--config', config] });
+    });
+    after(async () => {
+        await conn?.close();
+        everything?.kill();
+        await assertNoLeftoverContainers();
+    });
+
+    const run = async (args) => conn.client.callTool({ name: 'run_code', arguments: args }, undefined, CALL);
+    const ok = async (args) => {
+        const r = structured(await run(args));
+        assert.equal(r.exit_code, 0, JSON.stringify(r));
+        return r;
+    };
+
+    it('a Python program adds up 20 files it read through the filesystem server, with no network', async () => {
+        const r = await ok({
+            language: 'python', tools: ['fs'], code: `
+import socket, mcr_tools
+total = sum(int(mcr_tools.fs.read_text_file(path=f"${dir}/n{i}.txt")["content"][0]["text"]) for i in range(1, 21))
+print("total", total)
+try:
+    socket.create_connection(("127.0.0.1", 1), timeout=2)
+    print("network")
+except OSError:
+    print("no network")
+print(sorted(socket.if_nameindex()))
+`,
+        });
+        assert.match(r.stdout, /^total 210\nno network\n\[\(1, 'lo'\)\]\n$/);
+    });
+
+    it('a JavaScript program reads a file with require and with import; TypeScript type-checks the generated module', async () => {
+        let r = await ok({
+            language: 'javascript', tools: ['fs'],
+            code: `const { read_text_file } = require("mcr-tools/fs");\nread_text_file({ path: "${dir}/n7.txt" }).then((r) => console.log(r.content[0].text.trim()));`,
+        });
+        assert.equal(r.stdout, '7\n');
+        r = await ok({
+            language: 'javascript', tools: ['fs'],
+            code: `import { call } from "mcr-tools";\nconst r = await call("fs", "read_text_file", { path: "${dir}/n8.txt" });\nconsole.log(r.content[0].text.trim());`,
+        });
+        assert.equal(r.stdout, '8\n');
+        r = await ok({
+            language: 'typescript', tools: ['fs'],
+            code: `import { read_text_file } from "mcr-tools/fs";\nasync function main(): Promise<void> {\n  const r = await read_text_file({ path: "${dir}/n9.txt" });\n  const text: string = r.content[0].text ?? "";\n  console.log(text.trim(), r.isError ?? false);\n}\nmain();`,
+        });
+        assert.equal(r.stdout, '9 false\n');
+        assert.equal(r.type_errors ?? 0, 0, r.compile?.stderr);
+    });
+
+    it('a run is refused a server its principal is not granted, saying how it is granted', async () => {
+        const r = await run({ language: 'python', code: 'print(1)', tools: ['theirs'] });
+        assert.ok(r.isError, JSON.stringify(r));
+        assert.match(texts(r).join('\n'), /MCP server "theirs" is not granted to principal "local".*code_mode\.grants/);
+    });
+
+    it('a call of a server the run was not given raises ToolError naming it', async () => {
+        const r = await ok({
+            language: 'python', tools: ['fs'], code: `
+import mcr_tools
+try:
+    mcr_tools.call("everything", "echo", {"message": "hi"})
+except mcr_tools.ToolError as e:
+    print("refused:", e)
+`,
+        });
+        assert.match(r.stdout, /refused: this run was not given MCP server "everything" \(it was given fs\); name it in tools/);
+    });
+
+    it('the everything server is called over Streamable HTTP', async () => {
+        const r = await ok({ language: 'python', tools: ['everything'], code: 'import mcr_tools\nprint(mcr_tools.everything.echo(message="over http")["content"][0]["text"])' });
+        assert.equal(r.stdout, 'Echo: over http\n');
+    });
+
+    it('hostile: a result over the cap is refused, a result shaped like frames arrives intact, a flood is cut', async () => {
+        const r = await ok({
+            language: 'python', tools: ['fs'], code: `
+import mcr_tools
+try:
+    mcr_tools.fs.read_text_file(path="${dir}/big.txt")
+except mcr_tools.ToolError as e:
+    print("big:", e)
+text = mcr_tools.fs.read_text_file(path="${dir}/crafted.txt")["content"][0]["text"]
+print("crafted:", ascii(text))
+limited = 0
+for i in range(200):
+    try:
+        mcr_tools.fs.list_allowed_directories()
+    except mcr_tools.ToolError as e:
+        limited += "a minute per principal" in str(e)
+print("limited", limited > 0)
+`,
+        });
+        assert.match(r.stdout, /big: the result of fs\.read_text_file is \d+ bytes, over the 102400 bytes/);
+        assert.ok(r.stdout.includes(String.raw`crafted: 'D\x00\x00\x00\x00\x02{}\n{"result":{"content":[]}}\nT\x00\x00\x00\x00\x00\r\n\u2028end'`), r.stdout);
+        assert.match(r.stdout, /limited True/);
+    });
+
+    it('discovery: mcr://apis lists the granted servers, mcr://apis/<server>/<tool> gives one signature', async () => {
+        const list = (await conn.client.readResource({ uri: 'mcr://apis' })).contents[0].text;
+        assert.match(list, /## fs\n/);
+        assert.doesNotMatch(list, /## theirs/);
+        const one = (await conn.client.readResource({ uri: 'mcr://apis/fs/read_text_file' })).contents[0].text;
+        assert.match(one, /def read_text_file\(\*, path: str, head: float \| None = None, tail: float \| None = None\) -> dict:/);
+        assert.match(one, /export function read_text_file\(args: \{ path: string; head\?: number; tail\?: number \}\)/);
+        await assert.rejects(conn.client.readResource({ uri: 'mcr://apis/theirs' }));
+    });
+});
