@@ -5,7 +5,11 @@
 # started), and docker-compose, which runs docker-compose.yml in
 # internal/e2e/image_test.go; and the other engines scripts/test-engines.sh
 # proves the server on: Podman, and rootless Docker's rootlesskit, slirp4netns
-# and uidmap. All come from Debian's archive.
+# and uidmap; and Chromium, which the browser tests drive headless
+# (e2e/tests/browser-*.test.mjs, through playwright-core: no browser of its
+# own is downloaded). All come from Debian's archive (Chromium with its
+# security updates: the archive keeps only the newest build, so the version is
+# the one the release ships, printed below).
 set -euo pipefail
 
 missing=()
@@ -15,8 +19,9 @@ command -v podman >/dev/null || missing+=(podman)
 command -v rootlesskit >/dev/null || missing+=(rootlesskit)
 command -v slirp4netns >/dev/null || missing+=(slirp4netns)
 command -v newuidmap >/dev/null || missing+=(uidmap)
+command -v chromium >/dev/null || missing+=(chromium)
 if [[ ${#missing[@]} -eq 0 ]]; then
-	echo "test tools present: $(prometheus --version 2>&1 | head -n1); $(docker-compose version --short 2>/dev/null || docker compose version --short)"
+	echo "test tools present: $(prometheus --version 2>&1 | head -n1); $(docker-compose version --short 2>/dev/null || docker compose version --short); $(chromium --version 2>/dev/null)"
 	exit 0
 fi
 if [[ $(id -u) -ne 0 ]]; then
@@ -40,4 +45,4 @@ done
 if command -v service >/dev/null && service prometheus status >/dev/null 2>&1; then
 	service prometheus stop >/dev/null 2>&1 || true
 fi
-echo "installed ${missing[*]}: $(prometheus --version 2>&1 | head -n1)"
+echo "installed ${missing[*]}: $(prometheus --version 2>&1 | head -n1); $(chromium --version 2>/dev/null)"

@@ -1,0 +1,106 @@
+// The run view (an MCP App) in a real browser: Debian's Chromium, headless,
+// renders it in a host page built on the package's own host side
+// (@modelcontextprotocol/ext-apps/app-bridge) whose official client talks to
+// the server. A python run that plots shows the plot and its output (markup
+// a program prints stays text), an execution's output streams into the view
+// and the view's Cancel ends it; screenshots are kept as artifacts.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { startHttpServer, assertNoLeftoverContainers } from '../lib/harness.mjs';
+import { chromiumOrSkip, launch, screenshot, startHostSite } from '../lib/browser.mjs';
+
+// painted resolves once frame has painted what it holds (two animation
+// frames), so that a screenshot shows it.
+const painted = (frame) => frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+const PLOT = `import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+xs = list(range(20))
+plt.plot(xs, [x * x for x in xs], marker="o")
+plt.title("squares")
+plt.savefig("squares.png")
+with open("table.csv", "w") as f:
+    f.write("x,square\\n" + "".join(f"{x},{x*x}\\n" for x in range(5)))
+print("plotted 20 points")
+print("<script>window.pwned = 1</script><b>not bold</b>")
+`;
+
+const STREAM = `import time
+for i in range(200):
+    print(f"line {i}", flush=True)
+    time.sleep(0.2)
+`;
+
+describe('the run view in Chromium', { timeout: 180000 }, () => {
+    let server, site, browser, page;
+    before(async (t) => {
+        if (!chromiumOrSkip(t)) return;
+        server = await startHttpServer();
+        site = await startHostSite(server.url);
+        browser = await launch();
+        page = await browser.newPage({ viewport: { width: 820, height: 1150 } });
+        page.on('pageerror', (e) => console.log('# page error:', e.message));
+        await page.goto(site.url);
+        await page.waitForFunction(() => window.hostReady === true);
+        const withView = await page.evaluate(() => window.host.connect());
+        assert.ok(withView.includes('run_code') && withView.includes('get_execution'), `tools naming the view: ${withView}`);
+    });
+    after(async () => {
+        await browser?.close();
+        site?.close();
+        if (server) {
+            const exit = await server.stop();
+            assert.deepEqual(exit, { code: 0, signal: null }, server.logs());
+            await assertNoLeftoverContainers();
+        }
+    });
+
+    it('shows a python run\'s plot, its table and its output, with markup as text', async (t) => {
+        if (!page) return t.skip('no Chromium');
+        const res = await page.evaluate((code) => window.host.show('run_code', { language: 'python', code }, 'dark'), PLOT);
+        assert.equal(res.status, 'ok', JSON.stringify(res));
+        const view = page.frameLocator('#view');
+        await view.locator('#status[data-status="ok"]').waitFor();
+        assert.match(await view.locator('#stdout').textContent(), /plotted 20 points/);
+        // The program's markup is text: shown as printed, not run or parsed.
+        assert.match(await view.locator('#stdout').textContent(), /<script>window\.pwned = 1<\/script><b>not bold<\/b>/);
+        assert.equal(await view.locator('#stdout script, #stdout b').count(), 0);
+        const frame = page.frames().find((f) => f !== page.mainFrame());
+        assert.equal(await frame.evaluate(() => window.pwned), undefined);
+        // The view follows the host's theme.
+        assert.equal(await frame.evaluate(() => document.documentElement.dataset.theme), 'dark');
+        // The plot is an image that decoded; the CSV is a table.
+        const img = view.locator('#artifacts img.plot');
+        await img.waitFor();
+        await frame.waitForFunction(() => {
+            const i = document.querySelector('img.plot');
+            return i && i.complete && i.naturalWidth > 100;
+        });
+        await view.locator('table.data td', { hasText: '16' }).first().waitFor();
+        assert.match(await view.locator('#code').textContent(), /plt\.savefig/);
+        assert.ok(await view.locator('#code .tok-k').count() > 0, 'the code is highlighted');
+        await painted(frame);
+        await screenshot(page, 'app-run-python-plot');
+    });
+
+    it('streams an execution\'s output and cancels it from the view', async (t) => {
+        if (!page) return t.skip('no Chromium');
+        const started = await page.evaluate((code) => window.host.show('start_execution', { language: 'python', code, timeout_seconds: 120 }, 'light'), STREAM);
+        assert.equal(started.status, 'running');
+        const view = page.frameLocator('#view');
+        // Output arrives while the execution runs: the view polls
+        // get_execution through the host.
+        await view.locator('#stdout', { hasText: 'line 5' }).waitFor({ timeout: 30000 });
+        assert.equal(await view.locator('#status').getAttribute('data-status'), 'running');
+        await painted(page.frames().find((f) => f !== page.mainFrame()));
+        await screenshot(page, 'app-execution-streaming');
+        await view.locator('#cancel').click();
+        await view.locator('#status[data-status="cancelled"]').waitFor({ timeout: 30000 });
+        const snap = await page.evaluate((id) => window.host.call('get_execution', { execution_id: id }), started.execution_id);
+        assert.equal(snap.status, 'cancelled');
+        assert.ok(!/line 199/.test(snap.stdout), 'the program ran to its end');
+    });
+});
