@@ -155,6 +155,29 @@ print("limited", limited > 0)
         assert.match(r.stdout, /limited True/);
     });
 
+    it('a session given tools keeps calling them through pause, resume and fork; its calls cannot name other tools', async () => {
+        const call = async (name, args) => structured(await conn.client.callTool({ name, arguments: args }, undefined, CALL));
+        const session = await call('create_session', { language: 'python', tools: ['fs'] });
+        assert.deepEqual(session.tools, ['fs']);
+        const id = session.session_id;
+        let r = await ok({ language: 'python', session_id: id, code: `import mcr_tools\nseen = [mcr_tools.fs.read_text_file(path="${dir}/n3.txt")["content"][0]["text"].strip()]\nseen` });
+        assert.equal(r.value, "['3']");
+        const refused = await run({ language: 'python', session_id: id, code: '1', tools: ['everything'] });
+        assert.ok(refused.isError);
+        assert.match(texts(refused).join('\n'), /session's tools are chosen when it is created/);
+        await call('pause_session', { session_id: id });
+        // Resumed: the cell that called the tool is replayed (it calls it again), then this one calls another.
+        r = await ok({ language: 'python', session_id: id, code: `seen.append(mcr_tools.fs.read_text_file(path="${dir}/n4.txt")["content"][0]["text"].strip())\nseen` });
+        assert.equal(r.value, "['3', '4']");
+        assert.equal(r.resumed?.cause, 'paused');
+        const fork = await call('fork_session', { session_id: id });
+        const forkID = fork.session.session_id;
+        r = await ok({ language: 'python', session_id: forkID, code: `seen.append(mcr_tools.call("fs", "read_text_file", {"path": "${dir}/n5.txt"})["content"][0]["text"].strip())\nseen` });
+        assert.equal(r.value, "['3', '4', '5']");
+        await call('close_session', { session_id: forkID });
+        await call('close_session', { session_id: id });
+    });
+
     it('discovery: mcr://apis lists the granted servers, mcr://apis/<server>/<tool> gives one signature', async () => {
         const list = (await conn.client.readResource({ uri: 'mcr://apis' })).contents[0].text;
         assert.match(list, /## fs\n/);

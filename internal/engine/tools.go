@@ -27,13 +27,19 @@ func (e *Engine) SetToolBroker(b ToolBroker) { e.toolBroker = b }
 // checkTools refuses a run's tools that no broker serves or its principal
 // may not use.
 func (e *Engine) checkTools(ctx context.Context, servers []string) error {
+	return e.CheckToolsOf(principal.FromContext(ctx).Name, servers)
+}
+
+// CheckToolsOf refuses tools (MCP servers, code mode) that no broker
+// serves or that owner may not give a run or a session.
+func (e *Engine) CheckToolsOf(owner string, servers []string) error {
 	if len(servers) == 0 {
 		return nil
 	}
 	if e.toolBroker == nil {
 		return invalid("tools: this server has no MCP servers for code to call (the operator names them in code_mode.servers); leave tools out")
 	}
-	if err := e.toolBroker.Check(principal.FromContext(ctx).Name, servers); err != nil {
+	if err := e.toolBroker.Check(owner, servers); err != nil {
 		return invalid("%v", err)
 	}
 	return nil

@@ -22,6 +22,7 @@ type CreateSessionInput struct {
 	Packages           []string `json:"packages,omitempty" jsonschema:"packages to install before the session starts, e.g. requests==2.32.3 (Python) or lodash@4 (JavaScript); install_packages adds more later"`
 	Secrets            []string `json:"secrets,omitempty" jsonschema:"names of the operator's secrets every call in the session may use, for the session's life: its programs see only a placeholder, in MCR_SECRET_<NAME>, and the egress proxy writes the secret into the header the operator bound it to on HTTPS requests to its hosts. Needs a network that reaches those hosts (usually allowlist); a session's run_code cannot add more"`
 	Isolation          string   `json:"isolation,omitempty" jsonschema:"what stands between the session's programs and the host's kernel: container (a hardened container) or gvisor (under gVisor's kernel too, a second wall), for all its calls; at least the operator's, which a session may tighten but not loosen"`
+	Tools              []string `json:"tools,omitempty" jsonschema:"names of the operator's MCP servers (code mode) whose tools every call in the session may call, through mcr_tools (Python) or mcr-tools (JavaScript, TypeScript); see run_code's tools and the resources mcr://apis/<server>"`
 }
 
 // InstallPackagesInput is install_packages' input.
@@ -167,7 +168,7 @@ func addSessionFileTools(s *mcp.Server, h *handlers) {
 }
 
 func (h *handlers) createSession(ctx context.Context, _ *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, sessions.Info, error) {
-	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds, sessions.Options{Network: in.Network, Packages: in.Packages, Secrets: in.Secrets, Isolation: in.Isolation})
+	info, err := h.sessions.Create(ctx, in.Language, in.IdleTimeoutSeconds, sessions.Options{Network: in.Network, Packages: in.Packages, Secrets: in.Secrets, Isolation: in.Isolation, Tools: in.Tools})
 	if err != nil {
 		return nil, info, err
 	}

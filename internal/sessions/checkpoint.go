@@ -208,7 +208,7 @@ func (m *Manager) restore(ctx context.Context, s *session, sum string, start tim
 	if err := checkCheckpoint(dir, s, sum); err != nil {
 		return "the checkpoint is refused: " + err.Error()
 	}
-	t, nx, err := m.template(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: x.specs, Secrets: x.secrets, Isolation: string(x.isolation)}, s.idle, 0)
+	t, nx, err := m.template(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: x.specs, Secrets: x.secrets, Isolation: string(x.isolation), Tools: x.tools}, s.idle, 0)
 	if err != nil {
 		return err.Error()
 	}

@@ -183,6 +183,9 @@ func (m *Manager) rebuild(ctx context.Context, s *session, snap *snapshot) error
 		if err != nil {
 			return fmt.Errorf("replaying cell %d of %d: %w", i+1, len(snap.cells), err)
 		}
+		// A cell that called tools calls them again: its state is rebuilt
+		// as it was made.
+		plan.Tools = s.extras.tools
 		res, err := m.eng.RunOn(ctx, s.sb, plan, engine.RunOptions{Env: s.extras.env, Proxy: s.extras.proxy, Files: s.extras.files})
 		if err != nil {
 			return fmt.Errorf("replaying cell %d of %d: %w", i+1, len(snap.cells), err)
@@ -248,7 +251,7 @@ func (m *Manager) Fork(ctx context.Context, id string) (ForkResult, error) {
 	x.mu.Lock()
 	specs := append([]string(nil), x.specs...)
 	x.mu.Unlock()
-	sb, extras, err := m.start(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: specs, Secrets: x.secrets, Isolation: string(x.isolation)}, s.idle)
+	sb, extras, err := m.start(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: specs, Secrets: x.secrets, Isolation: string(x.isolation), Tools: x.tools}, s.idle)
 	if err != nil {
 		return ForkResult{}, err
 	}

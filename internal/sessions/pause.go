@@ -144,7 +144,7 @@ func (m *Manager) pause(ctx context.Context, s *session) (PauseResult, error) {
 	s.mu.Lock()
 	old, x := s.sb, s.extras
 	s.sb, s.paused, s.archiveSum, s.reattach, s.ref = pausedSandbox{}, true, sum, false, sandbox.Ref{}
-	s.extras = &extras{tier: x.tier, specs: x.specs, installed: x.installed, secrets: x.secrets, isolation: x.isolation}
+	s.extras = &extras{tier: x.tier, specs: x.specs, installed: x.installed, secrets: x.secrets, isolation: x.isolation, tools: x.tools}
 	s.mu.Unlock()
 	mode := ModeReplayed
 	checkpointSum := m.checkpoint(ctx, s, old, x)
@@ -291,7 +291,7 @@ func (m *Manager) resume(ctx context.Context, s *session) error {
 		}
 	}
 	x := s.extras
-	sb, nx, err := m.start(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: x.specs, Secrets: x.secrets, Isolation: string(x.isolation)}, s.idle)
+	sb, nx, err := m.start(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: x.specs, Secrets: x.secrets, Isolation: string(x.isolation), Tools: x.tools}, s.idle)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,9 @@ type Options struct {
 	// Isolation is what the session's sandbox is made with (engine
 	// ResolveIsolation: at least the operator's).
 	Isolation string
+	// Tools name the MCP servers whose tools every call of the session
+	// may call (code mode; engine.CheckToolsOf checks them for its owner).
+	Tools []string
 }
 
 // extras are a session's network and packages: its proxy, and the
@@ -52,6 +55,8 @@ type extras struct {
 	// workspace for them (the CA bundle).
 	secrets []string
 	files   []wire.File
+	// tools name the MCP servers the session's calls may call.
+	tools []string
 
 	installMu sync.Mutex // one install at a time
 	mu        sync.Mutex // guards specs and installed
@@ -128,7 +133,10 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 	if err != nil {
 		return sandbox.Template{}, nil, err
 	}
-	x := &extras{tier: tier, secrets: engine.SecretNames(secrets), isolation: iso}
+	if err := m.eng.CheckToolsOf(owner, opts.Tools); err != nil {
+		return sandbox.Template{}, nil, err
+	}
+	x := &extras{tier: tier, secrets: engine.SecretNames(secrets), isolation: iso, tools: opts.Tools}
 	ok := false
 	defer func() {
 		if !ok {

@@ -46,6 +46,7 @@ type Info struct {
 	Packages           []engine.InstalledPackage `json:"packages,omitempty" jsonschema:"packages installed in the session (create_session's packages and install_packages), with their versions"`
 	Paused             bool                      `json:"paused,omitempty" jsonschema:"the session is paused: no sandbox, its files kept; its next call resumes it by replaying its cells"`
 	Secrets            []string                  `json:"secrets,omitempty" jsonschema:"the operator's secrets the session's calls use, by name (create_session's secrets); the programs see placeholders only"`
+	Tools              []string                  `json:"tools,omitempty" jsonschema:"the MCP servers whose tools the session's code may call (create_session's tools)"`
 	// SandboxID names the session's sandbox, for the audit log; clients do
 	// not see it.
 	SandboxID string `json:"-"`
@@ -294,7 +295,7 @@ func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan
 	s, err := m.get(ctx, req.SessionID)
 	var held *heldElsewhere
 	var lang languages.Language
-	var secrets []string
+	var secrets, tools []string
 	var iso sandbox.Isolation
 	switch {
 	case errors.As(err, &held):
@@ -304,12 +305,12 @@ func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan
 		if !ok {
 			return nil, invalid("session %s runs %s, which this replica does not know; retry (another replica answers)", held.rec.ID, held.rec.Language)
 		}
-		lang, secrets, iso = l, held.rec.Secrets, held.rec.Isolation
+		lang, secrets, iso, tools = l, held.rec.Secrets, held.rec.Isolation, held.rec.Tools
 	case err != nil:
 		return nil, err
 	default:
 		s.mu.Lock()
-		lang, secrets, iso = s.lang, s.extras.secrets, s.extras.isolation
+		lang, secrets, iso, tools = s.lang, s.extras.secrets, s.extras.isolation, s.extras.tools
 		s.mu.Unlock()
 	}
 	if req.Language != "" {
@@ -327,7 +328,7 @@ func (m *Manager) Prepare(ctx context.Context, req engine.Request) (*engine.Plan
 		plan, err = m.eng.PrepareInSession(ctx, req, lang, secrets)
 	}
 	if err == nil {
-		plan.Isolation = iso.Or()
+		plan.Isolation, plan.Tools = iso.Or(), tools
 	}
 	if err != nil {
 		if s != nil {
@@ -596,7 +597,7 @@ func (m *Manager) info(s *session) Info {
 	return Info{SessionID: s.id, Language: s.lang.Name, Stateful: s.lang.Kernel != nil, CreatedAt: s.created,
 		LastUsedAt: s.lastUsed, IdleTimeoutSeconds: int(s.idle.Seconds()), ExpiresAt: expires, Calls: s.calls,
 		SandboxID: s.sb.ID(), Network: s.extras.tier, Isolation: string(s.extras.isolation.Or()), Packages: s.extras.packages(), Paused: s.paused,
-		Secrets: append([]string(nil), s.extras.secrets...)}
+		Secrets: append([]string(nil), s.extras.secrets...), Tools: append([]string(nil), s.extras.tools...)}
 }
 
 // reap closes sessions past their idle timeout or maximum life.

@@ -71,6 +71,8 @@ type record struct {
 	// are never written here: each new sandbox of the session checks the
 	// names again and takes the values from the server's configuration.
 	Secrets []string `json:"secrets,omitempty"`
+	// Tools name the MCP servers the session's calls may call (code mode).
+	Tools []string `json:"tools,omitempty"`
 }
 
 func recordKey(id string) string { return recordPrefix + id }
@@ -96,7 +98,7 @@ func (m *Manager) record(s *session) record {
 	return record{ID: s.id, Owner: s.owner, Language: s.lang.Name, Sandbox: s.ref, Reattach: s.reattach,
 		Network: x.tier, Isolation: x.isolation, PackagesDir: x.dir, Specs: specs, Packages: installed, Created: s.created,
 		LastUsed: s.lastUsed, IdleSeconds: int(s.idle.Seconds()), Calls: s.calls, Replica: m.replica, Replay: s.replay,
-		Paused: s.paused, ArchiveSum: s.archiveSum, CheckpointSum: s.checkpointSum, Lost: s.lost, Secrets: x.secrets, ForkOf: s.forkOf}
+		Paused: s.paused, ArchiveSum: s.archiveSum, CheckpointSum: s.checkpointSum, Lost: s.lost, Secrets: x.secrets, ForkOf: s.forkOf, Tools: x.tools}
 }
 
 // put writes s's record.
@@ -308,7 +310,7 @@ func (m *Manager) endRecovered(ctx context.Context, r record, why string, err er
 func (m *Manager) keepPaused(ctx context.Context, r record, lang languages.Language, lost string) {
 	s := &session{id: r.ID, owner: r.Owner, lang: lang, sb: pausedSandbox{}, created: r.Created, lastUsed: r.LastUsed,
 		idle: time.Duration(r.IdleSeconds) * time.Second, calls: r.Calls, lastWrite: time.Now(), replay: r.Replay,
-		paused: true, archiveSum: r.ArchiveSum, checkpointSum: map[bool]string{true: r.CheckpointSum}[lost == ""], lost: lost, extras: &extras{tier: r.Network, specs: r.Specs, installed: r.Packages, secrets: r.Secrets, isolation: r.Isolation}}
+		paused: true, archiveSum: r.ArchiveSum, checkpointSum: map[bool]string{true: r.CheckpointSum}[lost == ""], lost: lost, extras: &extras{tier: r.Network, specs: r.Specs, installed: r.Packages, secrets: r.Secrets, isolation: r.Isolation, tools: r.Tools}}
 	if err := m.put(ctx, s); err != nil {
 		m.endRecovered(ctx, r, "its record could not be written back to the state store", err)
 		return
@@ -347,7 +349,7 @@ func (m *Manager) reattachRecovered(ctx context.Context, r record, lang language
 		return
 	}
 	ref, _ := ra.RefOf(sb)
-	x := &extras{tier: r.Network, dir: r.PackagesDir, specs: r.Specs, installed: r.Packages, isolation: r.Isolation}
+	x := &extras{tier: r.Network, dir: r.PackagesDir, specs: r.Specs, installed: r.Packages, isolation: r.Isolation, tools: r.Tools}
 	if x.dir != "" {
 		pm, _ := m.eng.Registry().PackageManager(lang)
 		x.env = engine.PackagesEnv(pm)
