@@ -152,6 +152,7 @@ test-fast:
 # machines, which run as root with crun; under CI=true a default of docker fails).
 RUNC_MATRIX_LANGUAGES = bash|python|javascript|ruby|go|c|java|csharp|r|haskell|octave|deno|swift|objective-c|jq
 test-go: build
+	test -d e2e/node_modules/@modelcontextprotocol/server-filesystem || (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
 	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -p 1 -count=1 -timeout 45m ./...
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m ./internal/containment/
 	MCR_TEST_BACKEND=default go test -p 1 -count=1 -timeout 30m ./internal/containment/ ./internal/egress/
@@ -240,11 +241,15 @@ lint:
 # serve chooses with no backend set: crun where it can serve) and the Docker
 # backend side by side (latency, churn, cold runs and the sustained load),
 # then the isolations on the default backend: containers and gVisor side by
-# side (the same, and the memory of idle warm sandboxes).
+# side (the same, and the memory of idle warm sandboxes). Last, code mode:
+# 20 tool calls to the filesystem MCP server (e2e's pinned one) straight from
+# a client against one run_code making them from the sandbox.
 bench: images gvisor
 	$(BIN) bench --log-level error --backend docker
 	$(BIN) bench --log-level error --backends docker,default --languages python,javascript --runs 50 --cold-runs 20
 	$(BIN) bench --log-level error --isolations container,gvisor --languages python,javascript,bash --runs 50 --cold-runs 15
+	test -d e2e/node_modules/@modelcontextprotocol/server-filesystem || (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+	$(BIN) bench --log-level error --backend docker --runs 20 --code-mode-server "node e2e/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 
 clean:
 	rm -rf bin

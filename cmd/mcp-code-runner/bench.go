@@ -49,6 +49,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	var langs, cpuProfile, backends, runtimes, deliveries, vary, servers, token, isolations string
 	var think time.Duration
 	var warmup int
+	var codeModeServer string
 	cmd := &cobra.Command{
 		Use:     "bench",
 		Short:   "Measure bare, cold and warm runs, churn, sustained load and memory side by side",
@@ -65,6 +66,9 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 					URLs: strings.Split(servers, ","), Languages: strings.Split(langs, ","),
 					Runs: o.Runs, Warmup: warmup, Think: think, Token: token, Out: o.Out,
 				})
+			}
+			if codeModeServer != "" {
+				return benchCodeMode(cmd.Context(), g, strings.Fields(codeModeServer), o)
 			}
 			if vary != "" {
 				return compareSettings(cmd.Context(), g, vary, strings.Split(langs, ","), o)
@@ -109,6 +113,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	f.DurationVar(&think, "think", 500*time.Millisecond, "with --servers: the pause before each call, as a model's turn")
 	f.IntVar(&warmup, "warmup", 10, "with --servers: untimed calls to each server first, per language")
 	f.StringVar(&token, "token", "", "with --servers: a bearer token for servers that require one")
+	f.StringVar(&codeModeServer, "code-mode-server", "", `measure code mode instead: read 20 files of this filesystem MCP server (its command, e.g. "node e2e/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"; the files' directory is added) and add their numbers, as 20 tools/call straight to it and as one run_code (python) with code mode, --runs times each: result bytes the client gets, wall time, and the broker's overhead per call`)
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server and client side (go tool pprof) to this file")
 	g.addSettingFlags(cmd)
 	return cmd
@@ -117,14 +122,11 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 // runBench measures bare, cold and warm runs of langs on the Docker
 // backend (bench.Run), with a CPU profile when cpuProfile names a file.
 func runBench(ctx context.Context, g *globalOptions, langs []string, cpuProfile string, o bench.Options) error {
-	st, err := newStack(g)
+	st, err := checkedStack(ctx, g)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.backend.Check(ctx); err != nil {
-		return err
-	}
 	o.Languages = langs
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
@@ -146,6 +148,30 @@ func runBench(ctx context.Context, g *globalOptions, langs []string, cpuProfile 
 		o.Checkpoints = cb
 	}
 	return bench.Run(ctx, st.cfg, st.reg, b, o)
+}
+
+// benchCodeMode measures code mode against plain tools/call
+// (bench.CodeMode) on the configured backend.
+func benchCodeMode(ctx context.Context, g *globalOptions, server []string, o bench.Options) error {
+	st, err := checkedStack(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return bench.CodeMode(ctx, st.cfg, st.reg, st.backend, bench.CodeModeOptions{Server: server, Runs: min(o.Runs, 20), Out: o.Out})
+}
+
+// checkedStack is the configured stack, its backend checked.
+func checkedStack(ctx context.Context, g *globalOptions) (*stack, error) {
+	st, err := newStack(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.backend.Check(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // compareRuntimes builds a Docker backend per named runtime from the same
