@@ -12,12 +12,16 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 
-import { connect2, structured, texts, freePort, waitFor, assertNoLeftoverContainers } from '../lib/harness.mjs';
+import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as StdioClientTransport1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+import { BIN, connect2, structured, texts, freePort, waitFor, serverEnv, addServerPid, assertNoLeftoverContainers } from '../lib/harness.mjs';
 
 const CALL = { timeout: 180000 };
 const require = createRequire(import.meta.url);
@@ -186,5 +190,109 @@ print("limited", limited > 0)
         assert.match(one, /def read_text_file\(\*, path: str, head: float \| None = None, tail: float \| None = None\) -> dict:/);
         assert.match(one, /export function read_text_file\(args: \{ path: string; head\?: number; tail\?: number \}\)/);
         await assert.rejects(conn.client.readResource({ uri: 'mcr://apis/theirs' }));
+    });
+});
+
+// The operator's side: approval through elicitation (the 2025 era's
+// request, with the 1.x client most hosts embed), credentials that reach
+// the upstream but never the sandbox, start_execution, the audit line.
+describe('code mode: approval, credentials, executions, audit', () => {
+    let dir;
+    let client;
+    let answer = 'accept';
+    let asked = [];
+    const TOKEN = 'upstream-token-e2e-7f3a91';
+    before(async () => {
+        dir = mkdtempSync(join(tmpdir(), 'mcr-code-mode-ops-'));
+        writeFileSync(join(dir, 'a.txt'), 'alpha\n');
+        const config = join(dir, 'config.json');
+        writeFileSync(config, JSON.stringify({
+            code_mode: {
+                servers: {
+                    fs: { command: 'node', args: [FS_SERVER, dir], approval: 'tools', approval_tools: ['read_text_file'] },
+                    everything: { command: 'node', args: [EVERYTHING_SERVER, 'stdio'], env: { UPSTREAM_TOKEN: '{env:MCR_E2E_UPSTREAM_TOKEN}' } },
+                },
+            },
+        }));
+        client = new Client1({ name: 'mcr-e2e-code-mode', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+        client.setRequestHandler(ElicitRequestSchema, (req) => {
+            asked.push(req.params.message);
+            return answer === 'accept' ? { action: 'accept', content: { allow: true } } : { action: answer };
+        });
+        const env = { ...serverEnv(), MCR_E2E_UPSTREAM_TOKEN: TOKEN };
+        const t = new StdioClientTransport1({ command: BIN, args: ['serve', '--config', config, '--audit-log', join(dir, 'audit.log')], env, stderr: 'ignore' });
+        await client.connect(t, { timeout: 30000 });
+        addServerPid(t.pid);
+    });
+    after(async () => {
+        await client?.close();
+        await assertNoLeftoverContainers();
+    });
+
+    const ok = async (args) => {
+        const r = structured(await client.callTool({ name: 'run_code', arguments: args }, undefined, CALL));
+        assert.equal(r.exit_code, 0, JSON.stringify(r));
+        return r;
+    };
+    const readTwice = `
+import mcr_tools
+for _ in range(2):
+    try:
+        print(mcr_tools.fs.read_text_file(path="${'${DIR}'}/a.txt")["content"][0]["text"].strip())
+    except mcr_tools.ToolError as e:
+        print("refused:", e)
+print(len(mcr_tools.fs.list_allowed_directories()["content"]))
+`;
+
+    it('a tool marked for approval asks the user once per run; a declined call is refused', async () => {
+        answer = 'accept';
+        asked = [];
+        let r = await ok({ language: 'python', tools: ['fs'], code: readTwice.replaceAll('${DIR}', dir) });
+        assert.equal(r.stdout, 'alpha\nalpha\n1\n');
+        assert.equal(asked.length, 1, asked.join('\n'));
+        assert.match(asked[0], /the tool read_text_file of the MCP server fs/);
+        answer = 'decline';
+        asked = [];
+        r = await ok({ language: 'python', tools: ['fs'], code: readTwice.replaceAll('${DIR}', dir) });
+        assert.match(r.stdout, /^refused: the user declined the call of fs\.read_text_file\n/);
+        assert.match(r.stdout, /\n1\n$/); // a tool not marked passes
+    });
+
+    it("the upstream's credential reaches it and never the sandbox", async () => {
+        const r = await ok({
+            language: 'python', tools: ['everything'], code: `
+import json, os, mcr_tools
+upstream = json.loads(mcr_tools.everything.get_env()["content"][0]["text"])
+print(upstream.get("UPSTREAM_TOKEN") == ${JSON.stringify(TOKEN)})
+leaks = [k for k, v in os.environ.items() if ${JSON.stringify(TOKEN)} in v]
+for root, _, files in os.walk("/tmp"):
+    for f in files:
+        try:
+            leaks += [f] if ${JSON.stringify(TOKEN)} in open(os.path.join(root, f), errors="ignore").read() else []
+        except OSError:
+            pass
+print(leaks)
+`,
+        });
+        assert.equal(r.stdout, 'True\n[]\n');
+    });
+
+    it('start_execution takes tools', async () => {
+        let s = structured(await client.callTool({ name: 'start_execution', arguments: { language: 'python', tools: ['everything'], code: 'import mcr_tools\nprint(mcr_tools.everything.echo(message="later")["content"][0]["text"])' } }, undefined, CALL));
+        s = structured(await client.callTool({ name: 'get_execution', arguments: { execution_id: s.execution_id, wait_seconds: 60 } }, undefined, CALL));
+        assert.equal(s.status, 'finished', JSON.stringify(s));
+        assert.equal(s.stdout, 'Echo: later\n');
+    });
+
+    it('each brokered call has an audit line without its arguments', async () => {
+        const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.event === 'tool_call');
+        const echo = lines.find((l) => l.tool === 'echo');
+        assert.ok(echo, JSON.stringify(lines));
+        assert.equal(echo.principal, 'local');
+        assert.equal(echo.server, 'everything');
+        assert.equal(echo.status, 'ok');
+        assert.ok(echo.run_id && echo.result_bytes > 0 && echo.arguments_bytes > 0 && echo.duration_ms >= 0, JSON.stringify(echo));
+        assert.equal(echo.arguments, undefined);
+        assert.ok(lines.some((l) => l.tool === 'read_text_file' && l.status === 'refused' && /declined/.test(l.error)));
     });
 });
