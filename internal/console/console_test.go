@@ -260,6 +260,7 @@ func TestEverythingShownIsEscaped(t *testing.T) {
 		Inflight:  []engine.RunInfo{{RunID: evil, Owner: evil, Language: evil}},
 		Images:    []imageRow{{Image: evil, State: evil, Detail: evil, Languages: []string{evil}}},
 		Approvals: []approval.Grant{{Owner: evil, Host: evil}},
+		Questions: []approval.Question{{Owner: evil, Host: evil, RunID: evil}},
 		AuditOn:   true,
 		Audit:     []audit.Entry{{Principal: evil, Tool: evil, Event: evil, Error: evil, ExitCode: &code, Egress: &egress.Connection{Host: evil}}},
 	}

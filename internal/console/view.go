@@ -37,6 +37,8 @@ type view struct {
 	Inflight  []engine.RunInfo
 	Images    []imageRow
 	Approvals []approval.Grant
+	// Questions are the approvals asked of users and not answered yet.
+	Questions []approval.Question
 	// ApprovalsNote says why approvals are not listed.
 	ApprovalsNote string
 	AuditOn       bool
@@ -77,6 +79,7 @@ func (c *Console) snapshot(ctx context.Context) view {
 		out.ApprovalsNote = err.Error()
 	} else {
 		out.Approvals = grants
+		out.Questions, _ = a.Pending(ctx) // a store that cannot list them left the grants empty above
 	}
 	out.Audit = c.d.Audit.Tail(auditLines)
 	return out

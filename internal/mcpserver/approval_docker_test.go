@@ -74,8 +74,13 @@ func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[st
 		var asked atomic.Int32
 		var opts *mcp.ClientOptions
 		if answer != "" {
-			opts = &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			opts = &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				asked.Add(1)
+				// The operator's console lists the question while the user
+				// is asked.
+				if q, _ := eng.Approvals().Pending(ctx); len(q) != 1 || !strings.HasPrefix(q[0].Host, "api.approve.test") || q[0].Owner == "" {
+					t.Errorf("while the user is asked, the pending questions are %+v", q)
+				}
 				if !strings.Contains(req.Params.Message, "api.approve.test") {
 					t.Errorf("the question %q does not name the host", req.Params.Message)
 				}
@@ -89,6 +94,9 @@ func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[st
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: args})
+		if q, _ := eng.Approvals().Pending(ctx); len(q) != 0 {
+			t.Errorf("after the call, questions are still pending: %+v", q)
+		}
 		if err != nil || res.IsError {
 			t.Fatalf("run_code: %v %+v %s", err, res, func() string {
 				if res != nil && len(res.Content) > 0 {

@@ -34,8 +34,10 @@ func (h *handlers) askApprovals(ctx context.Context, req *mcp.CallToolRequest, r
 			h.eng.AuditApproval(owner, res.RunID, host, engine.ApprovalUnavailable)
 			continue
 		}
+		h.eng.Approvals().Asked(ctx, owner, host, res.RunID)
 		ans, err := req.Session.Elicit(ctx, h.approvalQuestion(owner, host))
 		if err != nil {
+			h.eng.Approvals().Answered(ctx, owner, host)
 			h.log.Info("egress approval could not be asked", "host", host, "principal", owner, "err", err)
 			h.eng.AuditApproval(owner, res.RunID, host, engine.ApprovalUnavailable)
 			continue
@@ -63,6 +65,7 @@ func (h *handlers) approvalQuestion(owner, host string) *mcp.ElicitParams {
 // operator's TTL when they accepted with allow, else a decline; audited
 // either way. It reports whether host is now approved.
 func (h *handlers) recordAnswer(ctx context.Context, owner, runID, host string, ans *mcp.ElicitResult) bool {
+	h.eng.Approvals().Answered(ctx, owner, host)
 	allow := false
 	if ans != nil {
 		allow, _ = ans.Content["allow"].(bool)
@@ -121,6 +124,7 @@ func (h *handlers) approvalRequests(ctx context.Context, req *mcp.CallToolReques
 			continue
 		}
 		questions[approvalID+host] = h.approvalQuestion(owner, host)
+		h.eng.Approvals().Asked(ctx, owner, host, res.RunID)
 		asked = append(asked, host)
 	}
 	if len(questions) == 0 {
