@@ -17,12 +17,20 @@
 # and (on the crun backend) the configuration's seccomp profile applied
 # inside gVisor too.
 #
-# gVisor is built with the project's patches (scripts/gvisor/*.patch): today
-# one, which makes the container's first process (the agent, the root PID
-# namespace's init) ignore the signals its programs send it that it has no
-# handler for, SIGKILL and SIGSTOP always, as Linux does for an init
-# (pid_namespaces(7); gVisor leaves it as a TODO), so that a program cannot
-# end or freeze its own sandbox's agent.
+# gVisor is built with the project's patches (scripts/gvisor/*.patch):
+#   0001 makes the container's first process (the agent, the root PID
+#        namespace's init) ignore the signals its programs send it that it
+#        has no handler for, SIGKILL and SIGSTOP always, as Linux does for
+#        an init (pid_namespaces(7); gVisor leaves it as a TODO), so that a
+#        program cannot end or freeze its own sandbox's agent;
+#   0002 does the same for the I/O signals of a file whose owner a program
+#        made the agent (fcntl F_SETOWN, F_SETSIG), which gVisor sends as
+#        the kernel's;
+#   0003 makes the container's pids cgroup inside gVisor hold a limit: the
+#        annotation dev.gvisor.spec.cgroup.pids.max sets its pids.max,
+#        gVisor charges every fork and clone to it (it charged whichever of
+#        the task's cgroups came first), and pids.events counts the forks
+#        it refused, as Linux's pids controller does.
 #
 # Environment: GVISOR_VERSION overrides the pinned module version;
 # MCR_GVISOR_DIR the install directory.

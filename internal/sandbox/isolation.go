@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -76,7 +77,7 @@ func IsolationSupport(b Backend, i Isolation) error {
 // A gVisor sandbox's host cgroup holds gVisor's kernel instead, whose host
 // threads and stub processes grow with the program's tasks but are not
 // them: its limit bounds them on the host, with room above the program's
-// own, which gVisor enforces inside as RLIMIT_NPROC (GVisorNproc).
+// own, which gVisor enforces inside (GVisorPidsMaxAnnotation).
 func HostPids(i Isolation, r Resources) int {
 	if i.Or() != IsolationGVisor {
 		return r.PidsLimit
@@ -84,11 +85,18 @@ func HostPids(i Isolation, r Resources) int {
 	return 4*r.PidsLimit + 256
 }
 
-// GVisorNproc is the RLIMIT_NPROC of a gVisor sandbox's processes: its pids
-// limit, which gVisor counts per user as Linux's pids controller counts a
-// cgroup's tasks (every process and thread of the sandbox's user, the
-// agent's included).
-func GVisorNproc(r Resources) int { return r.PidsLimit }
+// GVisorPidsMaxAnnotation, on a gVisor sandbox's OCI configuration, is the
+// pids.max of the container's own pids cgroup inside gVisor (a patch of the
+// project's gVisor build, scripts/gvisor/): gVisor refuses a fork or clone
+// past it with EAGAIN and counts the refusals in pids.events, as Linux's
+// pids controller does for a container's cgroup, and the sandbox's
+// programs read both in their /sys/fs/cgroup/pids.
+const GVisorPidsMaxAnnotation = "dev.gvisor.spec.cgroup.pids.max"
+
+// GVisorPidsMax is that limit: the sandbox's pids limit, which counts every
+// task of the sandbox (the agent's threads too), as a container's cgroup
+// does.
+func GVisorPidsMax(r Resources) string { return strconv.Itoa(r.PidsLimit) }
 
 // gvisorMemoryMB is the memory a gVisor sandbox's host cgroup holds beside
 // its programs': gVisor's kernel, its page tables and its gofer (about

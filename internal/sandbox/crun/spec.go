@@ -78,8 +78,8 @@ type sandboxSpec struct {
 	// agentLogMount.
 	AgentLogDir string
 	// GVisor says the sandbox runs under gVisor's runsc: its cgroup holds
-	// gVisor's kernel, and its programs' pids limit is RLIMIT_NPROC
-	// (sandbox.HostPids).
+	// gVisor's kernel, and its programs' pids limit is the pids.max of its
+	// cgroup inside gVisor (sandbox.GVisorPidsMaxAnnotation).
 	GVisor bool
 	// UserNamespace puts the sandbox in a user namespace of its own, IDs
 	// mapped as they are (checkpoint.go says why).
@@ -154,10 +154,6 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 		{Type: "RLIMIT_FSIZE", Hard: uint64(r.FileSizeMB) << 20, Soft: uint64(r.FileSizeMB) << 20},
 		{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
 	}
-	if s.GVisor {
-		n := uint64(sandbox.GVisorNproc(r))
-		rlimits = append(rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: n, Soft: n})
-	}
 	umask := uint32(0o022)
 	spec := &specs.Spec{
 		Version:  ociVersion,
@@ -225,6 +221,7 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 	}
 	if s.GVisor {
 		allowClone3(sc)
+		spec.Annotations = map[string]string{sandbox.GVisorPidsMaxAnnotation: sandbox.GVisorPidsMax(r)}
 	}
 	spec.Linux.Seccomp = sc
 	return spec, nil

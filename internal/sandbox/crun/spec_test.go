@@ -177,21 +177,14 @@ func TestOOMKillsReadsTheCgroupCounter(t *testing.T) {
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
 
-// A gVisor sandbox's programs meet their pids limit inside gVisor
-// (RLIMIT_NPROC), while its host cgroup, which holds gVisor's kernel, bounds
-// that kernel's threads and memory with room above the programs' own; clone3 is allowed, since gVisor
+// A gVisor sandbox's programs meet their pids limit inside gVisor (the
+// pids.max of their cgroup there, which the annotation sets), while its host
+// cgroup, which holds gVisor's kernel, bounds that kernel's threads and
+// memory with room above the programs' own; clone3 is allowed, since gVisor
 // answers errno rules with EPERM and glibc would make no thread. A
 // container's keeps Docker's rules as they are.
 func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
 	res := sandbox.Resources{MemoryMB: 256, CPUs: 1, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8}
-	nproc := func(s *specs.Spec) (uint64, bool) {
-		for _, r := range s.Process.Rlimits {
-			if r.Type == "RLIMIT_NPROC" {
-				return r.Hard, r.Soft == r.Hard
-			}
-		}
-		return 0, false
-	}
 	clone3 := func(s *specs.Spec) specs.LinuxSeccompAction {
 		for _, r := range s.Linux.Seccomp.Syscalls {
 			if slices.Contains(r.Names, "clone3") {
@@ -205,11 +198,11 @@ func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
 		gvisor     bool
 		hostPids   int64
 		hostMemory int64
-		nproc      uint64
+		pidsInside string // the annotation's pids.max inside gVisor
 		clone3Rule specs.LinuxSeccompAction
 	}{
-		{"container", false, 64, 256 << 20, 0, specs.ActErrno},
-		{"gvisor", true, 4*64 + 256, (256 + 64) << 20, 64, specs.ActAllow},
+		{"container", false, 64, 256 << 20, "", specs.ActErrno},
+		{"gvisor", true, 4*64 + 256, (256 + 64) << 20, "64", specs.ActAllow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, err := Spec(sandbox.Template{Image: "img", Resources: res, MaxLife: time.Minute},
@@ -223,8 +216,13 @@ func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
 			if got := *spec.Linux.Resources.Memory.Limit; got != tc.hostMemory {
 				t.Errorf("host memory limit %d, want %d", got, tc.hostMemory)
 			}
-			if got, same := nproc(spec); got != tc.nproc || (tc.nproc > 0 && !same) {
-				t.Errorf("RLIMIT_NPROC %d (soft = hard: %v), want %d", got, same, tc.nproc)
+			if got := spec.Annotations[sandbox.GVisorPidsMaxAnnotation]; got != tc.pidsInside {
+				t.Errorf("pids.max inside gVisor %q, want %q", got, tc.pidsInside)
+			}
+			for _, r := range spec.Process.Rlimits {
+				if r.Type == "RLIMIT_NPROC" {
+					t.Errorf("RLIMIT_NPROC %d: the pids limit is the cgroup's, not a user's", r.Hard)
+				}
 			}
 			if got := clone3(spec); got != tc.clone3Rule {
 				t.Errorf("clone3's seccomp action %s, want %s", got, tc.clone3Rule)

@@ -59,6 +59,28 @@ func TestContainerConfigIsHardened(t *testing.T) {
 	}
 }
 
+// A gVisor sandbox's programs meet their pids limit inside gVisor, in the
+// pids.max the annotation gives their cgroup there; its host cgroup holds
+// gVisor's kernel, with room above the programs' own.
+func TestGVisorContainerConfigLimitsTasksInsideGVisor(t *testing.T) {
+	b := testutil.Backend(t)
+	_, host := b.ContainerConfig(sandbox.Template{
+		Image: "img", Purpose: "r1", MaxLife: time.Minute, Isolation: sandbox.IsolationGVisor,
+		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8},
+	})
+	if got := host.Annotations[sandbox.GVisorPidsMaxAnnotation]; got != "64" {
+		t.Errorf("pids.max inside gVisor %q, want 64", got)
+	}
+	if host.PidsLimit == nil || *host.PidsLimit != 4*64+256 {
+		t.Errorf("host pids limit %v, want %d", host.PidsLimit, 4*64+256)
+	}
+	for _, u := range host.Ulimits {
+		if u.Name == "nproc" {
+			t.Errorf("ulimit nproc %d: the pids limit is the cgroup's, not a user's", u.Hard)
+		}
+	}
+}
+
 func containsPrefix(list []string, prefix string) bool {
 	for _, s := range list {
 		if len(s) >= len(prefix) && s[:len(prefix)] == prefix {

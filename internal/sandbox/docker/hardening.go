@@ -93,8 +93,9 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		},
 	}
 	if t.Isolation.Or() == sandbox.IsolationGVisor {
-		n := int64(sandbox.GVisorNproc(r))
-		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: n, Hard: n})
+		// The daemon hands its runtime a container's annotations in its
+		// OCI configuration.
+		host.Annotations = map[string]string{sandbox.GVisorPidsMaxAnnotation: sandbox.GVisorPidsMax(r)}
 	}
 	if e := b.cachedEngine(); e.Podman() {
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: dockerengine.PodmanNproc, Hard: dockerengine.PodmanNproc})
