@@ -103,4 +103,37 @@ describe('the run view in Chromium', { timeout: 180000 }, () => {
         assert.equal(snap.status, 'cancelled');
         assert.ok(!/line 199/.test(snap.stdout), 'the program ran to its end');
     });
+
+    it('re-runs the code, and opens it in a session', async (t) => {
+        if (!page) return t.skip('no Chromium');
+        await page.evaluate(() => window.host.show('run_code', { language: 'python', code: 'x = 41\nprint(x + 1)' }, 'light'));
+        const view = page.frameLocator('#view');
+        await view.locator('#status[data-status="ok"]').waitFor();
+        // Re-run: the same program again, as an execution the view follows.
+        await view.locator('#rerun').click();
+        await view.locator('#status[data-status="finished"]').waitFor({ timeout: 30000 });
+        assert.match(await view.locator('#stdout').textContent(), /^42\n?$/);
+        // Open in a session: a session of the language runs the code.
+        await view.locator('#open-session').click();
+        await view.locator('#note', { hasText: 'opened in session' }).waitFor({ timeout: 30000 });
+        const note = await view.locator('#note').textContent();
+        const sessionID = note.match(/sess-[0-9a-f]+/)?.[0];
+        assert.ok(sessionID, note);
+        assert.match(await view.locator('#stdout').textContent(), /42/);
+        const list = await page.evaluate(() => window.host.call('list_sessions', {}));
+        assert.ok(list.sessions.some((s) => s.session_id === sessionID), `the view's session ${sessionID} is not the caller's`);
+        await page.evaluate((id) => window.host.call('close_session', { session_id: id }), sessionID);
+    });
+
+    it('shows a compiled language\'s compile stage', async (t) => {
+        if (!page) return t.skip('no Chromium');
+        const code = '#include <stdio.h>\nint main(void) { int unused; printf("compiled\\n"); return 3; }\n';
+        const res = await page.evaluate((c) => window.host.show('run_code', { language: 'c', code: c }, 'dark'), code);
+        assert.ok(res.compile, JSON.stringify(res));
+        const view = page.frameLocator('#view');
+        await view.locator('#status[data-status="error"]').waitFor();
+        assert.match(await view.locator('h3', { hasText: 'compile: exit 0' }).textContent(), /compile: exit 0 in \d+ ms/);
+        assert.match(await view.locator('#stdout').textContent(), /compiled/);
+        assert.match(await view.locator('.exit').textContent(), /exit 3/);
+    });
 });
