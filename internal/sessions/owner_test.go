@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,16 @@ func TestSessionsBelongToTheirPrincipal(t *testing.T) {
 		t.Errorf("bob's run: %+v, %v", r, err)
 	}
 
+	// The operator pauses it (managing it, as closing does), still
+	// without using it.
+	if r, err := m.Pause(ops, id); err != nil || r.SessionID != id {
+		t.Fatalf("the operator pauses alice's session: %+v, %v", r, err)
+	}
+	if got := m.List(ops); len(got) != 2 || !slices.ContainsFunc(got, func(i sessions.Info) bool { return i.SessionID == id && i.Paused }) {
+		t.Errorf("the operator lists %+v, want alice's session paused", got)
+	}
+	_, err = m.ReadFile(ops, id, "secret.txt")
+	sameAsMissing(t, "the operator reads alice's paused session's file", err, missingRead, id, missing)
 	if closed, err := m.Close(ops, id); err != nil || closed.Owner != "alice" {
 		t.Errorf("the operator closes alice's session: %+v, %v", closed, err)
 	}
