@@ -21,7 +21,7 @@ import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioClientTransport1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { BIN, connect2, structured, texts, freePort, waitFor, serverEnv, addServerPid, assertNoLeftoverContainers } from '../lib/harness.mjs';
+import { BIN, ERAS, connect2, startHttpServer, structured, texts, freePort, waitFor, serverEnv, addServerPid, assertNoLeftoverContainers } from '../lib/harness.mjs';
 
 const CALL = { timeout: 180000 };
 const require = createRequire(import.meta.url);
@@ -256,6 +256,37 @@ print(len(mcr_tools.fs.list_allowed_directories()["content"]))
         r = await ok({ language: 'python', tools: ['fs'], code: readTwice.replaceAll('${DIR}', dir) });
         assert.match(r.stdout, /^refused: the user declined the call of fs\.read_text_file\n/);
         assert.match(r.stdout, /\n1\n$/); // a tool not marked passes
+    });
+
+    it('in the 2026-07-28 era the result asks the user and the client runs it again with the answer', async () => {
+        const server = await startHttpServer({ args: ['--config', join(dir, 'config.json')] });
+        let prompts = [];
+        let reply = 'accept';
+        const modern = await connect2({
+            transport: 'http', url: server.url, negotiation: ERAS[1].negotiation,
+            capabilities: { elicitation: { form: {} } },
+            setup: (c) => c.setRequestHandler('elicitation/create', (req) => {
+                prompts.push(req.params.message);
+                return reply === 'accept' ? { action: 'accept', content: { allow: true } } : { action: reply };
+            }),
+        });
+        try {
+            assert.equal(modern.client.getNegotiatedProtocolVersion(), '2026-07-28');
+            const go = async () => structured(await modern.client.callTool({ name: 'run_code', arguments: { language: 'python', tools: ['fs'], code: readTwice.replaceAll('${DIR}', dir) } }, CALL));
+            let r = await go();
+            assert.equal(r.stdout, 'alpha\nalpha\n1\n');
+            assert.equal(prompts.length, 1, prompts.join('\n'));
+            assert.match(prompts[0], /the tool read_text_file of the MCP server fs/);
+            prompts = [];
+            reply = 'decline';
+            r = await go();
+            assert.match(r.stdout, /^refused: the user declined calls of fs\/read_text_file\n/);
+            assert.equal(prompts.length, 1);
+        } finally {
+            await modern.close();
+            const exit = await server.stop();
+            assert.deepEqual(exit, { code: 0, signal: null }, server.logs());
+        }
     });
 
     it("the upstream's credential reaches it and never the sandbox", async () => {

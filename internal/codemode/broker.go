@@ -76,6 +76,7 @@ type Broker struct {
 	limiters  map[string]*rate.Limiter // by principal
 	observers []func(Record)
 	sessions  sessionRuns
+	rounds    rounds
 }
 
 // New returns a broker of cfg's servers; secret reads an operator secret
@@ -90,7 +91,7 @@ func New(cfg config.CodeMode, secret func(string) (string, error), getenv func(s
 		secret = func(name string) (string, error) { return "", fmt.Errorf("no secret %q is configured", name) }
 	}
 	b := &Broker{cfg: cfg, log: log, secret: secret, getenv: getenv,
-		upstreams: map[string]*upstream{}, limiters: map[string]*rate.Limiter{}, sessions: sessionRuns{runs: map[string]*Run{}}}
+		upstreams: map[string]*upstream{}, limiters: map[string]*rate.Limiter{}, sessions: sessionRuns{runs: map[string]*Run{}}, rounds: rounds{m: map[string]*Round{}}}
 	for name, spec := range cfg.Servers {
 		b.upstreams[name] = &upstream{name: name, spec: spec, b: b}
 	}
@@ -198,6 +199,7 @@ type Run struct {
 	principal string
 	servers   []string
 	approver  Approver
+	round     *Round // the 2026-07-28 era's approvals, instead of approver
 	slots     chan struct{}
 
 	mu       sync.Mutex
@@ -329,10 +331,20 @@ func (r *Run) approve(ctx context.Context, call wire.ToolCall) error {
 		return nil
 	}
 	r.mu.Lock()
-	ok, approver := r.approved[key], r.approver
+	ok, approver, round := r.approved[key], r.approver, r.round
 	r.mu.Unlock()
 	if ok {
 		return nil
+	}
+	if round != nil {
+		switch allowed, answered := round.decide(key); {
+		case allowed:
+			return nil
+		case answered:
+			return fmt.Errorf("the user declined calls of %s", key)
+		default:
+			return fmt.Errorf("calls of %s need the user's approval, which this call's result asks for; the run is run again once the user answers", key)
+		}
 	}
 	if approver == nil {
 		return fmt.Errorf("calls of %s need the user's approval (code_mode.servers %q approval), and this run has no one to ask (its client does not support elicitation, or it runs as a task)", key, call.Server)

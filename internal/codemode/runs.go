@@ -65,6 +65,7 @@ func (b *Broker) RunTools(ctx context.Context, servers []string, session string)
 		if run, err = b.Begin(who, servers, approverFrom(ctx)); err != nil {
 			return nil, nil, err
 		}
+		run.round = roundFrom(ctx)
 	}
 	lib, err := run.Library(ctx)
 	if err != nil {

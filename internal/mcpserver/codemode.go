@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/codemode"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
 
@@ -106,13 +107,7 @@ func withToolApprover(ctx context.Context, req *mcp.CallToolRequest) context.Con
 type elicitApprover struct{ req *mcp.CallToolRequest }
 
 func (a elicitApprover) Approve(ctx context.Context, server, tool string) (bool, error) {
-	owner := principal.FromContext(ctx).Name
-	ans, err := a.req.Session.Elicit(ctx, &mcp.ElicitParams{
-		Message: fmt.Sprintf("A program run for %s wants to call the tool %s of the MCP server %s. Allow it, for the rest of this run (or session)?", owner, tool, server),
-		RequestedSchema: &jsonschema.Schema{Type: "object", Required: []string{"allow"}, Properties: map[string]*jsonschema.Schema{
-			"allow": {Type: "boolean", Title: "Allow " + server + "." + tool, Description: "let the program call it for the rest of this run or session"},
-		}},
-	})
+	ans, err := a.req.Session.Elicit(ctx, toolApprovalQuestion(principal.FromContext(ctx).Name, server, tool))
 	if err != nil {
 		return false, err
 	}
@@ -121,4 +116,66 @@ func (a elicitApprover) Approve(ctx context.Context, server, tool string) (bool,
 	}
 	allow, _ := ans.Content["allow"].(bool)
 	return ans.Action == "accept" && allow, nil
+}
+
+// toolApprovalID is the id prefix of the input requests that ask about a
+// code mode server or tool (codemode.Round) in the 2026-07-28 era.
+const toolApprovalID = "approve-tool:"
+
+// toolRound returns the approvals of a one-shot run_code call with tools in
+// the 2026-07-28 era, where its result asks the user and the client calls
+// again: the call's Round, with the answers this call carries recorded.
+// Other calls ask mid-run (withToolApprover), or cannot ask.
+func (h *handlers) toolRound(ctx context.Context, req *mcp.CallToolRequest, plan *engine.Plan, task bool) *codemode.Round {
+	if h.codeMode == nil || task || plan.Session || len(plan.Tools) == 0 || !askedInResult(req) {
+		return nil
+	}
+	round := h.codeMode.Round(principal.FromContext(ctx).Name, req.Params.RequestState)
+	for id, resp := range req.Params.InputResponses {
+		key, ok := strings.CutPrefix(id, toolApprovalID)
+		if !ok || !h.codeMode.ApprovalKey(key) {
+			continue
+		}
+		ans, _ := resp.(*mcp.ElicitResult)
+		allow := false
+		if ans != nil && ans.Action == "accept" {
+			allow, _ = ans.Content["allow"].(bool)
+		}
+		round.Answer(key, allow)
+	}
+	return round
+}
+
+// toolApprovalRequests asks, in the result, about the servers and tools
+// whose calls the run was refused for want of an answer; nil when there
+// are none or the client declared no elicitation (the refusals stand).
+func toolApprovalRequests(ctx context.Context, req *mcp.CallToolRequest, round *codemode.Round) mcp.InputRequestMap {
+	if round == nil {
+		return nil
+	}
+	needed := round.Needed()
+	if caps := req.ClientCapabilities(); len(needed) == 0 || caps == nil || caps.Elicitation == nil {
+		return nil
+	}
+	questions := mcp.InputRequestMap{}
+	for _, key := range needed {
+		server, tool, _ := strings.Cut(key, "/")
+		questions[toolApprovalID+key] = toolApprovalQuestion(principal.FromContext(ctx).Name, server, tool)
+	}
+	return questions
+}
+
+// toolApprovalQuestion asks owner's user whether a program may call tool
+// of server (any tool, when tool is empty).
+func toolApprovalQuestion(owner, server, tool string) *mcp.ElicitParams {
+	what := "the tool " + tool + " of the MCP server " + server
+	if tool == "" {
+		what = "the tools of the MCP server " + server
+	}
+	return &mcp.ElicitParams{
+		Message: fmt.Sprintf("A program run for %s wants to call %s. Allow it, for the rest of this run (or session)?", owner, what),
+		RequestedSchema: &jsonschema.Schema{Type: "object", Required: []string{"allow"}, Properties: map[string]*jsonschema.Schema{
+			"allow": {Type: "boolean", Title: "Allow " + strings.TrimSuffix(server+"."+tool, "."), Description: "let the program make these calls for the rest of this run or session"},
+		}},
+	}
 }

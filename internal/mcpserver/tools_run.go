@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/codemode"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/progress"
@@ -83,7 +84,13 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx = withToolApprover(ctx, req)
+	tr := tasks.RunFrom(ctx)
+	round := h.toolRound(ctx, req, plan, tr != nil)
+	if round != nil {
+		ctx = codemode.WithRound(ctx, round)
+	} else {
+		ctx = withToolApprover(ctx, req)
+	}
 	opts := engine.RunOptions{}
 	if ps := progress.ForRequest(ctx, req, plan.Stages()); ps != nil {
 		opts.OnChunk = ps.OnChunk
@@ -92,7 +99,6 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 	}
 	// As a task, the run reports its output and result to the task's
 	// execution.
-	tr := tasks.RunFrom(ctx)
 	if tr != nil {
 		if own := opts.OnChunk; own != nil {
 			opts.OnChunk = func(c sandbox.Chunk) { own(c); tr.OnChunk(c) }
@@ -122,6 +128,9 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 	if tr == nil && !plan.Session && askedInResult(req) {
 		if questions, state := h.approvalRequests(ctx, req, res); questions != nil {
 			return &mcp.CallToolResult{InputRequests: questions, RequestState: state}, nil, nil
+		}
+		if questions := toolApprovalRequests(ctx, req, round); questions != nil {
+			return &mcp.CallToolResult{InputRequests: questions, RequestState: round.State()}, nil, nil
 		}
 	} else if tr == nil && !plan.Session {
 		if approved := h.askApprovals(ctx, req, res); len(approved) > 0 {
