@@ -130,9 +130,22 @@ except mcr_tools.ToolError as e:
         assert.match(r.stdout, /refused: this run was not given MCP server "everything" \(it was given fs\); name it in tools/);
     });
 
-    it('the everything server is called over Streamable HTTP', async () => {
-        const r = await ok({ language: 'python', tools: ['everything'], code: 'import mcr_tools\nprint(mcr_tools.everything.echo(message="over http")["content"][0]["text"])' });
+    it('the everything server is called over Streamable HTTP, its output schema typing structuredContent in TypeScript', async () => {
+        let r = await ok({ language: 'python', tools: ['everything'], code: 'import mcr_tools\nprint(mcr_tools.everything.echo(message="over http")["content"][0]["text"])' });
         assert.equal(r.stdout, 'Echo: over http\n');
+        r = await ok({
+            language: 'typescript', tools: ['everything'],
+            code: `import { get_structured_content, get_sum } from "mcr-tools/everything";
+async function main(): Promise<void> {
+  const weather = await get_structured_content({ location: "Chicago" });
+  const celsius: number = weather.structuredContent?.temperature ?? NaN;
+  const sum = await get_sum({ a: 2, b: 3 });
+  console.log(typeof celsius, sum.content[0].text);
+}
+main();`,
+        });
+        assert.equal(r.type_errors ?? 0, 0, r.compile?.stderr);
+        assert.match(r.stdout, /^number .*5/);
     });
 
     it('hostile: a result over the cap is refused, a result shaped like frames arrives intact, a flood is cut', async () => {

@@ -266,3 +266,46 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }
+
+func TestTheLibrariesOfEveryToolOfTheEverythingServerParse(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		testutil.SkipUnlessCI(t, "python3 is not installed")
+	}
+	b, _ := newBroker(t, map[string]config.CodeModeServer{"everything": everythingServer(t)}, nil)
+	lib, err := b.Library(t.Context(), []string{"everything"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range lib.Files {
+		p := filepath.Join(dir, f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every tool is a function of the server's module, with its docstring.
+	check := `import sys, inspect; sys.path.insert(0, sys.argv[1]); import mcr_tools
+m = mcr_tools.everything
+for name in m.__all__:
+    f = getattr(m, name)
+    assert inspect.getdoc(f), name
+print(len(m.__all__), inspect.signature(m.get_sum), inspect.signature(m.get_env))`
+	out, err := exec.Command(python, "-c", check, filepath.Join(dir, "python")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "(*, a: float, b: float) -> dict ()") {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	for _, f := range []string{"index.js", "everything.js"} {
+		if out, err := exec.Command("node", "--check", filepath.Join(dir, "node_modules", "mcr-tools", f)).CombinedOutput(); err != nil {
+			t.Fatalf("node --check %s: %v\n%s", f, err, out)
+		}
+	}
+	out, err = exec.Command("node", "-e", `const m = require(process.argv[1]); console.log(Object.keys(m).length, typeof m.get_sum)`,
+		filepath.Join(dir, "node_modules", "mcr-tools", "everything.js")).CombinedOutput()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "function") {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+}
