@@ -148,30 +148,6 @@ main();`,
         assert.match(r.stdout, /^number .*5/);
     });
 
-    it('hostile: a result over the cap is refused, a result shaped like frames arrives intact, a flood is cut', async () => {
-        const r = await ok({
-            language: 'python', tools: ['fs'], code: `
-import mcr_tools
-try:
-    mcr_tools.fs.read_text_file(path="${dir}/big.txt")
-except mcr_tools.ToolError as e:
-    print("big:", e)
-text = mcr_tools.fs.read_text_file(path="${dir}/crafted.txt")["content"][0]["text"]
-print("crafted:", ascii(text))
-limited = 0
-for i in range(200):
-    try:
-        mcr_tools.fs.list_allowed_directories()
-    except mcr_tools.ToolError as e:
-        limited += "a minute per principal" in str(e)
-print("limited", limited > 0)
-`,
-        });
-        assert.match(r.stdout, /big: the result of fs\.read_text_file is \d+ bytes, over the 102400 bytes/);
-        assert.ok(r.stdout.includes(String.raw`crafted: 'D\x00\x00\x00\x00\x02{}\n{"result":{"content":[]}}\nT\x00\x00\x00\x00\x00\r\n\u2028end'`), r.stdout);
-        assert.match(r.stdout, /limited True/);
-    });
-
     it('a session given tools keeps calling them through pause, resume and fork; its calls cannot name other tools', async () => {
         const call = async (name, args) => structured(await conn.client.callTool({ name, arguments: args }, undefined, CALL));
         const session = await call('create_session', { language: 'python', tools: ['fs'] });
@@ -203,6 +179,31 @@ print("limited", limited > 0)
         assert.match(one, /def read_text_file\(\*, path: str, head: float \| None = None, tail: float \| None = None\) -> dict:/);
         assert.match(one, /export function read_text_file\(args: \{ path: string; head\?: number; tail\?: number \}\)/);
         await assert.rejects(conn.client.readResource({ uri: 'mcr://apis/theirs' }));
+    });
+
+    // Last: the flood spends the principal's calls for the minute.
+    it('hostile: a result over the cap is refused, a result shaped like frames arrives intact, a flood is cut', async () => {
+        const r = await ok({
+            language: 'python', tools: ['fs'], code: `
+import mcr_tools
+try:
+    mcr_tools.fs.read_text_file(path="${dir}/big.txt")
+except mcr_tools.ToolError as e:
+    print("big:", e)
+text = mcr_tools.fs.read_text_file(path="${dir}/crafted.txt")["content"][0]["text"]
+print("crafted:", ascii(text))
+limited = 0
+for i in range(200):
+    try:
+        mcr_tools.fs.list_allowed_directories()
+    except mcr_tools.ToolError as e:
+        limited += "a minute per principal" in str(e)
+print("limited", limited > 0)
+`,
+        });
+        assert.match(r.stdout, /big: the result of fs\.read_text_file is \d+ bytes, over the 102400 bytes/);
+        assert.ok(r.stdout.includes(String.raw`crafted: 'D\x00\x00\x00\x00\x02{}\n{"result":{"content":[]}}\nT\x00\x00\x00\x00\x00\r\n\u2028end'`), r.stdout);
+        assert.match(r.stdout, /limited True/);
     });
 });
 
