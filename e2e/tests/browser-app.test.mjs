@@ -125,6 +125,15 @@ describe('the run view in Chromium', { timeout: 180000 }, () => {
         await page.evaluate((id) => window.host.call('close_session', { session_id: id }), sessionID);
     });
 
+    it('offers no action to a host that cannot call tools', async (t) => {
+        if (!page) return t.skip('no Chromium');
+        await page.evaluate(() => window.host.show('run_code', { language: 'python', code: 'print("plain")' }, 'light', {}));
+        const view = page.frameLocator('#view');
+        await view.locator('#status[data-status="ok"]').waitFor();
+        assert.match(await view.locator('#stdout').textContent(), /plain/);
+        assert.equal(await view.locator('button').count(), 0);
+    });
+
     it('shows a compiled language\'s compile stage', async (t) => {
         if (!page) return t.skip('no Chromium');
         const code = '#include <stdio.h>\nint main(void) { int unused; printf("compiled\\n"); return 3; }\n';

@@ -15,6 +15,9 @@
   const state = {
     tool: "", args: null, result: null, content: [], running: false,
     cancelled: "", note: "", exec: null, polling: false, session: null, error: "",
+    // What the host lets the view do: call the server's tools, read its
+    // resources, download files. Until it says, nothing.
+    caps: {},
   };
 
   // --- the protocol ---------------------------------------------------
@@ -84,7 +87,7 @@
     state.result = s || null;
     if (s && s.execution_id) {
       state.exec = s;
-      if (s.status === "running") poll(s.execution_id);
+      if (s.status === "running" && state.caps.serverTools) poll(s.execution_id);
     }
     if (s && s.session_id && !s.run_id && s.language) state.session = s;
     if (s && s.session && s.session.session_id) state.session = s.session;
@@ -274,11 +277,15 @@
       highlight(pre, String(args.code), res && res.language || args.language);
       root.appendChild(pre);
     }
-    const actions = el("div", "actions");
-    if (args.code) actions.appendChild(button("Re-run", rerun, "rerun"));
-    if (exec && exec.status === "running") actions.appendChild(button("Cancel", cancel, "cancel"));
-    if (args.code && !args.session_id) actions.appendChild(button("Open in a session", openInSession, "open-session"));
-    root.appendChild(actions);
+    // The actions call the server's tools through the host: offered only
+    // when the host can.
+    if (state.caps.serverTools) {
+      const actions = el("div", "actions");
+      if (args.code) actions.appendChild(button("Re-run", rerun, "rerun"));
+      if (exec && exec.status === "running") actions.appendChild(button("Cancel", cancel, "cancel"));
+      if (args.code && !args.session_id) actions.appendChild(button("Open in a session", openInSession, "open-session"));
+      root.appendChild(actions);
+    }
 
     if (res && res.compile) {
       const c = res.compile;
@@ -337,7 +344,7 @@
     for (const img of images) box.appendChild(plot(img.mimeType, img.data));
     // An execution's result carries no image blocks: its images are read
     // through the host.
-    if (!images.length) {
+    if (!images.length && state.caps.serverResources) {
       for (const a of arts) if (a.uri && /^image\/(png|jpeg|gif|webp)$/.test(a.mime_type || "")) {
         if (blobs.has(a.uri)) {
           if (blobs.get(a.uri)) box.appendChild(plot(a.mime_type, blobs.get(a.uri)));
@@ -356,11 +363,11 @@
       row.appendChild(el("span", "muted", a.size + " bytes" + (a.mime_type ? " · " + a.mime_type : "")));
       if (a.skipped) row.appendChild(el("span", "muted", a.skipped));
       const isTable = /(^text\/csv|^text\/tab-separated-values|^application\/json)/.test(a.mime_type || "");
-      if (a.uri && isTable) {
+      if (a.uri && isTable && state.caps.serverResources) {
         const holder = el("div", "table-holder");
         row.appendChild(holder);
         loadTable(a, holder);
-      } else if (a.uri && !/^image\//.test(a.mime_type || "")) {
+      } else if (a.uri && state.caps.downloadFile && !/^image\//.test(a.mime_type || "")) {
         row.appendChild(button("Download", () => request("ui/download-file", {
           contents: [{ type: "resource_link", uri: a.uri, name: a.path, mimeType: a.mime_type }],
         }).catch((e) => { state.note = String(e.message || e); render(); })));
@@ -461,6 +468,11 @@
 
   render();
   request("ui/initialize", { appInfo: APP, appCapabilities: {}, protocolVersion: PROTOCOL })
-    .then((r) => { applyContext(r && r.hostContext); notify("ui/notifications/initialized", {}); })
+    .then((r) => {
+      state.caps = (r && r.hostCapabilities) || {};
+      applyContext(r && r.hostContext);
+      notify("ui/notifications/initialized", {});
+      render();
+    })
     .catch((e) => { state.note = "host: " + (e.message || e); render(); });
 })();
