@@ -131,8 +131,8 @@ except mcr_tools.ToolError as e:
     });
 
     it('the everything server is called over Streamable HTTP, its output schema typing structuredContent in TypeScript', async () => {
-        let r = await ok({ language: 'python', tools: ['everything'], code: 'import mcr_tools\nprint(mcr_tools.everything.echo(message="over http")["content"][0]["text"])' });
-        assert.equal(r.stdout, 'Echo: over http\n');
+        let r = await ok({ language: 'python', tools: ['everything'], code: 'import mcr_tools\nr = mcr_tools.everything.echo(message="over http")\nprint(r["content"][0]["text"], r["isError"], r["structuredContent"])' });
+        assert.equal(r.stdout, 'Echo: over http False None\n');
         r = await ok({
             language: 'typescript', tools: ['everything'],
             code: `import { get_structured_content, get_sum } from "mcr-tools/everything";

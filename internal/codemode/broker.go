@@ -270,7 +270,7 @@ func (r *Run) call(ctx context.Context, call wire.ToolCall) (json.RawMessage, st
 		}
 		return nil, StatusFailed, err
 	}
-	data, err := json.Marshal(res)
+	data, err := encodeResult(res)
 	if err != nil {
 		return nil, StatusFailed, fmt.Errorf("MCP server %q: encoding the result of %s: %v", call.Server, call.Tool, err)
 	}
@@ -281,6 +281,23 @@ func (r *Run) call(ctx context.Context, call wire.ToolCall) (json.RawMessage, st
 		return data, StatusToolError, nil
 	}
 	return data, StatusOK, nil
+}
+
+// sandboxResult is a CallToolResult as the libraries give it: its three
+// fields always there (structuredContent null when the tool gave none), so
+// that a program reads result["isError"] without a default.
+type sandboxResult struct {
+	Content           []mcp.Content `json:"content"`
+	StructuredContent any           `json:"structuredContent"`
+	IsError           bool          `json:"isError"`
+}
+
+func encodeResult(res *mcp.CallToolResult) ([]byte, error) {
+	out := sandboxResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}
+	if out.Content == nil {
+		out.Content = []mcp.Content{}
+	}
+	return json.Marshal(out)
 }
 
 // admit checks a call against the run's grant, the principal's current

@@ -537,8 +537,8 @@ declare module "mcr-tools" {
   /** A tool's result: its content, its structured content (typed from its output schema), and whether it failed. */
   export interface CallToolResult<S = unknown> {
     content: Content[];
-    structuredContent?: S;
-    isError?: boolean;
+    structuredContent: S | null;
+    isError: boolean;
   }
   /** A call that could not be made (not granted, over a limit, the server failed). */
   export class ToolError extends Error {}
