@@ -309,3 +309,16 @@ print(len(m.__all__), inspect.signature(m.get_sum), inspect.signature(m.get_env)
 		t.Fatalf("node: %v\n%s", err, out)
 	}
 }
+
+func TestACallsArgumentsAreRecordedOnlyWhenTheOperatorAsks(t *testing.T) {
+	for _, audit := range []bool{false, true} {
+		b, recs := newBroker(t, map[string]config.CodeModeServer{"everything": everythingServer(t)},
+			func(c *config.CodeMode) { c.AuditArguments = audit })
+		run, _ := b.Begin("alice", []string{"everything"}, nil)
+		mustCall(t, run, "everything", "echo", map[string]any{"message": "private words"})
+		r := (*recs)[0]
+		if got := strings.Contains(string(r.Arguments), "private words"); got != audit || r.ArgsBytes == 0 {
+			t.Errorf("audit_arguments %v: record %+v", audit, r)
+		}
+	}
+}
