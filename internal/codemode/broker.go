@@ -128,11 +128,11 @@ func (b *Broker) Check(principal string, servers []string) error {
 		}
 		seen[s] = true
 		if _, ok := b.cfg.Servers[s]; !ok {
-			known := "no server is configured (code_mode.servers is empty)"
-			if names := b.Servers(); len(names) > 0 {
-				known = "the configured ones are " + strings.Join(names, ", ")
+			known := "none is granted to principal " + principal
+			if names := b.cfg.Granted(principal); len(names) > 0 {
+				known = "those principal " + principal + " may use are " + strings.Join(names, ", ")
 			}
-			return fmt.Errorf("tools: %q is not an MCP server of this server's code mode; %s (the operator adds servers in code_mode.servers)", s, known)
+			return fmt.Errorf("tools: %q is not an MCP server of this server's code mode; %s (the operator adds servers in code_mode.servers, and grants them in code_mode.grants)", s, known)
 		}
 		if !b.cfg.Allows(principal, s) {
 			return fmt.Errorf("tools: MCP server %q is not granted to principal %q; the operator grants it in code_mode.grants (a grant naming this principal and the server)", s, principal)

@@ -104,7 +104,7 @@ func TestARunIsRefusedAServerItWasNotGivenOrThatItsPrincipalIsNotGranted(t *test
 		!strings.Contains(err.Error(), "code_mode.grants") {
 		t.Fatalf("bob's run with fs: %v", err)
 	}
-	if _, err := b.Begin("alice", []string{"nope"}, nil); err == nil || !strings.Contains(err.Error(), "the configured ones are everything, fs") {
+	if _, err := b.Begin("alice", []string{"nope"}, nil); err == nil || !strings.Contains(err.Error(), "those principal alice may use are fs (") {
 		t.Fatalf("an unknown server: %v", err)
 	}
 	run, err := b.Begin("alice", []string{"fs"}, nil)
