@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -113,4 +114,23 @@ func HostMemoryMB(i Isolation, r Resources) int {
 		return r.MemoryMB
 	}
 	return r.MemoryMB + gvisorMemoryMB
+}
+
+// CgroupOOMKills reads the OOM kills a cgroup counted from its memory file
+// (the "oom_kill N" line of cgroup v1's memory.oom_control or v2's
+// memory.events); ok is false when the file cannot be read or has none.
+// A gVisor sandbox's agent cannot read them (its cgroup files are
+// gVisor's), so its backend counts them in the host's cgroup.
+func CgroupOOMKills(path string) (kills int, ok bool) {
+	data, err := os.ReadFile(path) // a cgroup file of one of our sandboxes
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if n, found := strings.CutPrefix(line, "oom_kill "); found {
+			v, err := strconv.Atoi(strings.TrimSpace(n))
+			return v, err == nil
+		}
+	}
+	return 0, false
 }

@@ -370,7 +370,10 @@ func (l *link) Kill(context.Context) {
 }
 
 // OOMKilled reports whether the sandbox's cgroup counted an OOM kill.
-func (l *link) OOMKilled(context.Context) bool { return oomKills(l.oomFile()) > 0 }
+func (l *link) OOMKilled(context.Context) bool {
+	n, _ := sandbox.CgroupOOMKills(l.oomFile())
+	return n > 0
+}
 
 // OOMKills counts a gVisor sandbox's OOM kills from outside
 // (agentconn.OOMCounter): its agent reads gVisor's cgroup files, which
@@ -382,7 +385,10 @@ func (l *link) OOMKills() int {
 	if l.isolation != sandbox.IsolationGVisor {
 		return -1
 	}
-	return oomKills(l.oomFile())
+	if n, ok := sandbox.CgroupOOMKills(l.oomFile()); ok {
+		return n
+	}
+	return -1
 }
 
 // oomFile is the host cgroup file that counts the sandbox's OOM kills.
@@ -391,21 +397,6 @@ func (l *link) oomFile() string {
 		return filepath.Join("/sys/fs/cgroup", cgroupParent, l.id, "memory.events")
 	}
 	return filepath.Join("/sys/fs/cgroup/memory", cgroupParent, l.id, "memory.oom_control")
-}
-
-// oomKills reads the "oom_kill N" line of a cgroup memory file.
-func oomKills(path string) int {
-	data, err := os.ReadFile(path) // a cgroup file of our sandbox
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if n, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			v, _ := strconv.Atoi(strings.TrimSpace(n))
-			return v
-		}
-	}
-	return 0
 }
 
 // endGrace bounds how long Close waits for a killed container's processes

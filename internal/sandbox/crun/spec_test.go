@@ -3,7 +3,6 @@
 package crun
 
 import (
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -148,34 +147,6 @@ func TestNewIDIsParsedBack(t *testing.T) {
 		t.Errorf("newID = %q (host %q), parsed %+v, %v", id, host, s, ok)
 	}
 }
-
-func TestOOMKillsReadsTheCgroupCounter(t *testing.T) {
-	dir := t.TempDir()
-	tests := []struct {
-		name, content string
-		want          int
-	}{
-		{"cgroup v1 oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", 2},
-		{"cgroup v2 memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n", 1},
-		{"none", "oom_kill 0\n", 0},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := dir + "/" + string(rune('a'+i))
-			if err := writeFile(path, tt.content); err != nil {
-				t.Fatal(err)
-			}
-			if got := oomKills(path); got != tt.want {
-				t.Errorf("oomKills = %d, want %d", got, tt.want)
-			}
-		})
-	}
-	if got := oomKills(dir + "/missing"); got != 0 {
-		t.Errorf("a missing file counts %d kills", got)
-	}
-}
-
-func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
 
 // A gVisor sandbox's programs meet their pids limit inside gVisor (the
 // pids.max of their cgroup there, which the annotation sets), while its host

@@ -95,7 +95,7 @@ func (b *Backend) create(ctx context.Context, t sandbox.Template, runtime string
 		return nil, b.classify(err, t.Image, "creating sandbox container")
 	}
 	l := &link{b: b, id: created.ID, ended: make(chan struct{}), listener: listener, egress: egress,
-		reattachable: listener != nil && listener.keepDir}
+		reattachable: listener != nil && listener.keepDir, gvisor: runtime == b.gvisorRuntime()}
 	sb := agentconn.New(created.ID, l, b.log)
 	if err := ctx.Err(); err != nil {
 		sb.Close()

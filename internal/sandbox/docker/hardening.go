@@ -3,6 +3,7 @@ package docker
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -93,9 +94,17 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		},
 	}
 	if t.Isolation.Or() == sandbox.IsolationGVisor {
-		// The daemon hands its runtime a container's annotations in its
-		// OCI configuration.
-		host.Annotations = map[string]string{sandbox.GVisorPidsMaxAnnotation: sandbox.GVisorPidsMax(r)}
+		if b.annotatesRuntime() {
+			// The daemon hands its runtime a container's annotations in
+			// its OCI configuration.
+			host.Annotations = map[string]string{sandbox.GVisorPidsMaxAnnotation: sandbox.GVisorPidsMax(r)}
+		} else {
+			// An older daemon drops them: gVisor's RLIMIT_NPROC, which
+			// counts the sandbox user's tasks, bounds the programs instead
+			// (no pids.events counts its refusals).
+			n := int64(r.PidsLimit)
+			host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: n, Hard: n})
+		}
 	}
 	if e := b.cachedEngine(); e.Podman() {
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: dockerengine.PodmanNproc, Hard: dockerengine.PodmanNproc})
@@ -108,4 +117,17 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 			BindOptions: &mount.BindOptions{NonRecursive: true}})
 	}
 	return cfg, host
+}
+
+// annotatesRuntime says whether the daemon hands a container's annotations
+// to its runtime: Docker's API 1.43 and later (HostConfig.Annotations), as
+// the client negotiated it.
+func (b *Backend) annotatesRuntime() bool {
+	major, minor, ok := strings.Cut(b.cli.ClientVersion(), ".")
+	if !ok {
+		return false
+	}
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(minor)
+	return err1 == nil && err2 == nil && (ma > 1 || ma == 1 && mi >= 43)
 }

@@ -33,6 +33,8 @@ type link struct {
 	// was created with a ReattachGrace, or re-attached to): closing the
 	// connection does not end it, so Close removes it at once.
 	reattachable bool
+	// gvisor says the container runs under gVisor (the daemon's runsc).
+	gvisor bool
 }
 
 func (l *link) Ended() <-chan struct{} { return l.ended }
@@ -79,6 +81,28 @@ func (l *link) Kill(ctx context.Context) {
 }
 
 func (l *link) OOMKilled(ctx context.Context) bool { return l.b.oomKilled(ctx, l.id) }
+
+// OOMKills counts a gVisor sandbox's OOM kills in its host cgroup
+// (agentconn.OOMCounter), where the daemon runs on this host: its agent
+// reads gVisor's cgroup files, which count none. -1 for a container, whose
+// agent counts them itself, and where the cgroup is not visible from here
+// (a remote daemon).
+func (l *link) OOMKills() int {
+	if !l.gvisor {
+		return -1
+	}
+	for _, f := range []string{
+		"/sys/fs/cgroup/memory/docker/" + l.id + "/memory.oom_control",
+		"/sys/fs/cgroup/memory/system.slice/docker-" + l.id + ".scope/memory.oom_control",
+		"/sys/fs/cgroup/docker/" + l.id + "/memory.events",
+		"/sys/fs/cgroup/system.slice/docker-" + l.id + ".scope/memory.events",
+	} {
+		if n, ok := sandbox.CgroupOOMKills(f); ok {
+			return n
+		}
+	}
+	return -1
+}
 
 // agentExitGrace bounds how long Close waits for the agent to exit on its
 // own once told that nothing more comes.
