@@ -29,8 +29,10 @@
 #   0003 makes the container's pids cgroup inside gVisor hold a limit: the
 #        annotation dev.gvisor.spec.cgroup.pids.max sets its pids.max,
 #        gVisor charges every fork and clone to it (it charged whichever of
-#        the task's cgroups came first), and pids.events counts the forks
-#        it refused, as Linux's pids controller does.
+#        the task's cgroups came first), a task holds its charge until it
+#        is reaped (a zombie counts, as on Linux; gVisor let it go at
+#        exit), and pids.events counts the forks it refused, as Linux's
+#        pids controller does.
 #
 # Environment: GVISOR_VERSION overrides the pinned module version;
 # MCR_GVISOR_DIR the install directory.
