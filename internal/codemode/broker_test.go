@@ -322,3 +322,22 @@ func TestACallsArgumentsAreRecordedOnlyWhenTheOperatorAsks(t *testing.T) {
 		}
 	}
 }
+
+func TestARunsCallsInFlightAreBounded(t *testing.T) {
+	b, _ := newBroker(t, map[string]config.CodeModeServer{"everything": everythingServer(t)},
+		func(c *config.CodeMode) { c.MaxConcurrentCalls = 1 })
+	run, _ := b.Begin("alice", []string{"everything"}, nil)
+	mustCall(t, run, "everything", "echo", map[string]any{"message": "connected"})
+	done := make(chan wire.ToolResult, 1)
+	go func() {
+		done <- callTool(t, run, "everything", "trigger-long-running-operation", map[string]any{"duration": 2, "steps": 1})
+	}()
+	testutil.Eventually(t, 10*time.Second, func() bool { return len(run.slots) == 1 }, "the first call in flight")
+	if res := callTool(t, run, "everything", "echo", map[string]any{"message": "second"}); !strings.Contains(res.Error, "already has 1 tool calls in flight") {
+		t.Fatalf("a second call at once: %+v", res)
+	}
+	if res := <-done; res.Error != "" {
+		t.Fatalf("the first call: %+v", res)
+	}
+	mustCall(t, run, "everything", "echo", map[string]any{"message": "after"})
+}
