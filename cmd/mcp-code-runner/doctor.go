@@ -208,7 +208,7 @@ func (d *doctor) runtimeVersions(vctx context.Context, st *stack, reg *languages
 			d.ok("%-12s not available: %s (the sandboxes here are linux/%s)", l.Name, l.ArchitectureRefusal(), arch)
 			continue
 		}
-		if v := st.engine.RuntimeVersion(vctx, l); v != "" {
+		if v := st.engine.Runtime(vctx, l).Version; v != "" {
 			d.ok("%-12s %s", l.Name, v)
 		} else if st.backend.CheckImage(vctx, reg.ImageOf(l).Tag) == nil {
 			d.warn("%s: image has no runtime version label; rebuild with `mcp-code-runner images build --force %s`", l.Name, l.Name)

@@ -35,8 +35,8 @@ on its image when the image was built (empty while the image is missing);
 			if st, err := newStack(g); err == nil {
 				defer st.Close()
 				for _, l := range reg.Languages() {
-					versions[l.Name] = st.engine.RuntimeVersion(cmd.Context(), l)
-					packages[l.Name] = st.engine.Preinstalled(cmd.Context(), l)
+					rt := st.engine.Runtime(cmd.Context(), l)
+					versions[l.Name], packages[l.Name] = rt.Version, rt.Packages
 					tag := reg.ImageOf(l).Tag
 					if _, ok := images[tag]; !ok {
 						images[tag] = st.backend.CheckImage(cmd.Context(), tag) == nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -32,7 +33,9 @@ type stack struct {
 	reg     *languages.Registry
 	backend sandbox.Backend
 	engine  *engine.Engine
-	log     *slog.Logger
+	// gate makes the engine's and the sessions' egress proxies.
+	gate *gate.Gate
+	log  *slog.Logger
 	// metrics is nil unless the configuration serves them.
 	metrics *metrics.Metrics
 	// store holds the state that outlives a request: serve's is the
@@ -48,7 +51,7 @@ type stack struct {
 
 // parts are what a server is made of.
 func (s *stack) parts() server.Parts {
-	return server.Parts{Config: s.cfg, Registry: s.reg, Backend: s.backend, Engine: s.engine, Log: s.log,
+	return server.Parts{Config: s.cfg, Registry: s.reg, Backend: s.backend, Engine: s.engine, Gate: s.gate, Log: s.log,
 		Metrics: s.metrics, BackendChoice: s.backendChoice, Replica: s.replica}
 }
 
@@ -201,7 +204,7 @@ func backendStack(cfg config.Config, reg *languages.Registry, log *slog.Logger, 
 	}
 	// The secrets' values come from the server's environment or files,
 	// read once here; a secret that cannot be read stops the start.
-	if err := st.engine.LoadSecrets(os.Getenv); err != nil {
+	if err := st.gate.LoadSecrets(os.Getenv); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -268,7 +271,8 @@ func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backe
 	// Outputs and artifacts, then executions and tasks above the engine,
 	// live in the state store; on a store that replicas share, so do the
 	// principals' quota places.
-	opts = append(opts, engine.WithStore(state), replicas.SharedQuota(state, log))
+	st.gate = gate.New(cfg, reg, gate.Options{Store: state, Logger: log})
+	opts = append(opts, engine.WithStore(state), engine.WithGate(st.gate), replicas.SharedQuota(state, log))
 	if st.metrics != nil {
 		opts = append(opts, engine.WithObserver(st.metrics))
 	}

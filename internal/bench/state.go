@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
@@ -119,14 +120,14 @@ func stateSection(ctx context.Context, w io.Writer, cfg config.Config, reg *lang
 		}
 		defer cs.Close()
 		quiet := func() { waitQuiet(eng, l.Name, quietSettle) }
-		outputs := engine.NewOutputStore(s.st, "bench-outputs", 64<<20, 0, time.Hour)
+		kept := outputs.New(s.st, "bench-outputs", 64<<20, 0, time.Hour)
 		n := 0
 		paths := statePaths{
 			runCode:   &series{s.name + ": warm run_code (no store write)", quiet, codeCall(ctx, cs, "run_code", l.Name, l.Example)},
 			execution: &series{s.name + ": warm start_execution + get_execution (record, final state)", quiet, executionCall(ctx, cs, l.Name, l.Example)},
 			keepOutput: &series{s.name + ": keeping a 100 KiB output (an output beyond the inline cap)", nil, func() bool {
 				n++
-				return outputs.Put(fmt.Sprintf("mcr://bench/%d/stdout", n), "bench", output) == nil
+				return kept.Put(fmt.Sprintf("mcr://bench/%d/stdout", n), "bench", output) == nil
 			}},
 		}
 		all = append(all, paths.runCode, paths.execution, paths.keepOutput)

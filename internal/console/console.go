@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/audit"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/approval"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
@@ -45,8 +46,11 @@ type Deps struct {
 	Executions *executions.Manager
 	Sessions   *sessions.Manager
 	Audit      *audit.Log
-	HTTP       transport.HTTPOptions
-	Log        *slog.Logger
+	// Approvals are the egress hosts users approved; nil when none are
+	// kept.
+	Approvals *approval.Approvals
+	HTTP      transport.HTTPOptions
+	Log       *slog.Logger
 	// Refresh is how often the live view is rendered for its listeners;
 	// a second when zero.
 	Refresh time.Duration

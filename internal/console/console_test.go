@@ -41,7 +41,7 @@ func newConsole(t *testing.T, open bool) (*httptest.Server, *Console) {
 	log := audit.New(io.Discard)
 	_ = log.Write(audit.Entry{Time: time.Now(), Principal: "alice", Tool: "run_code", Status: "ok"})
 	c, h := build(Deps{Engine: eng, Executions: executions.NewManager(eng), Sessions: sessions.NewManager(eng),
-		Audit: log, HTTP: opts, Refresh: 20 * time.Millisecond})
+		Audit: log, HTTP: opts, Refresh: 20 * time.Millisecond, Approvals: approval.New(eng.Store(), time.Hour, nil)})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv, c

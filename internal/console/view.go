@@ -72,8 +72,8 @@ func (c *Console) snapshot(ctx context.Context) view {
 	}
 	out.Inflight = c.d.Engine.Inflight()
 	sort.Slice(out.Inflight, func(i, j int) bool { return out.Inflight[i].Started.Before(out.Inflight[j].Started) })
-	out.Images = c.images()
-	if a := c.d.Engine.Approvals(); a == nil {
+	out.Images = c.images(ctx)
+	if a := c.d.Approvals; a == nil {
 		out.ApprovalsNote = "no egress approvals are kept on this server"
 	} else if grants, err := a.All(ctx); err != nil {
 		out.ApprovalsNote = err.Error()
@@ -87,12 +87,13 @@ func (c *Console) snapshot(ctx context.Context) view {
 
 // images lists the runtime images the background builder is making or
 // failed to make, with the languages each serves.
-func (c *Console) images() []imageRow {
+func (c *Console) images(ctx context.Context) []imageRow {
 	reg := c.d.Engine.Registry()
 	byImage := map[string]*imageRow{}
 	var order []string
 	for _, l := range reg.Languages() {
-		state, detail := c.d.Engine.ImageBuild(l)
+		rt := c.d.Engine.Runtime(ctx, l)
+		state, detail := rt.ImageState, rt.ImageDetail
 		if state == "" {
 			continue
 		}

@@ -40,6 +40,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
@@ -55,7 +56,7 @@ const heapBudget = 100 << 20
 // hostile run shares.
 type harness struct {
 	t *testing.T
-	e *engine.Engine
+	e harnessEngine
 	// b is the Docker backend, which holds the images whichever backend
 	// runs the sandboxes; view sees those sandboxes from the host.
 	b    *docker.Backend
@@ -100,7 +101,7 @@ func setup(t *testing.T, lang string, pooled bool, opts ...harnessOption) *harne
 	if lang != "bash" {
 		testutil.RequireImage(t, b, e.Registry(), "bash")
 	}
-	h := &harness{t: t, e: e, b: b, view: view, cfg: cfg, lang: lang}
+	h := &harness{t: t, e: harnessEngine{e}, b: b, view: view, cfg: cfg, lang: lang}
 	if restoredMode() {
 		h.sessions = restoredSessions(t, e)
 	}
@@ -567,3 +568,9 @@ func skipIfNoHostView(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// harnessEngine is the engine the hostile programs run on.
+type harnessEngine struct{ *engine.Engine }
+
+// Outputs is the store of the full outputs the engine's runs kept.
+func (e harnessEngine) Outputs() *outputs.Store { return outputs.Runs(e.Config(), e.Store()) }

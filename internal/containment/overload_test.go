@@ -38,7 +38,7 @@ func TestOverload(t *testing.T) {
 				// The pool's own sandboxes are what surely run: the calls
 				// start once they are there (a loaded daemon, Podman's
 				// above all, may take longer than a call waits to make them).
-				waitPoolFull(t, h.e)
+				waitPoolFull(t, h.e.Engine)
 			} else {
 				h = newHarness(t, "bash", limits)
 			}

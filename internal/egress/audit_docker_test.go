@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
@@ -58,10 +60,11 @@ func TestEveryEgressConnectionOfARunIsObservedWithItsOwner(t *testing.T) {
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	cfg := packagesConfig(t)
 	cfg.Network.PrivateHosts = []string{"127.0.0.1:" + port}
-	e, b := testutil.Engine(t, &cfg)
-	requireImages(t, e, "python")
+	g := gate.New(cfg, languages.Builtin(), gate.Options{})
 	seen := &egressSeen{}
-	e.SetEgressObserver(seen.observe)
+	g.Observe(seen.observe)
+	e, b := testutil.Engine(t, &cfg, engine.WithGate(g))
+	requireImages(t, e, "python")
 	ctx, cancel := context.WithTimeout(principal.WithContext(context.Background(), principal.Principal{Name: "alice"}), 3*time.Minute)
 	defer cancel()
 

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
@@ -167,7 +169,7 @@ func TestWithThePackagesTierAHostileProgramReachesNothingElse(t *testing.T) {
 	cfg.Pool.Sizes = nil
 	testutil.Unhurried(&cfg)
 	resolver := &recordingResolver{}
-	e, _ := testbackend.Engine(t, &cfg, engine.WithEgressResolver(resolver))
+	e, _ := testbackend.Engine(t, &cfg, engine.WithGate(gate.New(cfg, languages.Builtin(), gate.Options{Resolver: resolver})))
 	requireImages(t, e, "python")
 
 	tcp := newTripwire(t, "tcp", "127.0.0.1:0")

@@ -24,7 +24,9 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
@@ -142,9 +144,9 @@ print("FOUND", sorted(found))
 func TestASecretReachesItsHostWhileNoDumpFromTheSandboxHoldsIt(t *testing.T) {
 	api := startEchoAPI(t)
 	value, port, leaf := api.value, api.port, api.leaf
-	e, b := secretsEngine(t, api, "")
+	e, g, b := secretsEngine(t, api, "")
 	seen := &egressSeen{}
-	e.SetEgressObserver(seen.observe)
+	g.Observe(seen.observe)
 	ctx, cancel := context.WithTimeout(principal.WithContext(context.Background(), principal.Principal{Name: "alice"}), 5*time.Minute)
 	defer cancel()
 
@@ -242,7 +244,7 @@ func startEchoAPI(t *testing.T) *echoAPI {
 // secretsEngine is an engine whose operator binds the secret testapi (for
 // alice only) to api's host, resolving every name to loopback and trusting
 // api's certificate upstream; dataDir, when set, keeps paused sessions.
-func secretsEngine(t *testing.T, api *echoAPI, dataDir string) (*engine.Engine, *docker.Backend) {
+func secretsEngine(t *testing.T, api *echoAPI, dataDir string) (*engine.Engine, *gate.Gate, *docker.Backend) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Network.MaxTier = config.TierAllowlist
@@ -254,12 +256,13 @@ func secretsEngine(t *testing.T, api *echoAPI, dataDir string) (*engine.Engine, 
 		cfg.DataDir = dataDir
 	}
 	testutil.Unhurried(&cfg)
-	e, b := testbackend.Engine(t, &cfg, engine.WithEgressResolver(loopbackResolver{}), engine.WithUpstreamRoots(api.roots))
-	if err := e.LoadSecrets(func(k string) string { return map[string]string{"MCR_TEST_SECRET_VALUE": api.value}[k] }); err != nil {
+	g := gate.New(cfg, languages.Builtin(), gate.Options{Resolver: loopbackResolver{}, UpstreamRoots: api.roots})
+	if err := g.LoadSecrets(func(k string) string { return map[string]string{"MCR_TEST_SECRET_VALUE": api.value}[k] }); err != nil {
 		t.Fatal(err)
 	}
+	e, b := testbackend.Engine(t, &cfg, engine.WithGate(g))
 	requireImages(t, e, "python")
-	return e, b
+	return e, g, b
 }
 
 // TestARunMayAskOnlyForItsOwnSecretsOverANetworkThatReachesThem: an
@@ -274,10 +277,11 @@ func TestARunMayAskOnlyForItsOwnSecretsOverANetworkThatReachesThem(t *testing.T)
 		{Name: "bobs", Hosts: []string{"api.example.com"}, Header: "Authorization", ValueEnv: "V", Principals: []string{"bob"}},
 		{Name: "elsewhere", Hosts: []string{"api.elsewhere.example"}, Header: "X-Key", ValueEnv: "V"},
 	}
-	e, b := testbackend.Engine(t, &cfg)
-	if err := e.LoadSecrets(func(string) string { return "v" }); err != nil {
+	g := gate.New(cfg, languages.Builtin(), gate.Options{})
+	if err := g.LoadSecrets(func(string) string { return "v" }); err != nil {
 		t.Fatal(err)
 	}
+	e, b := testbackend.Engine(t, &cfg, engine.WithGate(g))
 	ctx := principal.WithContext(context.Background(), principal.Principal{Name: "alice"})
 	cases := []struct {
 		name, network, secret, want string

@@ -87,8 +87,8 @@ print("FOUND", sorted(found))
 // keeps the name).
 func TestASessionsSecretReachesItsHostInEveryCallWhileNoDumpHoldsIt(t *testing.T) {
 	api := startEchoAPI(t)
-	e, b := secretsEngine(t, api, t.TempDir())
-	m := sessions.NewManager(e)
+	e, g, b := secretsEngine(t, api, t.TempDir())
+	m := sessions.NewManager(e, sessions.WithGate(g))
 	defer func() { m.Shutdown(); testutil.NoLeftovers(t, b.Client()) }()
 	ctx, cancel := context.WithTimeout(principal.WithContext(context.Background(), principal.Principal{Name: "alice"}), 5*time.Minute)
 	defer cancel()
@@ -144,8 +144,8 @@ func TestASessionsSecretReachesItsHostInEveryCallWhileNoDumpHoldsIt(t *testing.T
 // writes the value into their calls.
 func TestASessionKeepsItsSecretsThroughPauseResumeAndFork(t *testing.T) {
 	api := startEchoAPI(t)
-	e, b := secretsEngine(t, api, t.TempDir())
-	m := sessions.NewManager(e)
+	e, g, b := secretsEngine(t, api, t.TempDir())
+	m := sessions.NewManager(e, sessions.WithGate(g))
 	defer func() { m.Shutdown(); testutil.NoLeftovers(t, b.Client()) }()
 	ctx, cancel := context.WithTimeout(principal.WithContext(context.Background(), principal.Principal{Name: "alice"}), 5*time.Minute)
 	defer cancel()
@@ -203,8 +203,8 @@ print(r.status)`, api.port)
 // not name another.
 func TestASessionTakesOnlySecretsItsPrincipalMayUseAndItsCallsAddNone(t *testing.T) {
 	api := startEchoAPI(t)
-	e, b := secretsEngine(t, api, "")
-	m := sessions.NewManager(e)
+	e, g, b := secretsEngine(t, api, "")
+	m := sessions.NewManager(e, sessions.WithGate(g))
 	defer func() { m.Shutdown(); testutil.NoLeftovers(t, b.Client()) }()
 	alice := principal.WithContext(context.Background(), principal.Principal{Name: "alice"})
 	bob := principal.WithContext(context.Background(), principal.Principal{Name: "bob"})

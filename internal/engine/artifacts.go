@@ -3,17 +3,11 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"mime"
-	"net/http"
-	"path"
-	"strings"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
-
-// ArtifactURIPrefix begins the URI of every kept artifact.
-const ArtifactURIPrefix = "mcr://artifacts/"
 
 // Artifact describes a file a run created or changed in its workspace.
 type Artifact struct {
@@ -24,40 +18,6 @@ type Artifact struct {
 	URI      string `json:"uri,omitempty" jsonschema:"resource URI that serves the content (resources/read)"`
 	Skipped  string `json:"skipped,omitempty" jsonschema:"why the content was not returned (over a size limit, not a regular file)"`
 }
-
-// extraTypes covers common extensions that Go's table lacks.
-var extraTypes = map[string]string{
-	".csv": "text/csv", ".tsv": "text/tab-separated-values", ".txt": "text/plain", ".md": "text/markdown",
-	".py": "text/x-python", ".ts": "text/plain", ".log": "text/plain", ".yaml": "application/yaml",
-	".yml": "application/yaml", ".ipynb": "application/json", ".parquet": "application/vnd.apache.parquet",
-}
-
-// MIMEType guesses a file's media type from its name, then its content.
-func MIMEType(name string, data []byte) string {
-	ext := strings.ToLower(path.Ext(name))
-	if t, ok := extraTypes[ext]; ok {
-		return t
-	}
-	if t := mime.TypeByExtension(ext); t != "" {
-		return strings.Split(t, ";")[0]
-	}
-	if len(data) == 0 {
-		return "application/octet-stream"
-	}
-	return strings.Split(http.DetectContentType(data), ";")[0]
-}
-
-// IsImage reports whether a media type is returned as an MCP image block.
-func IsImage(mimeType string) bool {
-	switch mimeType {
-	case "image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml":
-		return true
-	}
-	return false
-}
-
-// ArtifactURI returns the resource URI of a run's file.
-func ArtifactURI(runID, p string) string { return ArtifactURIPrefix + runID + "/" + p }
 
 // keepArtifacts stores the agent's files and describes them.
 func (e *Engine) keepArtifacts(runID, owner string, files []wire.Artifact) []Artifact {
@@ -70,25 +30,22 @@ func (e *Engine) keepArtifacts(runID, owner string, files []wire.Artifact) []Art
 		if f.Skipped == "" {
 			sum := sha256.Sum256(f.Data)
 			a.SHA256 = hex.EncodeToString(sum[:])
-			a.MIMEType = MIMEType(f.Path, f.Data)
-			if err := e.artifacts.Put(ArtifactURI(runID, f.Path), owner, f.Data); err != nil {
+			a.MIMEType = outputs.MIMEType(f.Path, f.Data)
+			if err := e.artifacts.Put(outputs.ArtifactURI(runID, f.Path), owner, f.Data); err != nil {
 				// The file is described without a URI: a result never
 				// names one that does not serve.
 				e.log.Error("an artifact was not kept", "path", f.Path, "run", runID, "owner", owner, "err", err)
 				a.Skipped = "not kept: the server's state store refused it (" + err.Error() + ")"
 			} else {
-				a.URI = ArtifactURI(runID, f.Path)
+				a.URI = outputs.ArtifactURI(runID, f.Path)
 			}
 		} else {
-			a.MIMEType = MIMEType(f.Path, nil)
+			a.MIMEType = outputs.MIMEType(f.Path, nil)
 		}
 		out = append(out, a)
 	}
 	return out
 }
-
-// Artifacts returns the store of kept artifacts.
-func (e *Engine) Artifacts() *OutputStore { return e.artifacts }
 
 func artifactLimits(c config.Artifacts) *wire.ArtifactLimits {
 	return &wire.ArtifactLimits{

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
@@ -884,7 +885,7 @@ func TestLanguagesAgainstDocker(t *testing.T) {
 				if !strings.HasPrefix(r.Stdout, "line 000000") || !strings.HasSuffix(r.Stdout, "line 019999 xxxxxxxxxx\n") {
 					t.Errorf("inline stdout should keep head and tail")
 				}
-				full, ok := e.Outputs().Get(r.StdoutURI, principal.LocalName)
+				full, ok := outputs.Runs(e.Config(), e.Store()).Get(r.StdoutURI, principal.LocalName)
 				if !ok || len(full) != want {
 					t.Fatalf("full output at %s: %d bytes, found %v", r.StdoutURI, len(full), ok)
 				}

@@ -2,16 +2,14 @@ package engine
 
 import (
 	"context"
-	"crypto/x509"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/approval"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
@@ -41,11 +39,12 @@ func WithRuntimeVersions(v RuntimeVersions) Option {
 	return func(e *Engine) { e.versionSource = v }
 }
 
-// WithEgressResolver makes the egress proxies look names up with r instead
-// of the host's resolver (tests: a resolver of their own that records what
-// it was asked).
-func WithEgressResolver(r egress.Resolver) Option {
-	return func(e *Engine) { e.resolver = r }
+// WithGate makes the runs' egress proxies (and the package installer's)
+// those of g, which the sessions of the same server share: its secrets,
+// approvals and observer. Without it the engine makes a gate of its own
+// from its configuration, with no secrets and nobody observing.
+func WithGate(g *gate.Gate) Option {
+	return func(e *Engine) { e.gate = g }
 }
 
 // WithStore keeps the engine's full outputs and artifacts in st, the state
@@ -65,8 +64,8 @@ type Engine struct {
 	reg       *languages.Registry
 	backend   sandbox.Backend
 	state     store.Store
-	outputs   *OutputStore
-	artifacts *OutputStore
+	outputs   *outputs.Store
+	artifacts *outputs.Store
 	slots     chan struct{}
 	pool      *pool.Pool // nil: cold path only
 	log       *slog.Logger
@@ -78,20 +77,11 @@ type Engine struct {
 	runs     map[string]RunInfo
 	cancels  map[string]context.CancelFunc
 
-	egressObs atomic.Pointer[EgressObserver]
-
 	quotaMu sync.Mutex
 	running map[string]int // principal name -> run slots held
 	places  RunPlaces      // nil: running counts them, in this process
 
-	resolver egress.Resolver // nil: the host's
-
-	approvals *approval.Approvals // the hosts each principal's user approved
-
-	secrets       map[string]boundSecret // the operator's, by name; see LoadSecrets
-	ca            *egress.CA             // terminates the tunnels to the secrets' hosts
-	caBundle      []byte                 // the host's roots and the CA, for a run with secrets
-	upstreamRoots *x509.CertPool         // nil: the system's
+	gate *gate.Gate // the runs' egress proxies
 
 	imageBuilds ImageBuilds // nil: no image is built in the background
 
@@ -127,9 +117,11 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 	if e.state == nil {
 		e.state = store.NewMemory()
 	}
-	e.approvals = approval.New(e.state, time.Duration(cfg.Network.ApprovalTTLSeconds)*time.Second, nil)
-	e.outputs = NewOutputStore(e.state, "outputs", cfg.OutputStoreMB<<20, cfg.Quotas.OutputStoreMB<<20, cfg.OutputRetention())
-	e.artifacts = NewOutputStore(e.state, "artifacts", cfg.Artifacts.StoreMB<<20, cfg.Quotas.ArtifactStoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second)
+	if e.gate == nil {
+		e.gate = gate.New(cfg, reg, gate.Options{Store: e.state, Logger: log})
+	}
+	e.outputs = outputs.Runs(cfg, e.state)
+	e.artifacts = outputs.Artifacts(cfg, e.state)
 	return e
 }
 
@@ -139,9 +131,6 @@ func (e *Engine) Registry() *languages.Registry { return e.reg }
 // Config returns the operator configuration.
 func (e *Engine) Config() config.Config { return e.cfg }
 
-// Outputs returns the store of full outputs.
-func (e *Engine) Outputs() *OutputStore { return e.outputs }
-
 // Store returns the state store the engine keeps outputs and artifacts in,
 // which the executions and tasks above it share.
 func (e *Engine) Store() store.Store { return e.state }
@@ -149,10 +138,34 @@ func (e *Engine) Store() store.Store { return e.state }
 // Backend returns the sandbox backend.
 func (e *Engine) Backend() sandbox.Backend { return e.backend }
 
-// Preinstalled returns the packages preinstalled for a language (names to
+// Runtime is a language's runtime as this server has it: what its image
+// recorded when it was built, and where its background build stands.
+type Runtime struct {
+	// Version is the runtime version recorded when the image was built;
+	// "" when the image is missing or has none.
+	Version string
+	// Packages are the packages preinstalled (names to versions); nil
+	// when the image is missing or has none. The map is shared: callers
+	// must not change it.
+	Packages map[string]string
+	// ImageState is the image's state in the background build (see
+	// ImageBuilds.ImageState: building, queued or failed) and ImageDetail
+	// its detail; "" when runs need not wait for it.
+	ImageState, ImageDetail string
+}
+
+// Runtime returns lang's runtime as this server has it (list_languages,
+// `languages`, doctor).
+func (e *Engine) Runtime(ctx context.Context, lang languages.Language) Runtime {
+	r := Runtime{Version: e.runtimeVersion(ctx, lang), Packages: e.preinstalled(ctx, lang)}
+	r.ImageState, r.ImageDetail = e.imageBuild(lang)
+	return r
+}
+
+// preinstalled returns the packages preinstalled for a language (names to
 // versions) as recorded when its image was built, or nil when the image is
-// missing or has none. The result is shared: callers must not change it.
-func (e *Engine) Preinstalled(ctx context.Context, lang languages.Language) map[string]string {
+// missing or has none.
+func (e *Engine) preinstalled(ctx context.Context, lang languages.Language) map[string]string {
 	e.versionsMu.Lock()
 	p, ok := e.packages[lang.Name]
 	e.versionsMu.Unlock()
@@ -174,9 +187,9 @@ func (e *Engine) Preinstalled(ctx context.Context, lang languages.Language) map[
 	return p
 }
 
-// RuntimeVersion returns the runtime version of a language as recorded when
+// runtimeVersion returns the runtime version of a language as recorded when
 // its image was built, or "" when the image is missing or has none.
-func (e *Engine) RuntimeVersion(ctx context.Context, lang languages.Language) string {
+func (e *Engine) runtimeVersion(ctx context.Context, lang languages.Language) string {
 	e.versionsMu.Lock()
 	v, ok := e.versions[lang.Name]
 	e.versionsMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/fault"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -11,46 +12,29 @@ import (
 
 // Error codes of an engine Error.
 const (
-	CodeInvalid = "invalid_argument"
-	CodeBusy    = "busy"
+	CodeInvalid = fault.CodeInvalid
+	CodeBusy    = fault.CodeBusy
 	// CodeQuota: the principal is at one of its quotas (config quotas.*).
-	CodeQuota        = "quota"
-	CodeImageMissing = "image_missing"
-	CodeUnavailable  = "unavailable"
-	CodeInternal     = "internal"
+	CodeQuota        = fault.CodeQuota
+	CodeImageMissing = fault.CodeImageMissing
+	CodeUnavailable  = fault.CodeUnavailable
+	CodeInternal     = fault.CodeInternal
 	// CodeInstall: the package manager could not install what was asked.
-	CodeInstall = "install_failed"
+	CodeInstall = fault.CodeInstall
 )
 
 // Error is an engine failure that a caller can act on; Message says what is
-// wrong and what to do.
-type Error struct {
-	Code    string
-	Message string
-	Err     error
-}
+// wrong and what to do. It is [fault.Error], which the packages below the
+// engine that check a request return too.
+type Error = fault.Error
 
-func (e *Error) Error() string { return e.Message }
-
-func (e *Error) Unwrap() error { return e.Err }
-
-func invalid(format string, args ...any) error {
-	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
-}
+func invalid(format string, args ...any) error { return fault.Invalid(format, args...) }
 
 // IsInvalid reports whether err is a rejected request.
-func IsInvalid(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Code == CodeInvalid
-}
+func IsInvalid(err error) bool { return fault.IsInvalid(err) }
 
 // CodeOf returns err's code, CodeInternal for plain errors.
-func CodeOf(err error) string {
-	if e, ok := errors.AsType[*Error](err); ok {
-		return e.Code
-	}
-	return CodeInternal
-}
+func CodeOf(err error) string { return fault.CodeOf(err) }
 
 // explain turns a backend error into an Error that says what to do.
 func (e *Engine) explain(err error, lang languages.Language) error {

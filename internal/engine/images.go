@@ -40,9 +40,9 @@ const (
 // start once their image is built, see ImageBuilt) and before serving.
 func (e *Engine) SetImageBuilds(b ImageBuilds) { e.imageBuilds = b }
 
-// ImageBuild returns the state of lang's image in the background build and
+// imageBuild returns the state of lang's image in the background build and
 // its detail (see ImageBuilds.ImageState); "" when runs need not wait.
-func (e *Engine) ImageBuild(lang languages.Language) (state, detail string) {
+func (e *Engine) imageBuild(lang languages.Language) (state, detail string) {
 	if e.imageBuilds == nil {
 		return "", ""
 	}

@@ -59,8 +59,8 @@ func TestRunWaitsForItsImageWithProgressThenRuns(t *testing.T) {
 	building(t, e, h)
 	e.StartPool()
 	bash, _ := e.Registry().Lookup("bash")
-	if state, _ := e.ImageBuild(bash); state != engine.ImageBuilding && state != engine.ImageQueued {
-		t.Fatalf("ImageBuild(bash) = %q, want building or queued", state)
+	if state := e.Runtime(t.Context(), bash).ImageState; state != engine.ImageBuilding && state != engine.ImageQueued {
+		t.Fatalf("the image state of bash = %q, want building or queued", state)
 	}
 
 	var mu sync.Mutex
@@ -99,8 +99,8 @@ func TestRunWaitsForItsImageWithProgressThenRuns(t *testing.T) {
 	if res.Status != engine.StatusOK || res.Stdout != "built\n" {
 		t.Errorf("got %s %q, want ok \"built\\n\"", res.Status, res.Stdout)
 	}
-	if state, _ := e.ImageBuild(bash); state != "" {
-		t.Errorf("ImageBuild(bash) after the build = %q, want \"\"", state)
+	if state := e.Runtime(t.Context(), bash).ImageState; state != "" {
+		t.Errorf("the image state of bash after the build = %q, want \"\"", state)
 	}
 	// The warm pool, held while its image was building, fills once it is built.
 	testutil.Eventually(t, 30*time.Second, func() bool {
@@ -131,8 +131,8 @@ func TestRunWhoseImageBuildFailedSaysWhyAndWhatToDo(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if state, detail := e.ImageBuild(bash); state != engine.ImageFailed || !strings.Contains(detail, "unable to fetch bash") {
-		t.Errorf("ImageBuild(bash) = %q %q, want failed with the reason", state, detail)
+	if rt := e.Runtime(t.Context(), bash); rt.ImageState != engine.ImageFailed || !strings.Contains(rt.ImageDetail, "unable to fetch bash") {
+		t.Errorf("the image state of bash = %q %q, want failed with the reason", rt.ImageState, rt.ImageDetail)
 	}
 }
 

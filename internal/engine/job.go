@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
@@ -86,15 +87,16 @@ func (e *Engine) job(p *Plan, runID string) sandbox.Job {
 
 // KernelStartJob returns the job that starts lang's session interpreter in
 // a held sandbox ahead of the session's first call: a kernel call with no
-// code, which the agent answers once the interpreter runs. env is what the
+// code, which the agent answers once the interpreter runs, its output
+// capped at lim's. env is what the
 // session's calls add to the language's (see addEnv); the agent starts the
 // interpreter again if the first call brings another environment. A
 // language without a kernel has no such job.
-func (e *Engine) KernelStartJob(lang languages.Language, env []string) (sandbox.Job, bool) {
+func KernelStartJob(lim config.Limits, lang languages.Language, env []string) (sandbox.Job, bool) {
 	if lang.Kernel == nil {
 		return sandbox.Job{}, false
 	}
-	request := wire.Request{Op: wire.OpKernel, Workdir: wire.WorkspacePath, OutputLimit: int64(e.cfg.Limits.MaxOutputBytes), Session: true,
+	request := wire.Request{Op: wire.OpKernel, Workdir: wire.WorkspacePath, OutputLimit: int64(lim.MaxOutputBytes), Session: true,
 		Kernel: &wire.KernelCall{Name: lang.Kernel.Name, Argv: lang.Kernel.Run, Env: append(append([]string(nil), lang.Env...), env...),
 			TimeoutMs: kernelStartTimeout.Milliseconds()}}
 	return sandbox.Job{Request: request, Deadline: kernelStartTimeout + deadlineGrace, RunID: "kernel-start"}, true

@@ -61,7 +61,7 @@ func (e *Engine) StartPool() {
 	sizes, maxSizes := map[string]int{}, map[string]int{}
 	held := map[string]bool{}
 	for _, l := range e.reg.Languages() {
-		if state, _ := e.ImageBuild(l); state != "" {
+		if state, _ := e.imageBuild(l); state != "" {
 			held[l.Name] = true // started by ImageBuilt
 		}
 		t := e.Template(l)

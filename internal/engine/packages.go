@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
@@ -101,6 +103,54 @@ func (e *Engine) CacheDir() (string, error) {
 		return "", fmt.Errorf("closing the package cache %s to other users: %w; set packages.cache_dir to a directory of this user's own", dir, err)
 	}
 	return dir, nil
+}
+
+// packageSpec is what a package argument may look like: a name with an
+// optional version or range, for pip or npm; never an option (a leading
+// "-"), a path or a URL.
+var packageSpec = regexp.MustCompile(`^[A-Za-z0-9@_][A-Za-z0-9@/._\-=<>!~^*,+\[\] ]{0,199}$`)
+
+// CheckPackages validates the packages of a request for lang.
+func (e *Engine) CheckPackages(lang languages.Language, specs []string) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	m, ok := e.reg.PackageManager(lang)
+	if !ok {
+		return invalid("%s takes no packages here; packages are installed for %s", lang.Name, strings.Join(e.packageLanguages(), ", "))
+	}
+	if _, ok := e.cfg.Packages.RegistryURL(m.RegistrySetting); !ok {
+		return &Error{Code: CodeInternal, Message: fmt.Sprintf("the package manager %s of the language registry installs from packages.%s, which is no setting of this server; the operator's languages file must name one of %s", m.Name, m.RegistrySetting, strings.Join(e.cfg.Packages.RegistrySettings(), ", "))}
+	}
+	if egress.Rank(e.cfg.Network.MaxTier) < egress.Rank(egress.TierPackages) {
+		return invalid("installing packages needs network access to the package registry, and this server allows network %q only; ask the operator to set network.max_tier to packages", e.cfg.Network.MaxTier)
+	}
+	if n := len(specs); n > e.cfg.Packages.MaxPackages {
+		return invalid("%d packages asked for, the limit is %d", n, e.cfg.Packages.MaxPackages)
+	}
+	for _, s := range specs {
+		if !packageSpec.MatchString(s) || strings.Contains(s, "://") || strings.Contains(s, "..") {
+			return invalid("package %q is not a package name with an optional version, like requests==2.32.3 or lodash@4 (no options, paths or URLs)", s)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) packageLanguages() []string {
+	var out []string
+	for _, l := range e.reg.Languages() {
+		if l.Packages != "" {
+			out = append(out, l.Name)
+		}
+	}
+	return out
+}
+
+// registryURL is the registry m installs from: the packages setting it
+// names.
+func (e *Engine) registryURL(m languages.PackageManager) string {
+	u, _ := e.cfg.Packages.RegistryURL(m.RegistrySetting)
+	return u
 }
 
 // installKey names the cache entry of specs for lang: the package manager,
@@ -219,8 +269,7 @@ func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, m la
 	if len(ca) > 0 {
 		files = append(files, wire.File{Path: "extra-ca.pem", Data: ca})
 	}
-	policy := e.policy(egress.TierPackages, lang)
-	proxy := e.newProxy(ctx, policy, runID)
+	proxy, _ := e.gate.Proxy(ctx, egress.TierPackages, lang, runID, nil)
 	defer proxy.Close()
 	t := e.Template(lang)
 	t.Image = img.Tag
@@ -236,7 +285,7 @@ func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, m la
 	job := sandbox.Job{RunID: runID + "-install", Deadline: timeout + deadlineGrace, Request: wire.Request{
 		Workdir: wire.WorkspacePath, OutputLimit: 256 << 10, Files: files,
 		Stages: []wire.Stage{
-			{Name: "install", Argv: argv, Env: append(proxyEnv(), "INSTALL_DIR="+installPath), TimeoutMs: timeout.Milliseconds(), StopOnFailure: true},
+			{Name: "install", Argv: argv, Env: append(gate.ProxyEnv(), "INSTALL_DIR="+installPath), TimeoutMs: timeout.Milliseconds(), StopOnFailure: true},
 			{Name: "open", Argv: installerOpensEntry, TimeoutMs: timeout.Milliseconds()},
 		},
 	}}
@@ -293,7 +342,7 @@ func installError(what string, res *sandbox.Result, report egress.Report, pc con
 	} else if res.Killed {
 		summary = "the installer was stopped at its deadline"
 	}
-	if d := describeDenied(report); d != "" {
+	if d := gate.Denied(report); d != "" {
 		summary += "; " + d
 	}
 	return &Error{Code: CodeInstall, Message: fmt.Sprintf("%s failed: %s. The package manager said:\n%s", what, summary, out)}

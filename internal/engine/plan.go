@@ -74,13 +74,13 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 		p.Isolation, err = e.ResolveIsolation(principal.FromContext(ctx).Name, req.Isolation)
 	}
 	if err == nil {
-		p.Network, err = e.CheckNetwork(req.Network)
+		p.Network, err = e.gate.Check(req.Network)
 	}
 	if err == nil {
 		err = e.CheckPackages(lang, req.Packages)
 	}
 	if err == nil {
-		p.Secrets, err = e.checkSecrets(ctx, req.Secrets, p.Network, lang)
+		p.Secrets, err = e.gate.CheckSecrets(principal.FromContext(ctx).Name, req.Secrets, p.Network, lang)
 	}
 	if err == nil {
 		err = e.checkTools(ctx, req.Tools)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
@@ -146,10 +147,10 @@ func (e *Engine) stage(runID, owner, name string, s *sandbox.StageOutput) Stage 
 	st.Stdout, st.StdoutTruncated = clip(s.Stdout, lim, s.StdoutBytes)
 	st.Stderr, st.StderrTruncated = clip(s.Stderr, lim, s.StderrBytes)
 	if st.StdoutTruncated {
-		st.StdoutURI = e.keepOutput(OutputURI(runID, name, "stdout"), owner, s.Stdout)
+		st.StdoutURI = e.keepOutput(outputs.URI(runID, name, "stdout"), owner, s.Stdout)
 	}
 	if st.StderrTruncated {
-		st.StderrURI = e.keepOutput(OutputURI(runID, name, "stderr"), owner, s.Stderr)
+		st.StderrURI = e.keepOutput(outputs.URI(runID, name, "stderr"), owner, s.Stderr)
 	}
 	if s.Error != "" && st.Stderr == "" {
 		st.Stderr = s.Error

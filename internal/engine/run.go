@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
@@ -217,10 +218,10 @@ func (e *Engine) equip(ctx context.Context, r *run) error {
 		r.inst = inst
 		addEnv(&r.job, inst.Env())
 	}
-	proxy, env := e.egress(ctx, r.plan.Network, r.plan.Language, r.id, r.plan.Secrets)
+	proxy, env := e.gate.Proxy(ctx, r.plan.Network, r.plan.Language, r.id, r.plan.Secrets)
 	addEnv(&r.job, env)
 	if proxy != nil {
-		env, files := e.secretsEnv(r.plan.Secrets)
+		env, files := e.gate.SecretsEnv(r.plan.Secrets)
 		addEnv(&r.job, env)
 		r.job.Request.Files = append(r.job.Request.Files, files...)
 	}
@@ -272,14 +273,14 @@ func (e *Engine) answer(ctx context.Context, r *run, sres *sandbox.Result) *Resu
 	out.Isolation = string(r.plan.Isolation.Or())
 	out.SandboxID = r.sandboxID
 	out.Artifacts = e.keepArtifacts(r.id, r.owner, sres.Artifacts)
-	out.RuntimeVersion = e.RuntimeVersion(ctx, lang)
+	out.RuntimeVersion = e.runtimeVersion(ctx, lang)
 	if r.inst != nil {
 		out.Packages, out.PackagesCached = r.inst.Installed, r.inst.Cached
 	}
 	if r.proxy != nil {
 		rep := r.proxy.Report()
 		out.Network = &rep
-		if d := describeDenied(rep); d != "" && out.Status != StatusOK {
+		if d := gate.Denied(rep); d != "" && out.Status != StatusOK {
 			out.ExitReason = strings.TrimSpace(out.ExitReason + " (" + d + ")")
 		}
 	}

@@ -18,10 +18,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/approval"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
 )
@@ -78,7 +82,7 @@ func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[st
 				asked.Add(1)
 				// The operator's console lists the question while the user
 				// is asked.
-				if q, _ := eng.Approvals().Pending(ctx); len(q) != 1 || !strings.HasPrefix(q[0].Host, "api.approve.test") || q[0].Owner == "" {
+				if q, _ := approval.New(eng.Store(), time.Hour, nil).Pending(ctx); len(q) != 1 || !strings.HasPrefix(q[0].Host, "api.approve.test") || q[0].Owner == "" {
 					t.Errorf("while the user is asked, the pending questions are %+v", q)
 				}
 				if !strings.Contains(req.Params.Message, "api.approve.test") {
@@ -94,7 +98,7 @@ func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[st
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: args})
-		if q, _ := eng.Approvals().Pending(ctx); len(q) != 0 {
+		if q, _ := approval.New(eng.Store(), time.Hour, nil).Pending(ctx); len(q) != 0 {
 			t.Errorf("after the call, questions are still pending: %+v", q)
 		}
 		if err != nil || res.IsError {
@@ -122,7 +126,7 @@ func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[st
 	}
 
 	t.Run("a client that cannot elicit gets the denial", func(t *testing.T) {
-		eng, b := testbackend.Engine(t, cfg, engine.WithEgressResolver(loopbackResolver{}))
+		eng, b := approvalEngine(t, cfg)
 		testutil.RequireImage(t, b, languages.Builtin(), "python")
 		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 		out, _ := call(t, eng, "")
@@ -131,7 +135,7 @@ func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[st
 		}
 	})
 	t.Run("a user who declines keeps the denial", func(t *testing.T) {
-		eng, b := testbackend.Engine(t, cfg, engine.WithEgressResolver(loopbackResolver{}))
+		eng, b := approvalEngine(t, cfg)
 		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 		out, asked := call(t, eng, "decline")
 		if asked != 1 || !strings.Contains(out, "DENIED") || strings.Contains(out, "approved-api-says-hi") {
@@ -139,7 +143,7 @@ func approvalScenarios(t *testing.T, cfg *config.Config, era string, args map[st
 		}
 	})
 	t.Run("a user who approves gets the run retried, and is not asked again within the TTL", func(t *testing.T) {
-		eng, b := testbackend.Engine(t, cfg, engine.WithEgressResolver(loopbackResolver{}))
+		eng, b := approvalEngine(t, cfg)
 		t.Cleanup(func() { testutil.NoLeftovers(t, b.Client()) })
 		out, asked := call(t, eng, "accept")
 		if asked != 1 || !strings.Contains(out, "approved-api-says-hi") || !strings.Contains(out, "retried after the approval") {
@@ -184,4 +188,13 @@ func connectApprovalEra(t *testing.T, eng *engine.Engine, era string, opts *mcp.
 	}
 	t.Cleanup(func() { cs.Close(); ss.Close() })
 	return cs
+}
+
+// approvalEngine is an engine whose egress proxies resolve every name to
+// loopback, keeping the approvals in the state store the MCP surface
+// writes them to.
+func approvalEngine(t *testing.T, cfg *config.Config) (*engine.Engine, *docker.Backend) {
+	st := store.NewMemory()
+	g := gate.New(*cfg, languages.Builtin(), gate.Options{Store: st, Resolver: loopbackResolver{}})
+	return testbackend.Engine(t, cfg, engine.WithStore(st), engine.WithGate(g))
 }

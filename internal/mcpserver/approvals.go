@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
@@ -31,15 +32,15 @@ func (h *handlers) askApprovals(ctx context.Context, req *mcp.CallToolRequest, r
 	var approved []string
 	for _, host := range res.Network.Approvable {
 		if caps == nil || caps.Elicitation == nil {
-			h.eng.AuditApproval(owner, res.RunID, host, engine.ApprovalUnavailable)
+			h.gate.AuditApproval(owner, res.RunID, host, gate.ApprovalUnavailable)
 			continue
 		}
-		h.eng.Approvals().Asked(ctx, owner, host, res.RunID)
+		h.gate.Approvals().Asked(ctx, owner, host, res.RunID)
 		ans, err := req.Session.Elicit(ctx, h.approvalQuestion(owner, host))
 		if err != nil {
-			h.eng.Approvals().Answered(ctx, owner, host)
+			h.gate.Approvals().Answered(ctx, owner, host)
 			h.log.Info("egress approval could not be asked", "host", host, "principal", owner, "err", err)
-			h.eng.AuditApproval(owner, res.RunID, host, engine.ApprovalUnavailable)
+			h.gate.AuditApproval(owner, res.RunID, host, gate.ApprovalUnavailable)
 			continue
 		}
 		if h.recordAnswer(ctx, owner, res.RunID, host, ans) {
@@ -51,7 +52,7 @@ func (h *handlers) askApprovals(ctx context.Context, req *mcp.CallToolRequest, r
 
 // approvalQuestion asks owner's user whether owner's runs may reach host.
 func (h *handlers) approvalQuestion(owner, host string) *mcp.ElicitParams {
-	ttl := h.eng.Approvals().TTL().Round(time.Second)
+	ttl := h.gate.Approvals().TTL().Round(time.Second)
 	return &mcp.ElicitParams{
 		Message: fmt.Sprintf("A program run for %s was denied network access to %s. The operator lets you approve this host: allow %s to reach it for %s?",
 			owner, host, owner, ttl),
@@ -65,21 +66,21 @@ func (h *handlers) approvalQuestion(owner, host string) *mcp.ElicitParams {
 // operator's TTL when they accepted with allow, else a decline; audited
 // either way. It reports whether host is now approved.
 func (h *handlers) recordAnswer(ctx context.Context, owner, runID, host string, ans *mcp.ElicitResult) bool {
-	h.eng.Approvals().Answered(ctx, owner, host)
+	h.gate.Approvals().Answered(ctx, owner, host)
 	allow := false
 	if ans != nil {
 		allow, _ = ans.Content["allow"].(bool)
 	}
 	if ans == nil || ans.Action != "accept" || !allow {
-		h.eng.AuditApproval(owner, runID, host, engine.ApprovalDeclined)
+		h.gate.AuditApproval(owner, runID, host, gate.ApprovalDeclined)
 		return false
 	}
-	if _, err := h.eng.Approvals().Approve(ctx, owner, host); err != nil {
+	if _, err := h.gate.Approvals().Approve(ctx, owner, host); err != nil {
 		h.log.Error("recording an egress approval", "host", host, "principal", owner, "err", err)
-		h.eng.AuditApproval(owner, runID, host, engine.ApprovalUnavailable)
+		h.gate.AuditApproval(owner, runID, host, gate.ApprovalUnavailable)
 		return false
 	}
-	h.eng.AuditApproval(owner, runID, host, engine.ApprovalApproved)
+	h.gate.AuditApproval(owner, runID, host, gate.ApprovalApproved)
 	return true
 }
 
@@ -120,11 +121,11 @@ func (h *handlers) approvalRequests(ctx context.Context, req *mcp.CallToolReques
 			continue
 		}
 		if caps == nil || caps.Elicitation == nil {
-			h.eng.AuditApproval(owner, res.RunID, host, engine.ApprovalUnavailable)
+			h.gate.AuditApproval(owner, res.RunID, host, gate.ApprovalUnavailable)
 			continue
 		}
 		questions[approvalID+host] = h.approvalQuestion(owner, host)
-		h.eng.Approvals().Asked(ctx, owner, host, res.RunID)
+		h.gate.Approvals().Asked(ctx, owner, host, res.RunID)
 		asked = append(asked, host)
 	}
 	if len(questions) == 0 {
@@ -155,7 +156,7 @@ func (h *handlers) takeApprovals(ctx context.Context, req *mcp.CallToolRequest) 
 	var approved []string
 	for id, resp := range req.Params.InputResponses {
 		host, ok := strings.CutPrefix(id, approvalID)
-		if !ok || !h.eng.Approvable(host) {
+		if !ok || !h.gate.Approvable(host) {
 			continue
 		}
 		ans, _ := resp.(*mcp.ElicitResult)

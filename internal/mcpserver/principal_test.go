@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
 
@@ -23,13 +24,13 @@ import (
 func TestEachRequestIsItsTokensPrincipal(t *testing.T) {
 	t.Parallel()
 	eng := offlineEngine(t)
-	if err := eng.Outputs().Put("mcr://runs/aaaa000000000001/stdout", "alice", []byte("alice's output")); err != nil {
+	if err := outputs.Runs(eng.Config(), eng.Store()).Put("mcr://runs/aaaa000000000001/stdout", "alice", []byte("alice's output")); err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Outputs().Put("mcr://runs/bbbb000000000002/stdout", "bob", []byte("bob's output")); err != nil {
+	if err := outputs.Runs(eng.Config(), eng.Store()).Put("mcr://runs/bbbb000000000002/stdout", "bob", []byte("bob's output")); err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Outputs().Put("mcr://runs/cccc000000000003/stdout", mcpserverBareName, []byte("bare token's output")); err != nil {
+	if err := outputs.Runs(eng.Config(), eng.Store()).Put("mcr://runs/cccc000000000003/stdout", mcpserverBareName, []byte("bare token's output")); err != nil {
 		t.Fatal(err)
 	}
 	server := mcpserver.New(eng, "test", nil)
@@ -92,10 +93,10 @@ func TestOAuthSubjectIsThePrincipal(t *testing.T) {
 	}))
 	t.Cleanup(intro.Close)
 	eng := offlineEngine(t)
-	if err := eng.Outputs().Put("mcr://runs/c000000000000001/stdout", "carol", []byte("carol's")); err != nil {
+	if err := outputs.Runs(eng.Config(), eng.Store()).Put("mcr://runs/c000000000000001/stdout", "carol", []byte("carol's")); err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Outputs().Put("mcr://runs/b000000000000002/stdout", "batch", []byte("batch's")); err != nil {
+	if err := outputs.Runs(eng.Config(), eng.Store()).Put("mcr://runs/b000000000000002/stdout", "batch", []byte("batch's")); err != nil {
 		t.Fatal(err)
 	}
 	server := mcpserver.New(eng, "test", nil)
@@ -123,7 +124,7 @@ func TestOAuthSubjectIsThePrincipal(t *testing.T) {
 func TestStdioIsTheLocalPrincipal(t *testing.T) {
 	t.Parallel()
 	eng := offlineEngine(t)
-	if err := eng.Outputs().Put("mcr://runs/d000000000000001/stdout", principal.LocalName, []byte("local")); err != nil {
+	if err := outputs.Runs(eng.Config(), eng.Store()).Put("mcr://runs/d000000000000001/stdout", principal.LocalName, []byte("local")); err != nil {
 		t.Fatal(err)
 	}
 	cs := connect(t, eng)

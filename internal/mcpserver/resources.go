@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
 
@@ -68,7 +68,7 @@ func (h *handlers) readLanguages(ctx context.Context, req *mcp.ReadResourceReque
 // any other it does not exist.
 func (h *handlers) readOutput(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	data, ok := h.eng.Outputs().Get(uri, principal.FromContext(ctx).Name)
+	data, ok := h.outputs.Get(uri, principal.FromContext(ctx).Name)
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
@@ -86,11 +86,11 @@ func (h *handlers) readOutput(ctx context.Context, req *mcp.ReadResourceRequest)
 // to any other it does not exist.
 func (h *handlers) readArtifact(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	data, ok := h.eng.Artifacts().Get(uri, principal.FromContext(ctx).Name)
+	data, ok := h.artifacts.Get(uri, principal.FromContext(ctx).Name)
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	mt := engine.MIMEType(uri, data)
+	mt := outputs.MIMEType(uri, data)
 	c := &mcp.ResourceContents{URI: uri, MIMEType: mt}
 	if strings.HasPrefix(mt, "text/") && utf8.Valid(data) || mt == "application/json" && utf8.Valid(data) {
 		c.Text = string(data)
@@ -103,11 +103,11 @@ func (h *handlers) readArtifact(ctx context.Context, req *mcp.ReadResourceReques
 // recentRunIDs lists the runs of ctx's principal whose output is kept,
 // newest first.
 func (h *handlers) recentRunIDs(ctx context.Context) []string {
-	uris := h.eng.Outputs().List(principal.FromContext(ctx).Name)
+	uris := h.outputs.List(principal.FromContext(ctx).Name)
 	seen := map[string]bool{}
 	var ids []string
 	for _, uri := range slices.Backward(uris) {
-		rest := strings.TrimPrefix(uri, engine.OutputURIPrefix)
+		rest := strings.TrimPrefix(uri, outputs.URIPrefix)
 		id, _, _ := strings.Cut(rest, "/")
 		if !seen[id] {
 			seen[id] = true

@@ -23,11 +23,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/codemode"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/runapp"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/tasks"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 )
 
@@ -56,6 +58,11 @@ type Deps struct {
 	// CodeMode, if set, is the broker of the MCP servers runs' code may
 	// call: their signatures are the mcr://apis/ resources.
 	CodeMode *codemode.Broker
+	// Gate is the engine's and the sessions' network gate: the hosts users
+	// approve go to it, and the audit hears of each answer through it.
+	// Without it the server makes one of its own from the engine's
+	// configuration and state store.
+	Gate *gate.Gate
 }
 
 // New returns an MCP server backed by eng, with executions and sessions
@@ -69,7 +76,13 @@ func NewServer(deps Deps, version string, log *slog.Logger) *mcp.Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handlers{eng: deps.Engine, execs: deps.Executions, sessions: deps.Sessions, log: log, onCall: deps.OnToolCall, codeMode: deps.CodeMode}
+	cfg, st := deps.Engine.Config(), deps.Engine.Store()
+	h := &handlers{eng: deps.Engine, execs: deps.Executions, sessions: deps.Sessions, log: log, onCall: deps.OnToolCall,
+		codeMode: deps.CodeMode,
+		outputs:  outputs.Runs(cfg, st), artifacts: outputs.Artifacts(cfg, st), gate: deps.Gate}
+	if h.gate == nil {
+		h.gate = gate.New(cfg, deps.Engine.Registry(), gate.Options{Store: st, Logger: log})
+	}
 	s := NewBareServer(Surface{
 		Implementation: &mcp.Implementation{
 			Name:    Name,
@@ -155,6 +168,12 @@ type handlers struct {
 	log      *slog.Logger
 	onCall   func(context.Context, ToolCall)
 	codeMode *codemode.Broker
+	// outputs and artifacts are what runs kept, read from the state store
+	// the engine keeps them in.
+	outputs, artifacts *outputs.Store
+	// gate keeps the hosts users approved and hears what became of asking
+	// them.
+	gate *gate.Gate
 }
 
 // minLevel drops records below level.

@@ -67,13 +67,14 @@ func (h *handlers) languages(ctx context.Context) LanguagesOutput {
 			ok = h.eng.Backend().CheckImage(ctx, img) == nil
 			present[img] = ok
 		}
+		rt := h.eng.Runtime(ctx, l)
 		status, detail := engine.ImageAvailable, ""
 		switch {
 		case arch != "" && !l.RunsOn(arch):
 			ok = false // the agent would refuse it; see languages.Language.Architectures
 			status = statusUnsupportedArchitecture
 		case !ok:
-			status, detail = h.eng.ImageBuild(l)
+			status, detail = rt.ImageState, rt.ImageDetail
 			if status == "" {
 				status = engine.ImageMissing
 			}
@@ -84,9 +85,9 @@ func (h *handlers) languages(ctx context.Context) LanguagesOutput {
 		}
 		out.Languages = append(out.Languages, LanguageInfo{
 			Name: l.Name, DisplayName: l.DisplayName, Aliases: aliases,
-			RuntimeVersion: h.eng.RuntimeVersion(ctx, l), Compiled: l.Compiled(),
+			RuntimeVersion: rt.Version, Compiled: l.Compiled(),
 			FileName: l.File, Available: ok, Status: status, StatusDetail: detail,
-			Packages: h.eng.Preinstalled(ctx, l),
+			Packages: rt.Packages,
 		})
 	}
 	return out

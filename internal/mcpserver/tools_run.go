@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/progress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/tasks"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
@@ -110,7 +111,7 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 	// approvals before it runs again.
 	var note *mcp.TextContent
 	if approved := h.takeApprovals(ctx, req); len(approved) > 0 {
-		note = approvalNote(approved, h.eng.Approvals().TTL())
+		note = approvalNote(approved, h.gate.Approvals().TTL())
 	}
 	res, err := run(ctx, plan, opts)
 	if tr != nil {
@@ -137,7 +138,7 @@ func (h *handlers) runCode(ctx context.Context, req *mcp.CallToolRequest, args e
 			if res, err = run(ctx, plan, opts); err != nil {
 				return nil, nil, err
 			}
-			note = approvalNote(approved, h.eng.Approvals().TTL())
+			note = approvalNote(approved, h.gate.Approvals().TTL())
 		}
 	}
 	out := resultContent(res)
@@ -194,8 +195,8 @@ func (h *handlers) artifactContent(ctx context.Context, arts []engine.Artifact) 
 		if a.URI == "" {
 			continue
 		}
-		if engine.IsImage(a.MIMEType) && a.Size <= int64(limit) {
-			if data, ok := h.eng.Artifacts().Get(a.URI, owner); ok {
+		if outputs.IsImage(a.MIMEType) && a.Size <= int64(limit) {
+			if data, ok := h.artifacts.Get(a.URI, owner); ok {
 				out = append(out, &mcp.ImageContent{Data: data, MIMEType: a.MIMEType})
 				continue
 			}

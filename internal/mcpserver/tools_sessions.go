@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 )
 
@@ -235,14 +236,14 @@ func (h *handlers) readFile(ctx context.Context, _ *mcp.CallToolRequest, in Read
 	}
 	sum := sha256.Sum256(a.Data)
 	out := sessions.File{Path: a.Path, Type: "file", Size: a.Size, SHA256: hex.EncodeToString(sum[:])}
-	mt := engine.MIMEType(a.Path, a.Data)
-	if utf8.Valid(a.Data) && !engine.IsImage(mt) || mt == "image/svg+xml" && utf8.Valid(a.Data) {
+	mt := outputs.MIMEType(a.Path, a.Data)
+	if utf8.Valid(a.Data) && !outputs.IsImage(mt) || mt == "image/svg+xml" && utf8.Valid(a.Data) {
 		out.Encoding, out.Content = "text", string(a.Data)
 	} else {
 		out.Encoding, out.Content = "base64", base64.StdEncoding.EncodeToString(a.Data)
 	}
 	res := resultContent(out)
-	if engine.IsImage(mt) && len(a.Data) <= h.eng.Config().Artifacts.InlineImageBytes {
+	if outputs.IsImage(mt) && len(a.Data) <= h.eng.Config().Artifacts.InlineImageBytes {
 		res.Content = append(res.Content, &mcp.ImageContent{Data: a.Data, MIMEType: mt})
 	}
 	return res, out, nil

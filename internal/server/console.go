@@ -14,6 +14,7 @@ func (s *Server) consoleRoute(mux *http.ServeMux, opts transport.HTTPOptions) {
 	h := console.New(console.Deps{
 		Engine: s.engine, Executions: s.execs, Sessions: s.sess,
 		Audit: s.opts.Audit, HTTP: opts, Log: s.log,
+		Approvals: s.gate.Approvals(),
 	})
 	mux.Handle(console.Path, h)
 	mux.Handle(console.Path+"/", h)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/audit"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
@@ -40,7 +40,7 @@ func (s *Server) toolObserver(auditLog *audit.Log) func(context.Context, mcpserv
 
 // egressObserver writes an audit line and counts the metrics of every
 // connection a sandbox made through its egress proxy.
-func (s *Server) egressObserver(auditLog *audit.Log) engine.EgressObserver {
+func (s *Server) egressObserver(auditLog *audit.Log) gate.Observer {
 	return func(owner, runID string, c egress.Connection) {
 		event := audit.EventEgress
 		if c.Method == egress.MethodApproval {

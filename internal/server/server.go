@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/audit"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/codemode"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -40,7 +41,12 @@ type Parts struct {
 	Registry *languages.Registry
 	Backend  sandbox.Backend
 	Engine   *engine.Engine
-	Log      *slog.Logger
+	// Gate is the network gate the engine was made with
+	// (engine.WithGate): the sessions' proxies come from it too, and the
+	// audit log and metrics hear of every sandbox's connections through
+	// it. Without it the server makes one of the engine's configuration.
+	Gate *gate.Gate
+	Log  *slog.Logger
 	// Metrics is nil unless the configuration serves them.
 	Metrics *metrics.Metrics
 	// BackendChoice names the backend and why it serves ("crun (auto:
@@ -70,6 +76,7 @@ type Server struct {
 	reg           *languages.Registry
 	backend       sandbox.Backend
 	engine        *engine.Engine
+	gate          *gate.Gate
 	log           *slog.Logger
 	metrics       *metrics.Metrics
 	backendChoice string
@@ -92,7 +99,11 @@ func New(parts Parts, opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: parts.Config, reg: parts.Registry, backend: parts.Backend, engine: parts.Engine, log: log,
+	g := parts.Gate
+	if g == nil {
+		g = gate.New(parts.Config, parts.Registry, gate.Options{Store: parts.Engine.Store(), Logger: log})
+	}
+	return &Server{cfg: parts.Config, reg: parts.Registry, backend: parts.Backend, engine: parts.Engine, gate: g, log: log,
 		metrics: parts.Metrics, backendChoice: parts.BackendChoice, replica: parts.Replica, opts: opts,
 		served: make(chan error, 1), stopAfterGrace: func() bool { return false }}
 }
@@ -132,8 +143,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.execs.Recover(ctx); err != nil {
 		return err
 	}
-	s.sess = sessions.NewManager(s.engine, sessions.WithLogger(s.log), sessions.WithReplica(s.replica))
-	s.engine.SetEgressObserver(s.egressObserver(s.opts.Audit))
+	s.sess = sessions.NewManager(s.engine, sessions.WithLogger(s.log), sessions.WithReplica(s.replica), sessions.WithGate(s.gate))
+	s.gate.Observe(s.egressObserver(s.opts.Audit))
 	// The sessions a stopped server left are re-attached to (or end)
 	// before anyone can ask for them.
 	if err := s.sess.Recover(ctx); err != nil {
@@ -141,7 +152,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.watchServer()
 	s.startCodeMode()
-	s.mcp = mcpserver.NewServer(mcpserver.Deps{Engine: s.engine, Executions: s.execs, Sessions: s.sess,
+	s.mcp = mcpserver.NewServer(mcpserver.Deps{Engine: s.engine, Executions: s.execs, Sessions: s.sess, Gate: s.gate,
 		OnToolCall: s.toolObserver(s.opts.Audit), CodeMode: s.codeMode}, s.opts.Version, s.log)
 
 	// Runs in flight get the grace period after a shutdown signal, then

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -26,7 +27,7 @@ type Options struct {
 	// Packages are installed before the session starts.
 	Packages []string
 	// Secrets name the operator's secrets that every call of the session
-	// uses (engine.CheckSecretsOf checks them for the session's owner).
+	// uses (gate.Gate.CheckSecrets checks them for the session's owner).
 	Secrets []string
 	// Isolation is what the session's sandbox is made with (engine
 	// ResolveIsolation: at least the operator's).
@@ -92,7 +93,7 @@ func (m *Manager) start(ctx context.Context, owner string, lang languages.Langua
 		return nil, nil, err
 	}
 	// Spares are made with the operator's isolation.
-	if tier, err := m.eng.CheckNetwork(opts.Network); err == nil && iso == m.eng.Template(lang).Isolation && m.spares.fit(lang, tier, opts, idle) {
+	if tier, err := m.gate.Check(opts.Network); err == nil && iso == m.eng.Template(lang).Isolation && m.spares.fit(lang, tier, opts, idle) {
 		if s, ok := m.spares.take(lang); ok {
 			return s.sb, s.x, nil
 		}
@@ -118,14 +119,14 @@ func (m *Manager) startNew(ctx context.Context, owner string, lang languages.Lan
 // template is the template of a session's sandbox for owner, with its
 // network, packages and secrets, which it makes (and the caller closes).
 func (m *Manager) template(ctx context.Context, owner string, lang languages.Language, opts Options, idle, ahead time.Duration) (sandbox.Template, *extras, error) {
-	tier, err := m.eng.CheckNetwork(opts.Network)
+	tier, err := m.gate.Check(opts.Network)
 	if err != nil {
 		return sandbox.Template{}, nil, err
 	}
 	if err := m.eng.CheckPackages(lang, opts.Packages); err != nil {
 		return sandbox.Template{}, nil, err
 	}
-	secrets, err := m.eng.CheckSecretsOf(owner, opts.Secrets, tier, lang)
+	secrets, err := m.gate.CheckSecrets(owner, opts.Secrets, tier, lang)
 	if err != nil {
 		return sandbox.Template{}, nil, err
 	}
@@ -136,7 +137,7 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 	if err := m.eng.CheckToolsOf(owner, opts.Tools); err != nil {
 		return sandbox.Template{}, nil, err
 	}
-	x := &extras{tier: tier, secrets: engine.SecretNames(secrets), isolation: iso, tools: opts.Tools}
+	x := &extras{tier: tier, secrets: gate.SecretNames(secrets), isolation: iso, tools: opts.Tools}
 	ok := false
 	defer func() {
 		if !ok {
@@ -149,7 +150,7 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 	// The sandbox waits for its next server as long as it would wait
 	// for its next call.
 	t.ReattachGrace = idle
-	x.proxy, x.env, x.files = m.eng.SessionEgress(ctx, tier, lang, secrets)
+	x.proxy, x.env, x.files = m.gate.SessionProxy(ctx, tier, lang, secrets)
 	if x.proxy != nil {
 		t.Egress = x.proxy
 	}

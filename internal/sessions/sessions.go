@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
@@ -108,6 +109,7 @@ type session struct {
 // Manager keeps the sessions of one server.
 type Manager struct {
 	eng     *engine.Engine
+	gate    *gate.Gate // the sessions' egress proxies
 	st      store.Store
 	replica string
 	log     *slog.Logger
@@ -133,6 +135,9 @@ func NewManager(eng *engine.Engine, opts ...Option) *Manager {
 		quota: eng.Config().Quotas.Sessions, stop: make(chan struct{}), sessions: map[string]*session{}, creating: map[string]int{}}
 	for _, o := range opts {
 		o(m)
+	}
+	if m.gate == nil {
+		m.gate = gate.New(eng.Config(), eng.Registry(), gate.Options{Store: m.st, Logger: m.log})
 	}
 	m.spares = newSpares(m)
 	m.spares.fill(eng.Registry())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
@@ -133,7 +134,7 @@ func (p *spares) build(lang languages.Language) (spare, error) {
 		return spare{}, err
 	}
 	s := spare{sb: sb, x: x}
-	job, _ := p.m.eng.KernelStartJob(lang, x.env)
+	job, _ := engine.KernelStartJob(p.m.eng.Config().Limits, lang, x.env)
 	res, err := sb.Call(p.ctx, job, func(sandbox.Chunk) {})
 	switch {
 	case err != nil:

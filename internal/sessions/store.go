@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
@@ -86,6 +87,12 @@ func WithReplica(name string) Option { return func(m *Manager) { m.replica = nam
 
 // WithLogger logs the manager's store failures and re-attaches to log.
 func WithLogger(log *slog.Logger) Option { return func(m *Manager) { m.log = log } }
+
+// WithGate makes the sessions' egress proxies those of g, the gate the
+// engine's runs use (its secrets, approvals and observer); without it the
+// manager makes a gate of its own from the engine's configuration, with
+// no secrets and nobody observing.
+func WithGate(g *gate.Gate) Option { return func(m *Manager) { m.gate = g } }
 
 // record returns s as the store keeps it.
 func (m *Manager) record(s *session) record {

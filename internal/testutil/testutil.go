@@ -183,8 +183,8 @@ func RequireImage(t testing.TB, b *docker.Backend, reg *languages.Registry, lang
 }
 
 // Engine returns an engine on the real Docker backend with cfg (Default()
-// when nil) and the built-in registry.
-func Engine(t testing.TB, cfg *config.Config) (*engine.Engine, *docker.Backend) {
+// when nil), the built-in registry and opts.
+func Engine(t testing.TB, cfg *config.Config, opts ...engine.Option) (*engine.Engine, *docker.Backend) {
 	t.Helper()
 	c := config.Default()
 	if cfg != nil {
@@ -197,7 +197,8 @@ func Engine(t testing.TB, cfg *config.Config) (*engine.Engine, *docker.Backend) 
 	}
 	b := Backend(t)
 	reg := languages.Builtin()
-	return engine.New(c, reg, b, nil, engine.WithRuntimeVersions(images.NewLocalVersions(b.Client(), reg))), b
+	opts = append([]engine.Option{engine.WithRuntimeVersions(images.NewLocalVersions(b.Client(), reg))}, opts...)
+	return engine.New(c, reg, b, nil, opts...), b
 }
 
 // NoLeftovers fails the test if any container of this process remains.

@@ -1,8 +1,7 @@
-package engine
+package gate
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/fault"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
@@ -36,22 +35,16 @@ type boundSecret struct {
 	secret egress.Secret
 }
 
-// WithUpstreamRoots makes the egress proxies verify the hosts of secrets
-// with roots instead of the system's (tests: their own TLS server).
-func WithUpstreamRoots(roots *x509.CertPool) Option {
-	return func(e *Engine) { e.upstreamRoots = roots }
-}
-
 // LoadSecrets reads the values of the operator's secrets (network.secrets)
 // with getenv or from their files, and makes the CA with which the egress
 // proxies terminate the tunnels to the secrets' hosts. The key of the CA
 // lives in this process's memory only. Call it once, before serving.
-func (e *Engine) LoadSecrets(getenv func(string) string) error {
-	if len(e.cfg.Network.Secrets) == 0 {
+func (g *Gate) LoadSecrets(getenv func(string) string) error {
+	if len(g.cfg.Network.Secrets) == 0 {
 		return nil
 	}
 	secrets := map[string]boundSecret{}
-	for _, s := range e.cfg.Network.Secrets {
+	for _, s := range g.cfg.Network.Secrets {
 		v, err := s.Value(getenv)
 		if err != nil {
 			return err
@@ -70,15 +63,15 @@ func (e *Engine) LoadSecrets(getenv func(string) string) error {
 			break
 		}
 	}
-	e.secrets, e.ca, e.caBundle = secrets, ca, bundle
+	g.secrets, g.ca, g.caBundle = secrets, ca, bundle
 	return nil
 }
 
 // secretsFor lists the names of the secrets the principal called name may
 // ask for.
-func (e *Engine) secretsFor(name string) []string {
+func (g *Gate) secretsFor(name string) []string {
 	var out []string
-	for n, s := range e.secrets {
+	for n, s := range g.secrets {
 		if s.conf.Allows(name) {
 			out = append(out, n)
 		}
@@ -87,26 +80,21 @@ func (e *Engine) secretsFor(name string) []string {
 	return out
 }
 
-// checkSecrets resolves the secrets a run of lang with network tier asks
-// for by name: each must be one of the operator's, allowed to ctx's
-// principal, and bound to hosts the tier reaches.
-func (e *Engine) checkSecrets(ctx context.Context, names []string, tier string, lang languages.Language) ([]egress.Secret, error) {
-	return e.CheckSecretsOf(principal.FromContext(ctx).Name, names, tier, lang)
-}
-
-// CheckSecretsOf is checkSecrets for the principal called who: a session
-// checks its owner's secrets again whenever it gets a new sandbox (a fork,
-// a resume), against the operator's configuration of the moment.
-func (e *Engine) CheckSecretsOf(who string, names []string, tier string, lang languages.Language) ([]egress.Secret, error) {
+// CheckSecrets resolves the secrets a sandbox of lang with network tier,
+// owned by the principal called who, asks for by name: each must be one of
+// the operator's, allowed to who, and bound to hosts the tier reaches. A
+// session checks its owner's secrets again whenever it gets a new sandbox
+// (a fork, a resume), against the operator's configuration of the moment.
+func (g *Gate) CheckSecrets(who string, names []string, tier string, lang languages.Language) ([]egress.Secret, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	mayUse := e.secretsFor(who)
+	mayUse := g.secretsFor(who)
 	allowed := "this server gives you none"
 	if len(mayUse) > 0 {
 		allowed = "you may ask for " + strings.Join(mayUse, ", ")
 	}
-	policy := e.policy(tier, lang)
+	policy := g.policy(tier, lang)
 	seen := map[string]bool{}
 	var out []egress.Secret
 	for _, n := range names {
@@ -114,18 +102,18 @@ func (e *Engine) CheckSecretsOf(who string, names []string, tier string, lang la
 			continue
 		}
 		seen[n] = true
-		s, ok := e.secrets[n]
+		s, ok := g.secrets[n]
 		switch {
 		case !ok:
-			return nil, invalid("secret %q is not one of this server's secrets; %s (the operator binds secrets in network.secrets)", n, allowed)
+			return nil, fault.Invalid("secret %q is not one of this server's secrets; %s (the operator binds secrets in network.secrets)", n, allowed)
 		case !s.conf.Allows(who):
-			return nil, invalid("secret %q is not for you; %s", n, allowed)
+			return nil, fault.Invalid("secret %q is not for you; %s", n, allowed)
 		case policy == nil:
-			return nil, invalid("secret %q is sent to %s through the egress proxy, and network %q has none; ask for network allowlist (the operator lists its hosts)", n, strings.Join(s.secret.Hosts, ", "), cmpTier(tier))
+			return nil, fault.Invalid("secret %q is sent to %s through the egress proxy, and network %q has none; ask for network allowlist (the operator lists its hosts)", n, strings.Join(s.secret.Hosts, ", "), cmpTier(tier))
 		}
 		for _, h := range s.secret.Hosts {
 			if !policy.Names(h) {
-				return nil, invalid("secret %q is bound to %s, which network %q does not reach; ask for network allowlist, or ask the operator to add %s to network.allowlist", n, h, tier, h)
+				return nil, fault.Invalid("secret %q is bound to %s, which network %q does not reach; ask for network allowlist, or ask the operator to add %s to network.allowlist", n, h, tier, h)
 			}
 		}
 		out = append(out, s.secret)
@@ -156,29 +144,29 @@ func SecretNames(secrets []egress.Secret) []string {
 	return out
 }
 
-// SessionEgress makes the egress proxy of a session's sandbox, as Egress,
-// writing secrets (CheckSecretsOf's) into the requests to their hosts for
+// SessionProxy makes the egress proxy of a session's sandbox, as Proxy,
+// writing secrets (CheckSecrets') into the requests to their hosts for
 // as long as the session lives; besides the environment that points at the
 // proxy it returns what every call of the session gets from secretsEnv.
 // The file is rewritten at each call (and so is writable): a workspace
 // that a fork copied or a resume restored may hold another server's CA.
-func (e *Engine) SessionEgress(ctx context.Context, tier string, lang languages.Language, secrets []egress.Secret) (*egress.Proxy, []string, []wire.File) {
-	proxy, env := e.egress(ctx, tier, lang, "session", secrets)
+func (g *Gate) SessionProxy(ctx context.Context, tier string, lang languages.Language, secrets []egress.Secret) (*egress.Proxy, []string, []wire.File) {
+	proxy, env := g.Proxy(ctx, tier, lang, "session", secrets)
 	if proxy == nil {
 		return nil, nil, nil
 	}
-	senv, files := e.secretsEnv(secrets)
+	senv, files := g.SecretsEnv(secrets)
 	for i := range files {
 		files[i].Mode = 0o644
 	}
 	return proxy, append(env, senv...), files
 }
 
-// secretsEnv is what a run with secrets sees of them: a placeholder for
+// SecretsEnv is what a run with secrets sees of them: a placeholder for
 // each, and the trust of its proxy's CA in the file CAFile, which the
 // usual variables of TLS clients name.
-func (e *Engine) secretsEnv(secrets []egress.Secret) ([]string, []wire.File) {
-	if len(secrets) == 0 || e.ca == nil {
+func (g *Gate) SecretsEnv(secrets []egress.Secret) ([]string, []wire.File) {
+	if len(secrets) == 0 || g.ca == nil {
 		return nil, nil
 	}
 	ca := path.Join(wire.WorkspacePath, CAFile)
@@ -186,5 +174,5 @@ func (e *Engine) secretsEnv(secrets []egress.Secret) ([]string, []wire.File) {
 	for _, s := range secrets {
 		env = append(env, PlaceholderEnv(s.Name)+"="+egress.Placeholder(s.Name))
 	}
-	return env, []wire.File{{Path: CAFile, Data: e.caBundle, Mode: 0o444}}
+	return env, []wire.File{{Path: CAFile, Data: g.caBundle, Mode: 0o444}}
 }

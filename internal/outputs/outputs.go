@@ -1,4 +1,10 @@
-package engine
+// Package outputs keeps what a run leaves behind that a client reads
+// later: full stdout and stderr that did not fit inline (behind
+// mcr://runs/...) and the files a run made (behind mcr://artifacts/...).
+// A [Store] keeps them in the state store for a while, each readable only
+// by the principal whose run made it; [Runs] and [Artifacts] are the two
+// stores a server keeps, sized by the operator's configuration.
+package outputs
 
 import (
 	"context"
@@ -9,20 +15,21 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
-// OutputURIPrefix begins the URI of every kept output.
-const OutputURIPrefix = "mcr://runs/"
+// URIPrefix begins the URI of every kept output.
+const URIPrefix = "mcr://runs/"
 
-// OutputURI returns the resource URI of one stream of one stage of a run.
+// URI returns the resource URI of one stream of one stage of a run.
 // The run id is 64 random bits: a URI cannot be guessed, and the store
 // answers only the principal that made the run in any case.
-func OutputURI(runID, stage, stream string) string {
+func URI(runID, stage, stream string) string {
 	if stage == "run" {
-		return fmt.Sprintf("%s%s/%s", OutputURIPrefix, runID, stream)
+		return fmt.Sprintf("%s%s/%s", URIPrefix, runID, stream)
 	}
-	return fmt.Sprintf("%s%s/%s/%s", OutputURIPrefix, runID, stage, stream)
+	return fmt.Sprintf("%s%s/%s/%s", URIPrefix, runID, stage, stream)
 }
 
 // storeTimeout bounds one operation of the output store on the state
@@ -39,7 +46,7 @@ type keptOutput struct {
 	Size    int       `json:"size"`
 }
 
-// OutputStore keeps full outputs that did not fit inline (or artifacts),
+// Store keeps full outputs that did not fit inline (or artifacts),
 // for a while and up to a total size; the oldest go first. It keeps them in
 // the state store, so that every replica, and the server after a restart,
 // reads them by the same URIs. Each output belongs to the principal whose
@@ -49,7 +56,7 @@ type keptOutput struct {
 //
 // Keys: KIND/meta/OWNER/URI holds the record, KIND/data/OWNER/URI/NNNNNN
 // the bytes (owner and URI path-escaped), both with the retention as TTL.
-type OutputStore struct {
+type Store struct {
 	st       store.Store
 	kind     string // "outputs" or "artifacts": the first segment of its keys
 	maxBytes int
@@ -58,31 +65,44 @@ type OutputStore struct {
 	now      func() time.Time
 }
 
-// NewOutputStore returns a store of at most maxBytes in st, under keys
+// New returns a store of at most maxBytes in st, under keys
 // beginning with kind, keeping outputs for ttl, and at most ownerMax bytes
 // per owner (0: no per-owner quota).
-func NewOutputStore(st store.Store, kind string, maxBytes, ownerMax int, ttl time.Duration) *OutputStore {
-	return &OutputStore{st: st, kind: kind, maxBytes: maxBytes, ownerMax: ownerMax, ttl: ttl, now: time.Now}
+func New(st store.Store, kind string, maxBytes, ownerMax int, ttl time.Duration) *Store {
+	return &Store{st: st, kind: kind, maxBytes: maxBytes, ownerMax: ownerMax, ttl: ttl, now: time.Now}
 }
 
-func (s *OutputStore) ownerPrefix(owner string) string {
+// Runs returns the store of full outputs in st, sized and kept as cfg
+// says (output_store_mb, quotas.output_store_mb, the output retention).
+func Runs(cfg config.Config, st store.Store) *Store {
+	return New(st, "outputs", cfg.OutputStoreMB<<20, cfg.Quotas.OutputStoreMB<<20, cfg.OutputRetention())
+}
+
+// Artifacts returns the store of artifacts in st, sized and kept as cfg
+// says (artifacts.store_mb, quotas.artifact_store_mb,
+// artifacts.retention_seconds).
+func Artifacts(cfg config.Config, st store.Store) *Store {
+	return New(st, "artifacts", cfg.Artifacts.StoreMB<<20, cfg.Quotas.ArtifactStoreMB<<20, time.Duration(cfg.Artifacts.RetentionSeconds)*time.Second)
+}
+
+func (s *Store) ownerPrefix(owner string) string {
 	return s.kind + "/meta/" + url.PathEscape(owner) + "/"
 }
 
-func (s *OutputStore) metaKey(uri, owner string) string {
+func (s *Store) metaKey(uri, owner string) string {
 	return s.ownerPrefix(owner) + url.PathEscape(uri)
 }
 
-func (s *OutputStore) dataPrefix(uri, owner string) string {
+func (s *Store) dataPrefix(uri, owner string) string {
 	return s.kind + "/data/" + url.PathEscape(owner) + "/" + url.PathEscape(uri)
 }
 
 // live reports whether an output is within its retention by this store's
 // clock (the state store's TTL removes it at about the same time).
-func (s *OutputStore) live(k keptOutput) bool { return k.Created.After(s.now().Add(-s.ttl)) }
+func (s *Store) live(k keptOutput) bool { return k.Created.After(s.now().Add(-s.ttl)) }
 
 // Put keeps data under uri for owner.
-func (s *OutputStore) Put(uri, owner string, data []byte) error {
+func (s *Store) Put(uri, owner string, data []byte) error {
 	limit := s.maxBytes
 	if s.ownerMax > 0 {
 		limit = min(limit, s.ownerMax)
@@ -111,7 +131,7 @@ func (s *OutputStore) Put(uri, owner string, data []byte) error {
 
 // evict removes expired outputs, then owner's oldest past its quota, then
 // the oldest of all past the store's size; just is never among them.
-func (s *OutputStore) evict(ctx context.Context, just keptOutput) error {
+func (s *Store) evict(ctx context.Context, just keptOutput) error {
 	all, err := s.records(ctx, s.kind+"/meta/")
 	if err != nil {
 		return err
@@ -166,12 +186,12 @@ func (s *OutputStore) evict(ctx context.Context, just keptOutput) error {
 
 // remove forgets one output, its record first (a reader then finds
 // nothing rather than a record without bytes).
-func (s *OutputStore) remove(ctx context.Context, k keptOutput) {
+func (s *Store) remove(ctx context.Context, k keptOutput) {
 	_ = s.st.Delete(ctx, s.metaKey(k.URI, k.Owner))
 	_ = store.DeleteBlob(ctx, s.st, s.dataPrefix(k.URI, k.Owner), k.Size)
 }
 
-func (s *OutputStore) record(ctx context.Context, uri, owner string) (keptOutput, bool) {
+func (s *Store) record(ctx context.Context, uri, owner string) (keptOutput, bool) {
 	raw, err := s.st.Get(ctx, s.metaKey(uri, owner))
 	if err != nil {
 		return keptOutput{}, false
@@ -183,7 +203,7 @@ func (s *OutputStore) record(ctx context.Context, uri, owner string) (keptOutput
 	return k, true
 }
 
-func (s *OutputStore) records(ctx context.Context, prefix string) ([]keptOutput, error) {
+func (s *Store) records(ctx context.Context, prefix string) ([]keptOutput, error) {
 	entries, err := s.st.List(ctx, prefix)
 	if err != nil {
 		return nil, err
@@ -201,7 +221,7 @@ func (s *OutputStore) records(ctx context.Context, prefix string) ([]keptOutput,
 // Get returns the output kept under uri if owner's; another owner's output
 // is as absent as one never kept. An error other than absence (the state
 // store unreachable) is returned as such.
-func (s *OutputStore) Get(uri, owner string) ([]byte, bool) {
+func (s *Store) Get(uri, owner string) ([]byte, bool) {
 	data, err := s.Read(uri, owner)
 	return data, err == nil
 }
@@ -209,7 +229,7 @@ func (s *OutputStore) Get(uri, owner string) ([]byte, bool) {
 // Read is Get with the reason of a miss: [store.ErrNotFound] for an output
 // that is not there (or not owner's), another error when the state store
 // could not answer.
-func (s *OutputStore) Read(uri, owner string) ([]byte, error) {
+func (s *Store) Read(uri, owner string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	raw, err := s.st.Get(ctx, s.metaKey(uri, owner))
@@ -228,7 +248,7 @@ func (s *OutputStore) Read(uri, owner string) ([]byte, error) {
 }
 
 // owned returns owner's live outputs, oldest first.
-func (s *OutputStore) owned(owner string) []keptOutput {
+func (s *Store) owned(owner string) []keptOutput {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	all, err := s.records(ctx, s.ownerPrefix(owner))
@@ -241,7 +261,7 @@ func (s *OutputStore) owned(owner string) []keptOutput {
 }
 
 // List returns the URIs kept for owner, oldest first.
-func (s *OutputStore) List(owner string) []string {
+func (s *Store) List(owner string) []string {
 	var out []string
 	for _, k := range s.owned(owner) {
 		out = append(out, k.URI)
@@ -250,7 +270,7 @@ func (s *OutputStore) List(owner string) []string {
 }
 
 // Bytes returns the bytes kept for owner.
-func (s *OutputStore) Bytes(owner string) int {
+func (s *Store) Bytes(owner string) int {
 	n := 0
 	for _, k := range s.owned(owner) {
 		n += k.Size

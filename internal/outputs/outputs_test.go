@@ -1,4 +1,4 @@
-package engine
+package outputs
 
 import (
 	"bytes"
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-func TestOutputStoreEvictsOldestAndExpired(t *testing.T) {
+func TestStoreEvictsOldestAndExpired(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := NewOutputStore(store.NewMemory(), "outputs", 10, 0, time.Minute)
+	s := New(store.NewMemory(), "outputs", 10, 0, time.Minute)
 	s.now = func() time.Time { return now }
 	mustPut(t, s, "a", "alice", []byte("aaaa"))
 	mustPut(t, s, "b", "alice", []byte("bbbb"))
@@ -33,8 +33,8 @@ func TestOutputStoreEvictsOldestAndExpired(t *testing.T) {
 	}
 }
 
-func TestOutputStoreAnswersOnlyTheOwner(t *testing.T) {
-	s := NewOutputStore(store.NewMemory(), "outputs", 100, 0, time.Minute)
+func TestStoreAnswersOnlyTheOwner(t *testing.T) {
+	s := New(store.NewMemory(), "outputs", 100, 0, time.Minute)
 	mustPut(t, s, "mcr://runs/1/stdout", "alice", []byte("alice's output"))
 	if _, ok := s.Get("mcr://runs/1/stdout", "bob"); ok {
 		t.Error("bob reads alice's output")
@@ -47,8 +47,8 @@ func TestOutputStoreAnswersOnlyTheOwner(t *testing.T) {
 	}
 }
 
-func TestOutputStoreOwnerQuotaPushesOutOnlyTheOwnersOldest(t *testing.T) {
-	s := NewOutputStore(store.NewMemory(), "outputs", 100, 10, time.Minute)
+func TestStoreOwnerQuotaPushesOutOnlyTheOwnersOldest(t *testing.T) {
+	s := New(store.NewMemory(), "outputs", 100, 10, time.Minute)
 	mustPut(t, s, "bob-1", "bob", []byte("bbbb"))
 	mustPut(t, s, "alice-1", "alice", []byte("aaaa"))
 	mustPut(t, s, "alice-2", "alice", []byte("aaaa"))
@@ -71,15 +71,15 @@ func TestOutputStoreOwnerQuotaPushesOutOnlyTheOwnersOldest(t *testing.T) {
 	}
 }
 
-func TestOutputStoreKeepsOutputsInTheStateStoreForTheNextServer(t *testing.T) {
+func TestStoreKeepsOutputsInTheStateStoreForTheNextServer(t *testing.T) {
 	st := store.NewMemory()
 	big := bytes.Repeat([]byte("0123456789abcdef"), store.ChunkSize/16*2+100) // three chunks
-	first := NewOutputStore(st, "outputs", 64<<20, 0, time.Hour)
+	first := New(st, "outputs", 64<<20, 0, time.Hour)
 	if err := first.Put("mcr://runs/1/stdout", "alice", big); err != nil {
 		t.Fatal(err)
 	}
 	// Another server (a restart, a replica) on the same state store.
-	next := NewOutputStore(st, "outputs", 64<<20, 0, time.Hour)
+	next := New(st, "outputs", 64<<20, 0, time.Hour)
 	got, ok := next.Get("mcr://runs/1/stdout", "alice")
 	if !ok || !bytes.Equal(got, big) {
 		t.Fatalf("the next server reads %d bytes (%v), want the %d kept", len(got), ok, len(big))
@@ -91,14 +91,14 @@ func TestOutputStoreKeepsOutputsInTheStateStoreForTheNextServer(t *testing.T) {
 		t.Errorf("the next server lists %v for alice", got)
 	}
 	// Artifacts share the state store under keys of their own.
-	if _, ok := NewOutputStore(st, "artifacts", 64<<20, 0, time.Hour).Get("mcr://runs/1/stdout", "alice"); ok {
+	if _, ok := New(st, "artifacts", 64<<20, 0, time.Hour).Get("mcr://runs/1/stdout", "alice"); ok {
 		t.Error("an output read as an artifact")
 	}
 }
 
-func TestOutputStoreLeavesNoChunksBehindWhatItForgets(t *testing.T) {
+func TestStoreLeavesNoChunksBehindWhatItForgets(t *testing.T) {
 	st := store.NewMemory()
-	s := NewOutputStore(st, "outputs", 2*store.ChunkSize, 0, time.Hour)
+	s := New(st, "outputs", 2*store.ChunkSize, 0, time.Hour)
 	mustPut(t, s, "a", "alice", make([]byte, store.ChunkSize+1))
 	mustPut(t, s, "a", "alice", []byte("short")) // replaced: its two chunks go
 	mustPut(t, s, "b", "alice", make([]byte, 2*store.ChunkSize))
@@ -115,7 +115,7 @@ func TestOutputStoreLeavesNoChunksBehindWhatItForgets(t *testing.T) {
 
 // mustPut keeps data under uri for owner, failing the test if the store
 // refuses it.
-func mustPut(t *testing.T, s *OutputStore, uri, owner string, data []byte) {
+func mustPut(t *testing.T, s *Store, uri, owner string, data []byte) {
 	t.Helper()
 	if err := s.Put(uri, owner, data); err != nil {
 		t.Fatalf("Put(%q): %v", uri, err)
