@@ -46,8 +46,10 @@ type hostView interface {
 	firstPID(ctx context.Context, id string) (int, error)
 	// config is the sandbox's configuration as its backend holds it.
 	config(ctx context.Context, id string) (string, error)
-	// cgroupDirs are where a sandbox's pids controller files may be.
-	cgroupDirs(id string) []string
+	// pids reads the pids counters of the cgroup a sandbox's tasks are
+	// in: how many there are, the limit and the forks it refused; ok is
+	// false when they are not visible from here.
+	pids(ctx context.Context, id string) (counters pidsCounters, ok bool)
 	// created counts the sandboxes created between since and until.
 	created(t *testing.T, since, until time.Time) int
 	// checkNoLeftovers fails the test if a sandbox of this process
@@ -121,12 +123,8 @@ func (v dockerView) config(ctx context.Context, id string) (string, error) {
 	return string(b), nil
 }
 
-func (v dockerView) cgroupDirs(id string) []string {
-	return []string{
-		"/sys/fs/cgroup/pids/docker/" + id,
-		"/sys/fs/cgroup/docker/" + id,
-		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope",
-	}
+func (v dockerView) pids(_ context.Context, id string) (pidsCounters, bool) {
+	return hostPids("/sys/fs/cgroup/pids/docker/"+id, "/sys/fs/cgroup/docker/"+id, "/sys/fs/cgroup/system.slice/docker-"+id+".scope")
 }
 
 func (v dockerView) created(t *testing.T, since, until time.Time) int {
@@ -329,8 +327,29 @@ func (v *crunView) config(_ context.Context, id string) (string, error) {
 	return string(b), err
 }
 
-func (v *crunView) cgroupDirs(id string) []string {
-	return []string{"/sys/fs/cgroup/pids/mcp-code-runner/" + id, "/sys/fs/cgroup/mcp-code-runner/" + id}
+// pids reads a container's host cgroup. A gVisor sandbox's host cgroup
+// holds gVisor's kernel, whose threads are not the sandbox's tasks: its
+// tasks are counted by the pids cgroup gVisor keeps for them, which the
+// host reads through runsc (read-control).
+func (v *crunView) pids(ctx context.Context, id string) (pidsCounters, bool) {
+	if v.runsc == "" {
+		return hostPids("/sys/fs/cgroup/pids/mcp-code-runner/"+id, "/sys/fs/cgroup/mcp-code-runner/"+id)
+	}
+	var c pidsCounters
+	for _, f := range []struct {
+		name   string
+		format string
+		into   *int
+	}{{"pids.current", "%d", &c.current}, {"pids.max", "%d", &c.max}, {"pids.events", "max %d", &c.refused}} {
+		out, err := exec.CommandContext(ctx, v.runsc, "--root", v.runscRoot(), "read-control", id, "pids", "/"+id, f.name).Output()
+		if err != nil {
+			return c, false
+		}
+		if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), f.format, f.into); err != nil {
+			return c, false
+		}
+	}
+	return c, true
 }
 
 // created counts the backend's creations: with no daemon, every one is a

@@ -208,12 +208,25 @@ for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
   if [ -r "$f" ] && tr '\0' '\n' < "$f" 2>/dev/null; then :; else echo "unreadable $f"; fi
 done
 echo END
-sleep 0.5`
+for i in $(seq 1 200); do [ -e /tmp/host-read ] && break; sleep 0.05; done`
 	var (
 		hostView  string
 		hostErr   error
 		agentPid1 bool
 	)
+	// The program waits (up to 10 s) for the host to have read the
+	// sandbox, which reads under gVisor take two runsc exec, each a
+	// second or more on a loaded host: the host then leaves a file in the
+	// sandbox's /tmp.
+	hostRead := func(id string, pid int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if gv != nil {
+			_, _ = gv.inGVisor(ctx, id, "touch", "/tmp/host-read")
+			return
+		}
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/root/tmp/host-read", pid), nil, 0o644) // as root, into the sandbox's tmpfs
+	}
 	r := h.runWith(engine.Request{Code: code, TimeoutSeconds: 10, Env: map[string]string{"VISIBLE_FROM_REQUEST": "yes"}}, 30*time.Second,
 		engine.RunOptions{OnChunk: onLine("END", func() {
 			// What the sandbox was given, seen from the host: the
@@ -224,6 +237,7 @@ sleep 0.5`
 				hostErr = err
 				return
 			}
+			defer hostRead(id, pid)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			config, err := h.view.config(ctx, id)
