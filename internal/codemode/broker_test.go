@@ -136,13 +136,15 @@ func TestAResultOverTheCapIsRefusedWithItsSize(t *testing.T) {
 }
 
 func TestAHungUpstreamTimesOutAndTheNextCallIsAnswered(t *testing.T) {
+	// The timeout bounds connecting too, so it leaves room for node to
+	// start the server on a loaded machine (3 s did not, at load 30).
 	b, recs := newBroker(t, map[string]config.CodeModeServer{"everything": everythingServer(t)},
-		func(c *config.CodeMode) { c.CallTimeoutSeconds = 3 })
+		func(c *config.CodeMode) { c.CallTimeoutSeconds = 10 })
 	run, _ := b.Begin("alice", []string{"everything"}, nil)
 	mustCall(t, run, "everything", "echo", map[string]any{"message": "warm"}) // connected
 	start := time.Now()
 	res := callTool(t, run, "everything", "trigger-long-running-operation", map[string]any{"duration": 60, "steps": 2})
-	if !strings.Contains(res.Error, "did not answer trigger-long-running-operation within 3s") || time.Since(start) > 10*time.Second {
+	if !strings.Contains(res.Error, "did not answer trigger-long-running-operation within 10s") || time.Since(start) > 30*time.Second {
 		t.Fatalf("a hung call after %v: %+v", time.Since(start), res)
 	}
 	if (*recs)[1].Status != StatusTimeout {
@@ -189,14 +191,17 @@ func TestAFloodOfCallsIsCutByTheRateLimitAndTheRunsQuota(t *testing.T) {
 		func(c *config.CodeMode) { c.CallsPerMinute = 5; c.MaxCallsPerRun = 1000 })
 	run, _ := b.Begin("alice", []string{"everything"}, nil)
 	limited := 0
+	start := time.Now()
 	for i := range 20 {
 		res := callTool(t, run, "everything", "echo", map[string]any{"message": fmt.Sprint(i)})
 		if strings.Contains(res.Error, "at most 5 a minute per principal") {
 			limited++
 		}
 	}
-	if limited < 14 {
-		t.Fatalf("%d of 20 calls limited, want those past the burst of 5", limited)
+	// The burst of 5, and one more call for every 12 s the calls took (a
+	// loaded machine starts the server slowly): the rest are limited.
+	if refilled := int(time.Since(start) / (12 * time.Second)); limited < 20-5-refilled || limited == 0 {
+		t.Fatalf("%d of 20 calls limited in %v, want those past the burst of 5 and %d refilled", limited, time.Since(start), refilled)
 	}
 	b2, _ := newBroker(t, map[string]config.CodeModeServer{"everything": everythingServer(t)},
 		func(c *config.CodeMode) { c.MaxCallsPerRun = 3 })
