@@ -132,13 +132,15 @@ original is unchanged; each then goes its own way.`,
 	addTool(s, h, &mcp.Tool{
 		Name:  "pause_session",
 		Title: "Pause a session",
-		Description: `Pause one of your sessions: its workspace's files are kept on the server's disk
-and its sandbox is removed (no process, no memory). The next call to the
-session (run_code, the file tools, install_packages, fork_session) resumes it
-transparently: a new sandbox, the files restored, the interpreter state rebuilt
-by running its successful cells again in order (mode "replayed"); that run's
-result says it was resumed and how long it took. Paused sessions count against
-their own quota, not the live sessions'.`,
+		Description: `Pause one of your sessions (an operator may pause anyone's): its
+workspace's files are kept on the server's disk and its sandbox is removed (no
+process, no memory). The next call to the session (run_code, the file tools,
+install_packages, fork_session) resumes it transparently: a new sandbox, the
+files restored, the interpreter state restored from a checkpoint where the
+server can take one (mode "restored"), otherwise rebuilt by running its
+successful cells again in order (mode "replayed"); that run's result says it
+was resumed, how, and how long it took. Paused sessions count against their
+own quota, not the live sessions'.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Pause a session", DestructiveHint: closed, IdempotentHint: true, OpenWorldHint: closed},
 	}, h.pauseSession)
 	addSessionFileTools(s, h)
