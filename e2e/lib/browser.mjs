@@ -33,6 +33,14 @@ export function chromiumOrSkip(t) {
     return false;
 }
 
+/**
+ * How long a browser test waits for something the server does (a sandbox
+ * started, an execution ended, an event pushed): on a loaded 2-core machine
+ * these took up to 15 s where they take 1 s on a quiet one. Playwright's
+ * default of 30 s is too close; the waits end as soon as their condition holds.
+ */
+export const WAIT = 90000;
+
 /** Launches headless Chromium. As root it needs --no-sandbox. */
 export async function launch() {
     const args = ['--disable-gpu', '--disable-dev-shm-usage'];

@@ -9,7 +9,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { startHttpServer, assertNoLeftoverContainers } from '../lib/harness.mjs';
-import { chromiumOrSkip, launch, screenshot, startHostSite } from '../lib/browser.mjs';
+import { WAIT, chromiumOrSkip, launch, screenshot, startHostSite } from '../lib/browser.mjs';
 
 // painted resolves once frame has painted what it holds (two animation
 // frames), so that a screenshot shows it.
@@ -28,13 +28,14 @@ print("plotted 20 points")
 print("<script>window.pwned = 1</script><b>not bold</b>")
 `;
 
+// Long enough (120 s) to be running still after the slowest waits below.
 const STREAM = `import time
-for i in range(200):
+for i in range(600):
     print(f"line {i}", flush=True)
     time.sleep(0.2)
 `;
 
-describe('the run view in Chromium', { timeout: 180000 }, () => {
+describe('the run view in Chromium', { timeout: 300000 }, () => {
     let server, site, browser, page;
     before(async (t) => {
         if (!chromiumOrSkip(t)) return;
@@ -42,6 +43,7 @@ describe('the run view in Chromium', { timeout: 180000 }, () => {
         site = await startHostSite(server.url);
         browser = await launch();
         page = await browser.newPage({ viewport: { width: 820, height: 1150 } });
+        page.setDefaultTimeout(WAIT);
         page.on('pageerror', (e) => console.log('# page error:', e.message));
         await page.goto(site.url);
         await page.waitForFunction(() => window.hostReady === true);
@@ -88,20 +90,20 @@ describe('the run view in Chromium', { timeout: 180000 }, () => {
 
     it('streams an execution\'s output and cancels it from the view', async (t) => {
         if (!page) return t.skip('no Chromium');
-        const started = await page.evaluate((code) => window.host.show('start_execution', { language: 'python', code, timeout_seconds: 120 }, 'light'), STREAM);
+        const started = await page.evaluate((code) => window.host.show('start_execution', { language: 'python', code, timeout_seconds: 300 }, 'light'), STREAM);
         assert.equal(started.status, 'running');
         const view = page.frameLocator('#view');
         // Output arrives while the execution runs: the view polls
         // get_execution through the host.
-        await view.locator('#stdout', { hasText: 'line 5' }).waitFor({ timeout: 30000 });
+        await view.locator('#stdout', { hasText: 'line 5' }).waitFor({ timeout: WAIT });
         assert.equal(await view.locator('#status').getAttribute('data-status'), 'running');
         await painted(page.frames().find((f) => f !== page.mainFrame()));
         await screenshot(page, 'app-execution-streaming');
         await view.locator('#cancel').click();
-        await view.locator('#status[data-status="cancelled"]').waitFor({ timeout: 30000 });
+        await view.locator('#status[data-status="cancelled"]').waitFor({ timeout: WAIT });
         const snap = await page.evaluate((id) => window.host.call('get_execution', { execution_id: id }), started.execution_id);
         assert.equal(snap.status, 'cancelled');
-        assert.ok(!/line 199/.test(snap.stdout), 'the program ran to its end');
+        assert.ok(!/line 599/.test(snap.stdout), 'the program ran to its end');
     });
 
     it('re-runs the code, and opens it in a session', async (t) => {
@@ -111,11 +113,11 @@ describe('the run view in Chromium', { timeout: 180000 }, () => {
         await view.locator('#status[data-status="ok"]').waitFor();
         // Re-run: the same program again, as an execution the view follows.
         await view.locator('#rerun').click();
-        await view.locator('#status[data-status="finished"]').waitFor({ timeout: 30000 });
+        await view.locator('#status[data-status="finished"]').waitFor({ timeout: WAIT });
         assert.match(await view.locator('#stdout').textContent(), /^42\n?$/);
         // Open in a session: a session of the language runs the code.
         await view.locator('#open-session').click();
-        await view.locator('#note', { hasText: 'opened in session' }).waitFor({ timeout: 30000 });
+        await view.locator('#note', { hasText: 'opened in session' }).waitFor({ timeout: WAIT });
         const note = await view.locator('#note').textContent();
         const sessionID = note.match(/sess-[0-9a-f]+/)?.[0];
         assert.ok(sessionID, note);

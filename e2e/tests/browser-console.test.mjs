@@ -13,17 +13,18 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
 import { ERAS, startHttpServer, connect2, structured, assertNoLeftoverContainers } from '../lib/harness.mjs';
-import { chromiumOrSkip, launch, screenshot } from '../lib/browser.mjs';
+import { WAIT, chromiumOrSkip, launch, screenshot } from '../lib/browser.mjs';
 
 const TOKENS = { alice: randomBytes(24).toString('hex'), ops: randomBytes(24).toString('hex') };
+// Long enough (300 s) to be running still after the slowest waits below.
 const LOOP = `import time
 print("<script>window.pwned = 1</script>", flush=True)
-for i in range(600):
+for i in range(3000):
     print(f"tick {i}", flush=True)
     time.sleep(0.1)
 `;
 
-describe('the operator console in Chromium', { timeout: 180000 }, () => {
+describe('the operator console in Chromium', { timeout: 300000 }, () => {
     let server, browser, context, page, alice, base;
     before(async (t) => {
         if (!chromiumOrSkip(t)) return;
@@ -35,6 +36,7 @@ describe('the operator console in Chromium', { timeout: 180000 }, () => {
         alice = await connect2({ transport: 'http', url: server.url, negotiation: ERAS[0].negotiation, token: TOKENS.alice });
         browser = await launch();
         context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+        context.setDefaultTimeout(WAIT);
         page = await context.newPage();
         page.on('pageerror', (e) => console.log('# page error:', e.message));
     });
@@ -79,14 +81,14 @@ describe('the operator console in Chromium', { timeout: 180000 }, () => {
         // A client's session appears without a reload.
         const session = structured(await alice.client.callTool({ name: 'create_session', arguments: { language: 'python' } }));
         const srow = page.locator(`#sessions tr[data-session="${session.session_id}"]`);
-        await srow.waitFor({ timeout: 30000 });
+        await srow.waitFor({ timeout: WAIT });
         assert.match(await srow.textContent(), /alice/);
         assert.match(await srow.textContent(), /python/);
 
         // So does an execution; the operator cancels it.
-        const exec = structured(await alice.client.callTool({ name: 'start_execution', arguments: { language: 'python', code: LOOP, timeout_seconds: 120 } }));
+        const exec = structured(await alice.client.callTool({ name: 'start_execution', arguments: { language: 'python', code: LOOP, timeout_seconds: 600 } }));
         const erow = page.locator(`#executions tr[data-execution="${exec.execution_id}"]`);
-        await erow.waitFor({ timeout: 30000 });
+        await erow.waitFor({ timeout: WAIT });
         assert.match(await erow.textContent(), /alice/);
         await screenshot(page, 'console-live');
         // The console shows no program output (operators manage clients'
