@@ -136,7 +136,10 @@ type Checkpointer interface {
 	Checkpoint(ctx context.Context, sb Sandbox, dir string) error
 	// Restore brings back the sandbox checkpointed to dir, as a sandbox of
 	// t: the same processes, memory and files, t's image, mounts and life.
-	Restore(ctx context.Context, t Template, dir string) (Sandbox, error)
+	// verify, when not nil, says whether the checkpoint may be restored;
+	// Restore prepares the sandbox while it runs and restores nothing
+	// until it has said yes.
+	Restore(ctx context.Context, t Template, dir string, verify func() error) (Sandbox, error)
 }
 
 // Egress serves one sandbox's connections to the outside (egress.Proxy).

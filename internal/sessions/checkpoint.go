@@ -205,14 +205,25 @@ func (m *Manager) restore(ctx context.Context, s *session, sum string, start tim
 	if err != nil {
 		return err.Error()
 	}
-	if err := checkCheckpoint(dir, s, sum); err != nil {
-		return "the checkpoint is refused: " + err.Error()
-	}
 	t, nx, err := m.template(ctx, s.owner, s.lang, Options{Network: x.tier, Packages: x.specs, Secrets: x.secrets, Isolation: string(x.isolation), Tools: x.tools}, s.idle, 0)
 	if err != nil {
 		return err.Error()
 	}
-	sb, err := c.Restore(ctx, t, dir)
+	// The checkpoint's hash is read while the backend prepares the
+	// sandbox; nothing of it is restored until the hash and the manifest
+	// say it is this session's, unchanged since the pause.
+	var refusal error
+	sb, err := c.Restore(ctx, t, dir, func() error {
+		refusal = checkCheckpoint(dir, s, sum)
+		return refusal
+	})
+	if refusal != nil {
+		if err == nil {
+			sb.Close()
+		}
+		nx.close()
+		return "the checkpoint is refused: " + refusal.Error()
+	}
 	if err != nil {
 		nx.close()
 		return "the restore failed: " + err.Error()

@@ -77,6 +77,9 @@ type checkpointTools struct {
 	once sync.Once
 	dir  string
 	err  error // why checkpoints are unavailable; nil when they work
+	// kdatKept says the backend keeps CRIU's kernel facts cache
+	// (keepKernelFacts) and links it before each checkpoint and restore.
+	kdatKept bool
 }
 
 func (t *checkpointTools) crun() string { return filepath.Join(t.dir, "bin", "crun") }
@@ -91,7 +94,14 @@ func (t *checkpointTools) env() []string {
 // sandbox, or why not; it checks once.
 func (b *Backend) CheckpointSupport() error {
 	t := &b.tools
-	t.once.Do(func() { t.err = CheckCheckpointTools(t.dir) })
+	t.once.Do(func() {
+		if t.err = CheckCheckpointTools(t.dir); t.err != nil {
+			return
+		}
+		if err := t.keepKernelFacts(); err != nil {
+			b.log.Warn("CRIU probes the kernel at every checkpoint and restore: its cache is not kept", "err", err)
+		}
+	})
 	return t.err
 }
 
@@ -225,11 +235,33 @@ func (b *Backend) Checkpoint(ctx context.Context, sb sandbox.Sandbox, dir string
 
 // Restore brings back the sandbox checkpointed to dir as a new sandbox of
 // t (its image, mounts and life), with the same host name, processes and
-// files, and waits for its agent.
-func (b *Backend) Restore(ctx context.Context, t sandbox.Template, dir string) (sandbox.Sandbox, error) {
+// files, and waits for its agent. verify (the checkpoint's hash, which
+// reads it whole) runs while the sandbox's bundle, root and configuration
+// are prepared; CRIU reads nothing of the checkpoint's images before it
+// has said yes.
+func (b *Backend) Restore(ctx context.Context, t sandbox.Template, dir string, verify func() error) (sandbox.Sandbox, error) {
 	if err := b.CheckpointSupport(); err != nil {
 		return nil, err
 	}
+	verified := make(chan error, 1)
+	if verify == nil {
+		verified <- nil
+	} else {
+		go func() { verified <- verify() }()
+	}
+	// Every return waits for verify: it reads the checkpoint, which the
+	// caller removes once Restore returns.
+	sb, err := b.restore(ctx, t, dir, verified)
+	if verr := <-verified; verr != nil && err == nil {
+		sb.Close()
+		return nil, verr
+	}
+	return sb, err
+}
+
+// restore is Restore; it takes verify's answer from verified, and gives it
+// back there for Restore, before CRIU runs.
+func (b *Backend) restore(ctx context.Context, t sandbox.Template, dir string, verified chan error) (sandbox.Sandbox, error) {
 	var meta checkpointMeta
 	data, err := os.ReadFile(filepath.Join(dir, checkpointMetaFile)) // the server's own checkpoint
 	if err == nil {
@@ -324,6 +356,11 @@ func (b *Backend) Restore(ctx context.Context, t sandbox.Template, dir string) (
 		return fail(fmt.Errorf("checkpoint work directory: %w", err))
 	}
 	pidFile := filepath.Join(bundle, "pid")
+	verr := <-verified
+	verified <- verr
+	if verr != nil {
+		return fail(verr)
+	}
 	if err := b.criu(ctx, "restore", id, work, "--detach", "--bundle", bundle, "--image-path", filepath.Join(dir, checkpointImages),
 		"--work-path", work, "--pid-file", pidFile, id); err != nil {
 		return fail(err)
@@ -434,6 +471,9 @@ func (b *Backend) criu(ctx context.Context, op, id, work string, args ...string)
 	// a container half made or half dumped.
 	cctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
 	defer cancel()
+	if err := b.tools.linkKernelFacts(); err != nil {
+		b.log.Warn("CRIU probes the kernel again: its cache is not linked", "err", err)
+	}
 	logFile := filepath.Join(work, "crun.log")
 	full := append([]string{"--root", b.crunRoot(), "--log", logFile, op}, args...)
 	if m := os.Getenv("MCR_CG_MODE"); m != "" {

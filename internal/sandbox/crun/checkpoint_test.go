@@ -4,6 +4,7 @@ package crun
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,9 +49,25 @@ func TestACheckpointIsRestoredByAnotherServerAndAFailedRestoreLeavesNothing(t *t
 	if _, err := os.Stat(filepath.Join(gone.bundlesDir(), id)); !os.IsNotExist(err) {
 		t.Errorf("the checkpointed sandbox's bundle remains: %v", err)
 	}
-	again, err := live.Restore(ctx, tmpl, dir)
+	// A checkpoint its verification refuses is not restored, and leaves
+	// nothing: the restore below takes the same name.
+	refused := errors.New("refused by its hash")
+	if _, err := live.Restore(ctx, tmpl, dir, func() error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("a restore whose verification refuses the checkpoint: %v", err)
+	}
+	verified := false
+	again, err := live.Restore(ctx, tmpl, dir, func() error { verified = true; return nil })
+	if err == nil && !verified {
+		t.Fatal("the restore did not verify the checkpoint")
+	}
 	if err != nil {
 		t.Fatalf("restore: %v", err)
+	}
+	// CRIU's kernel facts stay cached where /run would not keep them.
+	if !isTmpfs("/run") {
+		if target, err := os.Readlink(kdatCache); err != nil || target != filepath.Join(kdatDir, "criu.kdat") || !isTmpfs(kdatDir) {
+			t.Errorf("CRIU's cache is not kept: %s -> %q (%v)", kdatCache, target, err)
+		}
 	}
 	res, err := again.Call(ctx, bashJob("cat kept.txt"), nil)
 	if err != nil || len(res.Stages) != 1 || string(res.Stages[0].Stdout) != "kept\n" {
@@ -71,7 +88,7 @@ func TestACheckpointIsRestoredByAnotherServerAndAFailedRestoreLeavesNothing(t *t
 			t.Fatal(err)
 		}
 	}
-	if _, err := live.Restore(ctx, tmpl, dir2); err == nil || !strings.Contains(err.Error(), "crun restore") {
+	if _, err := live.Restore(ctx, tmpl, dir2, nil); err == nil || !strings.Contains(err.Error(), "crun restore") {
 		t.Fatalf("restoring damaged images: %v", err)
 	}
 	host := id[strings.LastIndexByte(id, '-')+1:]
