@@ -43,7 +43,7 @@ describe('code mode: sandbox code calls MCP servers through the server', () => {
         everything = spawn('node', [EVERYTHING_SERVER, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
         let listening = false;
         everything.stderr.on('data', (d) => { if (String(d).includes('listening')) listening = true; });
-        await waitFor(() => listening, 20000, 'the everything server listening');
+        await waitFor(() => listening, 60000, 'the everything server listening');
         const config = join(dir, 'config.json');
         writeFileSync(config, JSON.stringify({
             code_mode: {
@@ -183,8 +183,9 @@ main();`,
 
     // Last: the flood spends the principal's calls for the minute.
     it('hostile: a result over the cap is refused, a result shaped like frames arrives intact, a flood is cut', async () => {
+        // 200 calls: the default 10 s of a run is too close on a loaded machine.
         const r = await ok({
-            language: 'python', tools: ['fs'], code: `
+            language: 'python', tools: ['fs'], timeout_seconds: 60, code: `
 import mcr_tools
 try:
     mcr_tools.fs.read_text_file(path="${dir}/big.txt")
@@ -324,7 +325,10 @@ print(leaks)
 
     it('start_execution takes tools', async () => {
         let s = structured(await client.callTool({ name: 'start_execution', arguments: { language: 'python', tools: ['everything'], code: 'import mcr_tools\nprint(mcr_tools.everything.echo(message="later")["content"][0]["text"])' } }, undefined, CALL));
-        s = structured(await client.callTool({ name: 'get_execution', arguments: { execution_id: s.execution_id, wait_seconds: 60 } }, undefined, CALL));
+        // A loaded machine may take longer than one wait (at most 60 s).
+        for (let i = 0; i < 3 && (i === 0 || s.status === 'running'); i++) {
+            s = structured(await client.callTool({ name: 'get_execution', arguments: { execution_id: s.execution_id, wait_seconds: 60 } }, undefined, CALL));
+        }
         assert.equal(s.status, 'finished', JSON.stringify(s));
         assert.equal(s.stdout, 'Echo: later\n');
     });
