@@ -345,3 +345,52 @@ print(leaks)
         assert.ok(lines.some((l) => l.tool === 'read_text_file' && l.status === 'refused' && /declined/.test(l.error)));
     });
 });
+
+// A session given tools on the crun backend, where the checkpoint tools
+// work (make checkpoint-tools; CI installs them): the pause checkpoints
+// its sandbox (the agent's tools socket and the libraries with it) and the
+// next call restores it exactly, and its program calls the server again
+// from the restored process. Elsewhere the pause replays (tested above).
+describe('code mode: a session with tools restored from a checkpoint', () => {
+    let dir;
+    let conn;
+    before(async () => {
+        dir = mkdtempSync(join(tmpdir(), 'mcr-code-mode-crun-'));
+        for (const n of [1, 2]) writeFileSync(join(dir, `n${n}.txt`), `${n}\n`);
+        const config = join(dir, 'config.json');
+        writeFileSync(config, JSON.stringify({ code_mode: { servers: { fs: { command: 'node', args: [FS_SERVER, dir] } } } }));
+        conn = await connect2({ transport: 'stdio', args: ['--backend', 'crun', '--config', config] });
+    });
+    after(async () => {
+        await conn?.close();
+        const logs = conn?.logs() ?? '';
+        if (/panic|level=ERROR/.test(logs)) console.log(logs);
+    });
+
+    it('keeps its memory and calls the server again after the restore', async (t) => {
+        const call = async (name, args) => structured(await conn.client.callTool({ name, arguments: args }, undefined, CALL));
+        const session = await call('create_session', { language: 'python', tools: ['fs'] });
+        const id = session.session_id;
+        try {
+            const cell = (code) => call('run_code', { language: 'python', session_id: id, timeout_seconds: 60, code });
+            const a = await cell(`import random, mcr_tools\nsecret = random.random()\nread = [mcr_tools.fs.read_text_file(path="${dir}/n1.txt")["content"][0]["text"].strip()]\n(secret, read)`);
+            assert.equal(a.exit_code, 0, JSON.stringify(a));
+            const p = await call('pause_session', { session_id: id });
+            if (p.mode !== 'restored' && process.env.CI !== 'true') {
+                assert.equal(p.mode, 'replayed', JSON.stringify(p));
+                t.skip('no checkpoint tools on this host: the pause replays');
+                return;
+            }
+            assert.equal(p.mode, 'restored', JSON.stringify(p));
+            const b = await cell(`read.append(mcr_tools.fs.read_text_file(path="${dir}/n2.txt")["content"][0]["text"].strip())\n(secret, read)`);
+            assert.equal(b.exit_code, 0, JSON.stringify(b));
+            assert.equal(b.resumed?.mode, 'restored', JSON.stringify(b));
+            assert.equal(b.resumed?.cells_replayed, 0, JSON.stringify(b));
+            // The number drawn before the pause is back (no replay draws it
+            // again), and the restored program's call was answered.
+            assert.equal(b.value, a.value.replace("['1']", "['1', '2']"), JSON.stringify(b));
+        } finally {
+            await conn.client.callTool({ name: 'close_session', arguments: { session_id: id } });
+        }
+    });
+});
