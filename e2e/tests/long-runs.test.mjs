@@ -150,6 +150,29 @@ function note(line) {
     console.log(`# ${line}`);
 }
 
+// followTwoMinuteExecution starts a 2-minute bash execution and follows it
+// through get_execution's long polls and output offsets to its end.
+async function followTwoMinuteExecution(client) {
+    const t0 = Date.now();
+    const x = await ok(client, 'start_execution', {
+        language: 'bash', code: 'for i in $(seq 1 120); do echo $i; sleep 1; done', timeout_seconds: 200,
+    });
+    let offset = 0;
+    let streamed = '';
+    let last;
+    const polls = [];
+    while (Date.now() - t0 < 400000) {
+        const p0 = Date.now();
+        last = await ok(client, 'get_execution', { execution_id: x.execution_id, wait_seconds: 30, stdout_offset: offset }, { timeout: 90000 });
+        polls.push(`${Math.round((Date.now() - p0) / 1000)}s:${last.status}:+${last.stdout.length}B`);
+        assert.equal(last.stdout_offset, offset, show(last));
+        streamed += last.stdout;
+        offset = last.stdout_offset + Buffer.byteLength(last.stdout);
+        if (last.status !== 'running') break;
+    }
+    return { took: Date.now() - t0, polls, last, streamed };
+}
+
 for (const transport of ['stdio', 'http']) {
     describe(`long runs over ${transport}`, () => {
         const http = httpServerFor(transport);
@@ -162,6 +185,7 @@ for (const transport of ['stdio', 'http']) {
                 let wire;
                 let cancelled; // what the cancellation test saw
                 let stoppedExecution; // cancel_execution's answer in the executions test
+                let twoMinuteRun; // what followTwoMinuteExecution saw
                 const combo = `${transport}/${era.name}`;
                 before(async () => {
                     conn = await connect2({ transport, url: http.server?.url, negotiation: era.negotiation, name: 'mcr-e2e-long-runs' });
@@ -169,6 +193,12 @@ for (const transport of ['stdio', 'http']) {
                     assert.equal(client.getProtocolEra(), era.era);
                     wire = tap(client);
                     langs = await languages(client);
+                    // The 2-minute execution runs beside this block's other
+                    // tests (its minutes are a sleeping shell's), and its test
+                    // checks what it saw.
+                    if (transport === 'http' && era.era === 'modern' && langs.get('bash')?.available) {
+                        twoMinuteRun = followTwoMinuteExecution(client).then((v) => v, (error) => ({ error }));
+                    }
                 });
                 after(async () => {
                     await conn?.close();
@@ -427,24 +457,9 @@ for (const transport of ['stdio', 'http']) {
                 if (transport === 'http' && era.era === 'modern') {
                     it('a 2-minute run through start_execution and get_execution long polls', { timeout: 480000 }, async (t) => {
                         if (!needLanguage(t, langs, 'bash')) return;
-                        const t0 = Date.now();
-                        const x = await ok(client, 'start_execution', {
-                            language: 'bash', code: 'for i in $(seq 1 120); do echo $i; sleep 1; done', timeout_seconds: 200,
-                        });
-                        let offset = 0;
-                        let streamed = '';
-                        let last;
-                        const polls = [];
-                        while (Date.now() - t0 < 400000) {
-                            const p0 = Date.now();
-                            last = await ok(client, 'get_execution', { execution_id: x.execution_id, wait_seconds: 30, stdout_offset: offset }, { timeout: 90000 });
-                            polls.push(`${Math.round((Date.now() - p0) / 1000)}s:${last.status}:+${last.stdout.length}B`);
-                            assert.equal(last.stdout_offset, offset, show(last));
-                            streamed += last.stdout;
-                            offset = last.stdout_offset + Buffer.byteLength(last.stdout);
-                            if (last.status !== 'running') break;
-                        }
-                        const took = Date.now() - t0;
+                        const outcome = await twoMinuteRun;
+                        if (outcome.error) throw outcome.error;
+                        const { took, polls, last, streamed } = outcome;
                         note(`${combo}: 2-minute execution: ${took} ms, polls ${polls.join(' ')}`);
                         assert.equal(last.status, 'finished', `after ${took} ms: ${show(last)}`);
                         const want = Array.from({ length: 120 }, (_, i) => `${i + 1}\n`).join('');
