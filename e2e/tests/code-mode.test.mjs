@@ -297,6 +297,19 @@ print(len(mcr_tools.fs.list_allowed_directories()["content"]))
             r = await go();
             assert.match(r.stdout, /^refused: the user declined calls of fs\/read_text_file\n/);
             assert.equal(prompts.length, 1);
+            // A session's call cannot be asked about in this era: refused,
+            // saying what the user can do instead; an execution's neither.
+            prompts = [];
+            const session = structured(await modern.client.callTool({ name: 'create_session', arguments: { language: 'python', tools: ['fs'] } }, CALL));
+            r = structured(await modern.client.callTool({ name: 'run_code', arguments: { language: 'python', session_id: session.session_id, code: readTwice.replaceAll('${DIR}', dir) } }, CALL));
+            assert.match(r.stdout, /^refused: calls of fs\/read_text_file need the user's approval, which could not be asked: in the 2026-07-28 protocol era .*make these calls from a one-shot run_code/);
+            assert.equal(prompts.length, 0);
+            await modern.client.callTool({ name: 'close_session', arguments: { session_id: session.session_id } }, CALL);
+            let e = structured(await modern.client.callTool({ name: 'start_execution', arguments: { language: 'python', tools: ['fs'], code: readTwice.replaceAll('${DIR}', dir) } }, CALL));
+            for (let i = 0; i < 3 && (i === 0 || e.status === 'running'); i++) {
+                e = structured(await modern.client.callTool({ name: 'get_execution', arguments: { execution_id: e.execution_id, wait_seconds: 60 } }, CALL));
+            }
+            assert.match(e.stdout, /^refused: calls of fs\/read_text_file need the user's approval .*as start_execution's is not\); run the code with run_code/);
         } finally {
             await modern.close();
             const exit = await server.stop();

@@ -364,7 +364,7 @@ func (r *Run) approve(ctx context.Context, call wire.ToolCall) error {
 		}
 	}
 	if approver == nil {
-		return fmt.Errorf("calls of %s need the user's approval (code_mode.servers %q approval), and this run has no one to ask (its client does not support elicitation, or it runs as a task)", key, call.Server)
+		return fmt.Errorf("calls of %s need the user's approval (code_mode.servers %q approval), and no one can be asked during this run (its client declared no elicitation, or the run is not a client's request in progress, as start_execution's is not); run the code with run_code from a client that supports elicitation", key, call.Server)
 	}
 	yes, err := approver.Approve(ctx, call.Server, call.Tool)
 	switch {

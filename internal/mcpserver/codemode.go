@@ -93,6 +93,9 @@ func markdown(uri, text string) *mcp.ReadResourceResult {
 // withToolApprover gives ctx the asker of the approvals the operator wants
 // for some servers' calls: the client's user, through elicitation, when
 // the client declared it. Without one such calls are refused, saying so.
+// In the 2026-07-28 era the server cannot ask mid-run: only a one-shot
+// run_code's result asks (toolRound), so the calls of a session or a task
+// are refused with what the user can do instead.
 func withToolApprover(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	if req == nil || req.Session == nil {
 		return ctx
@@ -100,7 +103,20 @@ func withToolApprover(ctx context.Context, req *mcp.CallToolRequest) context.Con
 	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
 		return ctx
 	}
+	if askedInResult(req) {
+		return codemode.WithApprover(ctx, unaskable{})
+	}
 	return codemode.WithApprover(ctx, elicitApprover{req: req})
+}
+
+// unaskable is the approver of a call that no one can be asked about: a
+// session's or a task's call in the 2026-07-28 era.
+type unaskable struct{}
+
+func (unaskable) Approve(context.Context, string, string) (bool, error) {
+	return false, errors.New("in the 2026-07-28 protocol era the server cannot ask the user while a program runs, " +
+		"and only a one-shot run_code's result asks (not a session's or a task's); make these calls from a one-shot run_code, " +
+		"or ask the operator to drop this approval (code_mode.servers approval)")
 }
 
 // elicitApprover asks the user of one tool call's client.
