@@ -63,6 +63,10 @@ type Options struct {
 	// host has them: the session sections measure its checkpointed pauses
 	// and restores beside the docker backend's replayed ones.
 	Checkpoints sandbox.Backend
+	// ManySessions is how many Python sessions the many-sessions section
+	// creates, uses, leaves to be paused and calls again, on Checkpoints
+	// where there is one (0 skips it).
+	ManySessions int
 }
 
 // shellLanguage is the language whose image the churn measurements start
@@ -127,9 +131,21 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 			fmt.Fprintf(w, "idle against paused sessions: %v\n", err)
 		}
 		if o.Checkpoints != nil {
+			if err := restoredSection(ctx, w, cfg, reg, o.Checkpoints, min(o.Runs, 20), &report); err != nil {
+				fmt.Fprintf(w, "pause and resume, restored: %v\n", err)
+			}
 			if err := checkpointSection(ctx, w, cfg, reg, o.Checkpoints, checkpointedSessions, &report); err != nil {
 				fmt.Fprintf(w, "checkpoints: %v\n", err)
 			}
+		}
+	}
+	if o.ManySessions > 0 {
+		var sb sandbox.Backend = b
+		if o.Checkpoints != nil {
+			sb = o.Checkpoints
+		}
+		if err := ManySessions(ctx, w, cfg, reg, sb, o.ManySessions, &report); err != nil {
+			fmt.Fprintf(w, "many sessions: %v\n", err)
 		}
 	}
 	if o.StoreRuns > 0 {
