@@ -95,9 +95,9 @@ print(sorted(socket.if_nameindex()))
     it('a JavaScript program reads a file with require and with import; TypeScript type-checks the generated module', async () => {
         let r = await ok({
             language: 'javascript', tools: ['fs'],
-            code: `const { read_text_file } = require("mcr-tools/fs");\nread_text_file({ path: "${dir}/n7.txt" }).then((r) => console.log(r.content[0].text.trim()));`,
+            code: `const { read_text_file } = require("mcr-tools/fs");\nconst { call } = require("mcr-tools");\nPromise.all([read_text_file({ path: "${dir}/n7.txt" }), call("fs", "read_text_file", { path: "${dir}/n6.txt" })]).then((rs) => console.log(rs.map((r) => r.content[0].text.trim()).join(" ")));`,
         });
-        assert.equal(r.stdout, '7\n');
+        assert.equal(r.stdout, '7 6\n');
         r = await ok({
             language: 'javascript', tools: ['fs'],
             code: `import { call } from "mcr-tools";\nconst r = await call("fs", "read_text_file", { path: "${dir}/n8.txt" });\nconsole.log(r.content[0].text.trim());`,
