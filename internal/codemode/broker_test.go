@@ -334,8 +334,10 @@ func TestARunsCallsInFlightAreBounded(t *testing.T) {
 	run, _ := b.Begin("alice", []string{"everything"}, nil)
 	mustCall(t, run, "everything", "echo", map[string]any{"message": "connected"})
 	done := make(chan wire.ToolResult, 1)
+	// 5 s: the second call must come while the first is in flight, which a
+	// loaded machine's scheduling may delay.
 	go func() {
-		done <- callTool(t, run, "everything", "trigger-long-running-operation", map[string]any{"duration": 2, "steps": 1})
+		done <- callTool(t, run, "everything", "trigger-long-running-operation", map[string]any{"duration": 5, "steps": 1})
 	}()
 	testutil.Eventually(t, 10*time.Second, func() bool { return len(run.slots) == 1 }, "the first call in flight")
 	if res := callTool(t, run, "everything", "echo", map[string]any{"message": "second"}); !strings.Contains(res.Error, "already has 1 tool calls in flight") {
