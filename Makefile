@@ -249,8 +249,12 @@ lint:
 # side (the same, and the memory of idle warm sandboxes). Last, code mode:
 # 20 tool calls to the filesystem MCP server (e2e's pinned one) straight from
 # a client against one run_code making them from the sandbox.
+# Python sessions make bench creates, pauses and resumes on one host
+# (bench --many-sessions); the issue's figure is 1000.
+BENCH_SESSIONS ?= 100
+
 bench: images gvisor
-	$(BIN) bench --log-level error --backend docker
+	$(BIN) bench --log-level error --backend docker --many-sessions $(BENCH_SESSIONS)
 	$(BIN) bench --log-level error --backends docker,default --languages python,javascript --runs 50 --cold-runs 20
 	$(BIN) bench --log-level error --isolations container,gvisor --languages python,javascript,bash --runs 50 --cold-runs 15
 	test -d e2e/node_modules/@modelcontextprotocol/server-filesystem || (cd e2e && npm ci --no-audit --no-fund --loglevel=error)

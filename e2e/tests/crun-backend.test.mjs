@@ -144,3 +144,49 @@ describe('the crun backend through the official client', () => {
         assert.ok(gone, `crun leftovers 30 s after the server exited: ${left.join(', ')}`);
     });
 });
+
+// Many sessions on one host, at a count CI can afford (`bench
+// --many-sessions 1000` takes the issue's count): each created and used,
+// paused by the reaper after a second idle (checkpointed where the tools
+// work), and each one's next call answered with its own state.
+describe('sessions the reaper pauses, each resumed by its next call', () => {
+    const COUNT = 6;
+    let conn;
+    let client;
+    before(async () => {
+        conn = await connect2({ transport: 'stdio', args: ['--backend', 'crun', '--sessions-idle-pause-seconds', '1'] });
+        client = conn.client;
+    });
+    after(async () => {
+        await conn?.close();
+        const logs = conn?.logs() ?? '';
+        if (/panic|level=ERROR/.test(logs)) console.log(logs);
+    });
+
+    it(`pauses ${COUNT} idle python sessions and resumes each with its own state`, async (t) => {
+        if (!needLanguage(t, await languages(client), 'python')) return;
+        const ids = [];
+        try {
+            for (let i = 0; i < COUNT; i++) {
+                const s = structured(await client.callTool({ name: 'create_session', arguments: { language: 'python' } }));
+                ids.push(s.session_id);
+                const r = await runCode(client, { language: 'python', session_id: s.session_id, timeout_seconds: 60, code: `import json, re, collections\nnumber = ${i}` });
+                assert.equal(r.status, 'ok', show(r));
+            }
+            await waitFor(async () => {
+                const { sessions } = structured(await client.callTool({ name: 'list_sessions', arguments: {} }));
+                return ids.every((id) => sessions.find((s) => s.session_id === id)?.paused);
+            }, 120000, `all ${COUNT} sessions paused by the reaper`);
+            const modes = new Set();
+            for (const [i, id] of ids.entries()) {
+                const r = await runCode(client, { language: 'python', session_id: id, timeout_seconds: 60, code: 'number' });
+                assert.equal(r.value, String(i), show(r));
+                assert.ok(r.resumed, show(r));
+                modes.add(r.resumed.mode);
+            }
+            if (process.env.CI === 'true') assert.deepEqual([...modes], ['restored']);
+        } finally {
+            for (const id of ids) await client.callTool({ name: 'close_session', arguments: { session_id: id } });
+        }
+    });
+});

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -101,6 +102,9 @@ type session struct {
 	// noAutoPause is set once a pause was refused (its replay log
 	// overflowed, its files are too large).
 	noAutoPause bool
+	// autoPausing is set while the reaper pauses the session, or waits
+	// for one of its idlePauseSlots to.
+	autoPausing bool
 	// forkOf names the session whose sandbox this one shares, its
 	// interpreter a copy of that one's (fork_session mode "forked").
 	forkOf string
@@ -122,6 +126,10 @@ type Manager struct {
 	fwd Forwarder
 	// spares are sandboxes made ahead for sessions (sessions.spares).
 	spares *spares
+	// idlePauseSlots bounds the reaper's pauses at once: many sessions
+	// idle together would otherwise all be checkpointed (or archived) at
+	// the same moment, each a burst of CPU, memory and disk.
+	idlePauseSlots chan struct{}
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -132,7 +140,8 @@ type Manager struct {
 // records in the engine's state store (see Recover).
 func NewManager(eng *engine.Engine, opts ...Option) *Manager {
 	m := &Manager{eng: eng, st: eng.Store(), replica: "local", log: slog.New(slog.DiscardHandler), cfg: eng.Config().Sessions,
-		quota: eng.Config().Quotas.Sessions, stop: make(chan struct{}), sessions: map[string]*session{}, creating: map[string]int{}}
+		quota: eng.Config().Quotas.Sessions, stop: make(chan struct{}), sessions: map[string]*session{}, creating: map[string]int{},
+		idlePauseSlots: make(chan struct{}, max(2, runtime.NumCPU()))}
 	for _, o := range opts {
 		o(m)
 	}
@@ -564,7 +573,7 @@ func (m *Manager) SandboxOf(id string) string {
 func (s *session) autoPauseRefused() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.noAutoPause
+	return s.noAutoPause || s.autoPausing
 }
 
 // List returns the live sessions of ctx's principal, newest first; an
@@ -638,7 +647,25 @@ func (m *Manager) reap() {
 			m.drop(s)
 		}
 		for _, s := range idle {
+			s.mu.Lock()
+			s.autoPausing = true
+			s.mu.Unlock()
 			m.wg.Go(func() {
+				defer func() {
+					s.mu.Lock()
+					s.autoPausing = false
+					s.mu.Unlock()
+				}()
+				select {
+				case m.idlePauseSlots <- struct{}{}:
+					defer func() { <-m.idlePauseSlots }()
+				case <-m.stop:
+					return
+				}
+				// A call while it waited for the slot made it busy again.
+				if info := m.info(s); info.Paused || time.Since(info.LastUsedAt) < pauseAfter {
+					return
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
 				if _, err := m.pause(ctx, s); err != nil {
