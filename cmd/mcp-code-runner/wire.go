@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/moby/moby/client"
 
@@ -32,7 +33,12 @@ type stack struct {
 	cfg     config.Config
 	reg     *languages.Registry
 	backend sandbox.Backend
-	engine  *engine.Engine
+	// engine runs a one-shot command's code; serve's server makes its own
+	// (internal/server) of the parts below, and this is nil.
+	engine *engine.Engine
+	// engineOpts are the engine's options of this backend and store: its
+	// runtime versions, the shared quota.
+	engineOpts []engine.Option
 	// gate makes the engine's and the sessions' egress proxies.
 	gate *gate.Gate
 	log  *slog.Logger
@@ -51,7 +57,8 @@ type stack struct {
 
 // parts are what a server is made of.
 func (s *stack) parts() server.Parts {
-	return server.Parts{Config: s.cfg, Registry: s.reg, Backend: s.backend, Engine: s.engine, Gate: s.gate, Log: s.log,
+	return server.Parts{Config: s.cfg, Registry: s.reg, Backend: s.backend, Store: s.store, Gate: s.gate,
+		EngineOptions: s.engineOpts, Log: s.log,
 		Metrics: s.metrics, BackendChoice: s.backendChoice, Replica: s.replica}
 }
 
@@ -193,10 +200,14 @@ func buildStack(g *globalOptions, serving, stdio bool) (*stack, error) {
 		_ = state.Close()
 		return nil, err
 	}
+	if !serving {
+		st.engine = st.oneShotEngine()
+	}
 	return st, nil
 }
 
-// backendStack makes the configured sandbox backend and the engine on it.
+// backendStack makes the configured sandbox backend and what an engine on
+// it is made of.
 func backendStack(cfg config.Config, reg *languages.Registry, log *slog.Logger, state store.Store) (*stack, error) {
 	st, err := chosenBackendStack(cfg, reg, log, state)
 	if err != nil {
@@ -259,25 +270,26 @@ func dockerClientOf(backend sandbox.Backend) *client.Client {
 	return backend.(interface{ Client() *client.Client }).Client()
 }
 
-// stackOn builds the engine on backend, observed by the metrics when the
-// configuration serves them.
+// stackOn gathers what an engine on backend is made of: the gate of its
+// sandboxes' network, its options, and the metrics when the configuration
+// serves them.
 func stackOn(cfg config.Config, reg *languages.Registry, log *slog.Logger, backend sandbox.Backend, state store.Store, opts ...engine.Option) *stack {
 	st := &stack{cfg: cfg, reg: reg, backend: backend, log: log, store: state, replica: replicaName(cfg)}
-	sb := backend
 	if cfg.Metrics.Enabled() {
 		st.metrics = metrics.New(metrics.Options{MaxPrincipals: cfg.Metrics.MaxPrincipals})
-		sb = st.metrics.Backend(backend)
 	}
-	// Outputs and artifacts, then executions and tasks above the engine,
-	// live in the state store; on a store that replicas share, so do the
-	// principals' quota places.
 	st.gate = gate.New(cfg, reg, gate.Options{Store: state, Logger: log})
-	opts = append(opts, engine.WithStore(state), engine.WithGate(st.gate), replicas.SharedQuota(state, log))
-	if st.metrics != nil {
-		opts = append(opts, engine.WithObserver(st.metrics))
-	}
-	st.engine = engine.New(cfg, reg, sb, log, opts...)
+	// On a store that replicas share, the principals' quota places are
+	// there too.
+	st.engineOpts = append(slices.Clip(opts), replicas.SharedQuota(state, log))
 	return st
+}
+
+// oneShotEngine makes the engine of a one-shot command (run, doctor,
+// bench): outputs in the stack's store, the network through its gate.
+func (s *stack) oneShotEngine() *engine.Engine {
+	opts := append([]engine.Option{engine.WithStore(s.store), engine.WithGate(s.gate)}, s.engineOpts...)
+	return engine.New(s.cfg, s.reg, s.backend, s.log, opts...)
 }
 
 // newCrunBackend makes the crun backend with the agent and a client of the

@@ -151,8 +151,7 @@ func codeModeRun(ctx context.Context, cfg config.Config, reg *languages.Registry
 	var mu sync.Mutex
 	var upstream []time.Duration
 	broker.Observe(func(r codemode.Record) { mu.Lock(); upstream = append(upstream, r.Duration); mu.Unlock() })
-	e := engine.New(bc, reg, b, nil)
-	e.SetToolBroker(broker)
+	e := engine.New(bc, reg, b, nil, engine.WithToolBroker(broker))
 	e.StartPool()
 	defer func() { _ = e.Close(context.Background()) }()
 	ctx = principal.WithContext(ctx, principal.Local())

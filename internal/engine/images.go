@@ -35,10 +35,11 @@ const (
 	ImageMissing   = "missing"
 )
 
-// SetImageBuilds makes runs in a language whose image b is building wait
-// for it; call it before StartPool (whose pools of those languages then
-// start once their image is built, see ImageBuilt) and before serving.
-func (e *Engine) SetImageBuilds(b ImageBuilds) { e.imageBuilds = b }
+// WithImageBuilds makes runs in a language whose image b is building wait
+// for it, and StartPool hold the pools of those languages until their
+// image is built (see ImageBuilt). A server's builder starts after its
+// engine is made: images.Builds stands for it until then.
+func WithImageBuilds(b ImageBuilds) Option { return func(e *Engine) { e.imageBuilds = b } }
 
 // imageBuild returns the state of lang's image in the background build and
 // its detail (see ImageBuilds.ImageState); "" when runs need not wait.

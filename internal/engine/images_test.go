@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/fake"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -41,22 +42,24 @@ func (h *heldBuild) build(ctx context.Context, _ string, log io.Writer) error {
 	}
 }
 
-// building starts a background build of the bash image on e.
-func building(t *testing.T, e *engine.Engine, h *heldBuild) *images.Background {
+// buildingEngine is an engine on the fake backend with cfg (Default()
+// when nil) whose runs wait for a background build of the bash image,
+// which h makes.
+func buildingEngine(t *testing.T, cfg *config.Config, h *heldBuild) (*engine.Engine, *fake.Backend, *images.Background) {
+	builds := &images.Builds{}
+	e, b := testutil.FakeEngine(t, cfg, engine.WithImageBuilds(builds))
 	reg := languages.Builtin()
 	bash, _ := reg.Lookup("bash")
-	bg := images.StartBackground(t.Context(), reg, []images.Target{{Name: bash.Image}},
+	bg := builds.Start(t.Context(), reg, []images.Target{{Name: bash.Image}},
 		images.BackgroundOptions{Build: h.build, OnBuilt: func(ib images.ImageBuild) { e.ImageBuilt(ib.Tag) }})
-	e.SetImageBuilds(bg)
-	return bg
+	return e, b, bg
 }
 
 func TestRunWaitsForItsImageWithProgressThenRuns(t *testing.T) {
 	cfg := config.Default()
 	cfg.Pool.Sizes = []string{"bash=1"}
-	e, _ := testutil.FakeEngine(t, &cfg)
 	h := newHeldBuild()
-	building(t, e, h)
+	e, _, _ := buildingEngine(t, &cfg, h)
 	e.StartPool()
 	bash, _ := e.Registry().Lookup("bash")
 	if state := e.Runtime(t.Context(), bash).ImageState; state != engine.ImageBuilding && state != engine.ImageQueued {
@@ -114,12 +117,11 @@ func TestRunWaitsForItsImageWithProgressThenRuns(t *testing.T) {
 }
 
 func TestRunWhoseImageBuildFailedSaysWhyAndWhatToDo(t *testing.T) {
-	e, b := testutil.FakeEngine(t, nil)
+	h := newHeldBuild()
+	e, b, bg := buildingEngine(t, nil, h)
 	reg := e.Registry()
 	bash, _ := reg.Lookup("bash")
 	b.MissingImages = map[string]bool{reg.ImageOf(bash).Tag: true}
-	h := newHeldBuild()
-	bg := building(t, e, h)
 	h.result <- errors.New("apt-get: unable to fetch bash")
 	<-bg.Done()
 	_, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "true"}, engine.RunOptions{})
@@ -139,9 +141,8 @@ func TestRunWhoseImageBuildFailedSaysWhyAndWhatToDo(t *testing.T) {
 func TestRunWaitsNoLongerThanTheImageWaitCap(t *testing.T) {
 	cfg := config.Default()
 	cfg.Images.WaitSeconds = 1
-	e, _ := testutil.FakeEngine(t, &cfg)
 	h := newHeldBuild()
-	building(t, e, h)
+	e, _, _ := buildingEngine(t, &cfg, h)
 	t.Cleanup(func() { h.result <- nil })
 	start := time.Now()
 	_, err := e.Run(context.Background(), engine.Request{Language: "bash", Code: "true"}, engine.RunOptions{})

@@ -20,9 +20,9 @@ type ToolBroker interface {
 	RunTools(ctx context.Context, servers []string, session string) (*wire.Tools, sandbox.ToolCaller, error)
 }
 
-// SetToolBroker makes runs that name tools call them through b; without
+// WithToolBroker makes runs that name tools call them through b; without
 // one such runs are refused.
-func (e *Engine) SetToolBroker(b ToolBroker) { e.toolBroker = b }
+func WithToolBroker(b ToolBroker) Option { return func(e *Engine) { e.toolBroker = b } }
 
 // checkTools refuses a run's tools that no broker serves or its principal
 // may not use.

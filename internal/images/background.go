@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
@@ -379,3 +380,36 @@ func (w *stepLog) line(l string) {
 }
 
 func (w *stepLog) tail() string { return strings.Join(w.last, "\n") }
+
+// Builds is a server's background builder before and after it starts: the
+// engine is made first and waits on it (engine.ImageBuilds), and the
+// builder starts later, once the server knows which images are missing.
+// Until Start, and without a start, no image is being built. The zero
+// value is ready to use.
+type Builds struct{ bg atomic.Pointer[Background] }
+
+// Start starts the builder (StartBackground) and makes it the one whose
+// images runs wait for.
+func (b *Builds) Start(ctx context.Context, reg *languages.Registry, targets []Target, opts BackgroundOptions) *Background {
+	bg := StartBackground(ctx, reg, targets, opts)
+	b.bg.Store(bg)
+	return bg
+}
+
+// ImageState is the started builder's (Background.ImageState); "" before
+// it starts.
+func (b *Builds) ImageState(tag string) (state, detail string) {
+	if bg := b.bg.Load(); bg != nil {
+		return bg.ImageState(tag)
+	}
+	return "", ""
+}
+
+// WaitImage is the started builder's (Background.WaitImage); nil at once
+// before it starts.
+func (b *Builds) WaitImage(ctx context.Context, tag string, progress func(state, detail string)) error {
+	if bg := b.bg.Load(); bg != nil {
+		return bg.WaitImage(ctx, tag, progress)
+	}
+	return nil
+}

@@ -76,12 +76,11 @@ func TestListLanguagesSaysWhyALanguageIsNotAvailable(t *testing.T) {
 	b := fake.New(t.TempDir())
 	b.Arch = "arm64"
 	b.MissingImages = map[string]bool{tag("rust"): true, tag("haskell"): true, tag("lua"): true, tag("r"): true}
-	e := engine.New(config.Default(), reg, b, nil)
-	e.SetImageBuilds(imageStates{
+	e := engine.New(config.Default(), reg, b, nil, engine.WithImageBuilds(imageStates{
 		tag("rust"):    {engine.ImageBuilding, "step 4/9"},
 		tag("haskell"): {engine.ImageQueued, "2 images build first"},
 		tag("lua"):     {engine.ImageFailed, "apt-get: unable to fetch lua5.4"},
-	})
+	}))
 	cs := connect(t, e)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_languages"})
 	if err != nil || res.IsError {

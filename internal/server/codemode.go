@@ -9,13 +9,13 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/codemode"
 )
 
-// startCodeMode makes the broker of code_mode.servers, when there are
-// some, and gives the engine its runs' tools through it; each brokered
-// call gets an audit line and its metrics. It connects to no server until
-// a run needs it.
-func (s *Server) startCodeMode() {
+// newCodeMode makes the broker of code_mode.servers through which the
+// engine's runs call tools, or nil when there are none; each brokered call
+// gets an audit line and its metrics. It connects to no server until a
+// run needs it.
+func (s *Server) newCodeMode() *codemode.Broker {
 	if len(s.cfg.CodeMode.Servers) == 0 {
-		return
+		return nil
 	}
 	secret := func(name string) (string, error) {
 		for _, sec := range s.cfg.Network.Secrets {
@@ -25,13 +25,13 @@ func (s *Server) startCodeMode() {
 		}
 		return "", fmt.Errorf("no secret %q in network.secrets", name)
 	}
-	s.codeMode = codemode.New(s.cfg.CodeMode, secret, os.Getenv, s.log)
+	b := codemode.New(s.cfg.CodeMode, secret, os.Getenv, s.log)
 	if s.metrics != nil {
 		count := s.metrics.CodeMode()
-		s.codeMode.Observe(func(r codemode.Record) { count(r.Server, r.Tool, r.Status, r.Duration, r.ResultBytes) })
+		b.Observe(func(r codemode.Record) { count(r.Server, r.Tool, r.Status, r.Duration, r.ResultBytes) })
 	}
 	if auditLog := s.opts.Audit; auditLog != nil {
-		s.codeMode.Observe(func(r codemode.Record) {
+		b.Observe(func(r codemode.Record) {
 			err := auditLog.WriteToolCall(audit.ToolCallEntry{Time: time.Now().UTC(), Principal: r.Principal, RunID: r.RunID,
 				Server: r.Server, Tool: r.Tool, Status: r.Status, DurationMs: r.Duration.Milliseconds(),
 				ArgsBytes: r.ArgsBytes, ResultBytes: r.ResultBytes, Arguments: r.Arguments, Error: r.Error})
@@ -40,6 +40,6 @@ func (s *Server) startCodeMode() {
 			}
 		})
 	}
-	s.engine.SetToolBroker(s.codeMode)
-	s.log.Info("code mode: MCP servers for runs' code", "servers", s.codeMode.Servers())
+	s.log.Info("code mode: MCP servers for runs' code", "servers", b.Servers())
+	return b
 }

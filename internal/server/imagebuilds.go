@@ -58,7 +58,7 @@ func (s *Server) startImageBuilds(ctx context.Context) (map[string]bool, error) 
 		log = f
 	}
 	rootImage := s.cfg.RootImage
-	bg := images.StartBackground(ctx, s.reg, targets, images.BackgroundOptions{
+	s.builds.Start(ctx, s.reg, targets, images.BackgroundOptions{
 		Build: func(ctx context.Context, image string, w io.Writer) error {
 			return images.Build(ctx, cli, s.reg, []string{image}, images.Options{Log: w, Parallel: 1, RootImage: rootImage, LowPriority: true})
 		},
@@ -66,6 +66,5 @@ func (s *Server) startImageBuilds(ctx context.Context) (map[string]bool, error) 
 		Logger:  s.log,
 		OnBuilt: func(ib images.ImageBuild) { s.engine.ImageBuilt(ib.Tag) },
 	})
-	s.engine.SetImageBuilds(bg)
 	return pending, nil
 }

@@ -20,7 +20,7 @@ import (
 // nothing but "ok" or what is broken.
 func (s *Server) probeRoutes(mux *http.ServeMux) {
 	mux.Handle("/healthz", probes.Liveness())
-	mux.Handle("/readyz", probes.Readiness(probes.Checks{Backend: s.backend.Check, Store: storeAnswers(s.engine.Store()), Pools: s.engine.PoolStats}))
+	mux.Handle("/readyz", probes.Readiness(probes.Checks{Backend: s.backend.Check, Store: storeAnswers(s.store), Pools: s.engine.PoolStats}))
 }
 
 // metricsDisabledText answers a scrape of a listener that does not serve

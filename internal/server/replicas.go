@@ -15,7 +15,7 @@ import (
 // the function that leaves (nil when there is nothing to join: a store no
 // other replica shares).
 func (s *Server) joinReplicas(ctx context.Context, mux *http.ServeMux, listening net.Addr) (func(), error) {
-	if !store.IsShared(s.engine.Store()) {
+	if !store.IsShared(s.store) {
 		return nil, nil
 	}
 	url := advertiseURL(s.cfg.Store.AdvertiseURL, listening)
@@ -23,7 +23,7 @@ func (s *Server) joinReplicas(ctx context.Context, mux *http.ServeMux, listening
 		s.log.Warn("this replica listens on every address and store.advertise_url is not set: the other replicas cannot forward to it, so its sessions answer only through it; set store.advertise_url (on Kubernetes, http://$(POD_IP):PORT)")
 		return nil, nil
 	}
-	dir, err := replicas.Join(ctx, s.engine.Store(), s.replica, url, s.log)
+	dir, err := replicas.Join(ctx, s.store, s.replica, url, s.log)
 	if err != nil {
 		return nil, err
 	}

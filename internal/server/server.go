@@ -1,5 +1,6 @@
 // Package server is the MCP server as one value: [New] takes the parts the
-// CLI assembled (configuration, registry, sandbox backend, engine), [Start]
+// CLI assembled (configuration, registry, sandbox backend, state store,
+// network gate) and makes the engine on them, [Start]
 // brings it up in its one order (metrics listener, background image
 // builds, start-up checks and sweep, warm pool, recovery of the
 // executions and sessions a stopped server left, the MCP server, then the
@@ -23,30 +24,40 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/images"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/metrics"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // shutdownGrace bounds the cleanup after the grace period of runs in flight:
 // killed sandboxes, the pool and the sessions removed.
 const shutdownGrace = 30 * time.Second
 
-// Parts are what the CLI assembles before a server starts.
+// Parts are what the CLI assembles before a server starts; the server
+// makes its engine of them.
 type Parts struct {
 	Config   config.Config
 	Registry *languages.Registry
 	Backend  sandbox.Backend
-	Engine   *engine.Engine
-	// Gate is the network gate the engine was made with
-	// (engine.WithGate): the sessions' proxies come from it too, and the
-	// audit log and metrics hear of every sandbox's connections through
-	// it. Without it the server makes one of the engine's configuration.
+	// Store holds the state that outlives a request: outputs, executions,
+	// tasks, sessions, approvals. Without it the state lives in this
+	// process's memory.
+	Store store.Store
+	// Gate is the network gate of the engine's and the sessions'
+	// sandboxes (its secrets loaded); the audit log and metrics hear of
+	// every sandbox's connections through it. Without it the server makes
+	// one of the configuration, with no secrets.
 	Gate *gate.Gate
-	Log  *slog.Logger
+	// EngineOptions are the engine's besides what the server gives it
+	// (its store, gate, metrics, image builds and code mode): the runtime
+	// versions, the shared quota.
+	EngineOptions []engine.Option
+	Log           *slog.Logger
 	// Metrics is nil unless the configuration serves them.
 	Metrics *metrics.Metrics
 	// BackendChoice names the backend and why it serves ("crun (auto:
@@ -72,11 +83,15 @@ type Options struct {
 
 // Server is one MCP server on its engine.
 type Server struct {
-	cfg           config.Config
-	reg           *languages.Registry
-	backend       sandbox.Backend
-	engine        *engine.Engine
-	gate          *gate.Gate
+	cfg     config.Config
+	reg     *languages.Registry
+	backend sandbox.Backend
+	engine  *engine.Engine
+	store   store.Store
+	gate    *gate.Gate
+	// builds is the background image builder, which Start starts after
+	// the engine that waits on it is made.
+	builds        *images.Builds
 	log           *slog.Logger
 	metrics       *metrics.Metrics
 	backendChoice string
@@ -93,19 +108,45 @@ type Server struct {
 	stopAfterGrace func() bool
 }
 
-// New returns a server of parts; nothing starts before Start.
+// New returns a server of parts and its engine; nothing starts before
+// Start.
 func New(parts Parts, opts Options) *Server {
 	log := parts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	st := parts.Store
+	if st == nil {
+		st = store.NewMemory()
+	}
 	g := parts.Gate
 	if g == nil {
-		g = gate.New(parts.Config, parts.Registry, gate.Options{Store: parts.Engine.Store(), Logger: log})
+		g = gate.New(parts.Config, parts.Registry, gate.Options{Store: st, Logger: log})
 	}
-	return &Server{cfg: parts.Config, reg: parts.Registry, backend: parts.Backend, engine: parts.Engine, gate: g, log: log,
-		metrics: parts.Metrics, backendChoice: parts.BackendChoice, replica: parts.Replica, opts: opts,
+	s := &Server{cfg: parts.Config, reg: parts.Registry, backend: parts.Backend, store: st, gate: g, builds: &images.Builds{},
+		log: log, metrics: parts.Metrics, backendChoice: parts.BackendChoice, replica: parts.Replica, opts: opts,
 		served: make(chan error, 1), stopAfterGrace: func() bool { return false }}
+	s.codeMode = s.newCodeMode()
+	s.engine = s.newEngine(parts.EngineOptions)
+	return s
+}
+
+// newEngine makes the server's engine on its backend (counted by the
+// metrics when they are served), keeping outputs in the server's store,
+// its sandboxes' network through the gate, its runs waiting for the
+// images the background builder makes, and their tools brokered by code
+// mode.
+func (s *Server) newEngine(extra []engine.Option) *engine.Engine {
+	sb := s.backend
+	opts := []engine.Option{engine.WithStore(s.store), engine.WithGate(s.gate), engine.WithImageBuilds(s.builds)}
+	if s.metrics != nil {
+		sb = s.metrics.Backend(sb)
+		opts = append(opts, engine.WithObserver(s.metrics))
+	}
+	if s.codeMode != nil {
+		opts = append(opts, engine.WithToolBroker(s.codeMode))
+	}
+	return engine.New(s.cfg, s.reg, sb, s.log, append(opts, extra...)...)
 }
 
 // Start brings the server up and starts its transport; serving ends when
@@ -122,7 +163,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if k, ok := s.backend.(interface {
 		SetKeep(func(context.Context) ([]sandbox.Ref, error))
 	}); ok {
-		k.SetKeep(sessions.Sandboxes(s.engine.Store()))
+		k.SetKeep(sessions.Sandboxes(s.store))
 	}
 	// The builder starts before the checks (which then name the images it
 	// builds) and the warm pool (whose languages it builds start once
@@ -151,7 +192,6 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.watchServer()
-	s.startCodeMode()
 	s.mcp = mcpserver.NewServer(mcpserver.Deps{Engine: s.engine, Executions: s.execs, Sessions: s.sess, Gate: s.gate,
 		OnToolCall: s.toolObserver(s.opts.Audit), CodeMode: s.codeMode}, s.opts.Version, s.log)
 

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -32,11 +33,11 @@ func freeAddr(t *testing.T) string {
 func TestAServerStartsServesAndShutsDown(t *testing.T) {
 	cfg := config.Default()
 	testutil.Unhurried(&cfg)
-	eng, backend := testutil.FakeEngine(t, &cfg)
+	backend := testutil.FakeBackend(t)
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	srv := New(Parts{Config: cfg, Registry: eng.Registry(), Backend: backend, Engine: eng, BackendChoice: "fake"},
+	srv := New(Parts{Config: cfg, Registry: languages.Builtin(), Backend: backend, BackendChoice: "fake"},
 		Options{HTTPAddr: addr, Version: "test"})
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("start: %v", err)

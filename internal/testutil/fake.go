@@ -27,8 +27,8 @@ func FakeBackend(t testing.TB) *fake.Backend {
 }
 
 // FakeEngine returns an engine on a fresh FakeBackend with cfg (Default()
-// when nil) and the built-in registry, closed when the test ends.
-func FakeEngine(t testing.TB, cfg *config.Config) (*engine.Engine, *fake.Backend) {
+// when nil), the built-in registry and opts, closed when the test ends.
+func FakeEngine(t testing.TB, cfg *config.Config, opts ...engine.Option) (*engine.Engine, *fake.Backend) {
 	t.Helper()
 	c := config.Default()
 	if cfg != nil {
@@ -36,7 +36,7 @@ func FakeEngine(t testing.TB, cfg *config.Config) (*engine.Engine, *fake.Backend
 	}
 	Unhurried(&c)
 	b := FakeBackend(t)
-	e := engine.New(c, languages.Builtin(), b, nil)
+	e := engine.New(c, languages.Builtin(), b, nil, opts...)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
