@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/packages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testbackend"
@@ -72,7 +73,7 @@ func TestJavaScriptRunInstallsFromTheNpmRegistryAndRequiresIt(t *testing.T) {
 	}
 	// The program cannot write the cache.
 	w, err := e.Run(ctx, engine.Request{Language: "javascript", Packages: []string{"lodash@4"},
-		Code: "try { require('fs').writeFileSync('" + engine.PackagesPath + "/node_modules/lodash/x', 'y'); console.log('wrote') } catch (e) { console.log(e.code) }"}, engine.RunOptions{})
+		Code: "try { require('fs').writeFileSync('" + packages.Path + "/node_modules/lodash/x', 'y'); console.log('wrote') } catch (e) { console.log(e.code) }"}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,14 +21,10 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/packages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
-
-// PackagesPath is where a sandbox sees the packages installed for it,
-// read-only: each package manager's directory
-// ([languages.PackageManager.Dir]) in it.
-const PackagesPath = "/opt/mcp-code-runner/packages"
 
 // installPath is where the installer's sandbox sees the cache entry it
 // fills (the only writable host directory any sandbox ever gets, and no
@@ -40,111 +33,6 @@ const installPath = "/opt/mcp-code-runner/install"
 
 // installerImage names the registry image whose package managers install.
 const installerImage = "packages"
-
-// manifestName is the server's record of an install, in its cache entry.
-const manifestName = "mcr-manifest.json"
-
-// Installation is a set of packages installed in the host cache.
-type Installation struct {
-	// Dir is the cache entry on the host.
-	Dir string
-	// Installed lists what the install put in place.
-	Installed []InstalledPackage
-	// Cached is set when the entry was there already: nothing was
-	// downloaded.
-	Cached bool
-	// Network is what the installer did through its proxy (none when
-	// cached).
-	Network *egress.Report
-	// Manager is the package manager that installed them.
-	Manager languages.PackageManager
-}
-
-// Mount is the read-only mount of the installation in a sandbox.
-func (in *Installation) Mount() sandbox.Mount {
-	return sandbox.Mount{Source: in.Dir, Target: PackagesPath}
-}
-
-// Env is what makes the installed packages importable by the program.
-func (in *Installation) Env() []string { return PackagesEnv(in.Manager) }
-
-// PackagesEnv is what makes the packages that m installed importable by a
-// sandbox's programs, with the installation at [PackagesPath].
-func PackagesEnv(m languages.PackageManager) []string {
-	env := make([]string, len(m.Env))
-	for i, kv := range m.Env {
-		env[i] = strings.ReplaceAll(kv, "{dir}", path.Join(PackagesPath, m.Dir))
-	}
-	return env
-}
-
-// CacheDir is the host directory of installed packages: the daemon must
-// see it at the same path, so a server with a shared directory keeps it
-// there.
-func (e *Engine) CacheDir() (string, error) {
-	dir := e.cfg.Packages.CacheDir
-	if dir == "" && e.cfg.SharedDir != "" {
-		dir = filepath.Join(e.cfg.SharedDir, "packages")
-	}
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no directory for the package cache: %w; set packages.cache_dir", err)
-		}
-		dir = filepath.Join(base, "mcp-code-runner", "packages")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("making the package cache %s: %w; set packages.cache_dir to a writable directory", dir, err)
-	}
-	// The entries inside are open to every uid (see installerOpensEntry);
-	// this directory is what keeps other users of the host out of them.
-	// Sandboxes get their entries by bind mounts, which it does not close.
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return "", fmt.Errorf("closing the package cache %s to other users: %w; set packages.cache_dir to a directory of this user's own", dir, err)
-	}
-	return dir, nil
-}
-
-// packageSpec is what a package argument may look like: a name with an
-// optional version or range, for pip or npm; never an option (a leading
-// "-"), a path or a URL.
-var packageSpec = regexp.MustCompile(`^[A-Za-z0-9@_][A-Za-z0-9@/._\-=<>!~^*,+\[\] ]{0,199}$`)
-
-// CheckPackages validates the packages of a request for lang.
-func (e *Engine) CheckPackages(lang languages.Language, specs []string) error {
-	if len(specs) == 0 {
-		return nil
-	}
-	m, ok := e.reg.PackageManager(lang)
-	if !ok {
-		return invalid("%s takes no packages here; packages are installed for %s", lang.Name, strings.Join(e.packageLanguages(), ", "))
-	}
-	if _, ok := e.cfg.Packages.RegistryURL(m.RegistrySetting); !ok {
-		return &Error{Code: CodeInternal, Message: fmt.Sprintf("the package manager %s of the language registry installs from packages.%s, which is no setting of this server; the operator's languages file must name one of %s", m.Name, m.RegistrySetting, strings.Join(e.cfg.Packages.RegistrySettings(), ", "))}
-	}
-	if egress.Rank(e.cfg.Network.MaxTier) < egress.Rank(egress.TierPackages) {
-		return invalid("installing packages needs network access to the package registry, and this server allows network %q only; ask the operator to set network.max_tier to packages", e.cfg.Network.MaxTier)
-	}
-	if n := len(specs); n > e.cfg.Packages.MaxPackages {
-		return invalid("%d packages asked for, the limit is %d", n, e.cfg.Packages.MaxPackages)
-	}
-	for _, s := range specs {
-		if !packageSpec.MatchString(s) || strings.Contains(s, "://") || strings.Contains(s, "..") {
-			return invalid("package %q is not a package name with an optional version, like requests==2.32.3 or lodash@4 (no options, paths or URLs)", s)
-		}
-	}
-	return nil
-}
-
-func (e *Engine) packageLanguages() []string {
-	var out []string
-	for _, l := range e.reg.Languages() {
-		if l.Packages != "" {
-			out = append(out, l.Name)
-		}
-	}
-	return out
-}
 
 // registryURL is the registry m installs from: the packages setting it
 // names.
@@ -175,12 +63,12 @@ var installLocks sync.Map // key -> *sync.Mutex
 // installer runs no package code (npm --ignore-scripts, pip
 // --only-binary :all:), so nothing a package ships runs with the cache
 // writable.
-func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []string, runID string) (*Installation, error) {
-	if err := e.CheckPackages(lang, specs); err != nil {
+func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []string, runID string) (*packages.Installation, error) {
+	if err := packages.Check(e.cfg, e.reg, lang, specs); err != nil {
 		return nil, err
 	}
 	m, _ := e.reg.PackageManager(lang) // CheckPackages found it
-	root, err := e.CacheDir()
+	root, err := packages.CacheDir(e.cfg)
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
 	}
@@ -189,7 +77,7 @@ func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []s
 	mu, _ := installLocks.LoadOrStore(dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	if in, err := readManifest(dir, m); err == nil {
+	if in, err := packages.ReadManifest(dir, m); err == nil {
 		in.Cached = true
 		e.log.Info("packages from the cache", "run", runID, "manager", lang.Packages, "packages", strings.Join(specs, " "), "entry", key)
 		return in, nil
@@ -214,7 +102,7 @@ func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []s
 	}
 	_ = os.Chmod(tmp, 0o755)
 	data, _ := json.Marshal(in.Installed)
-	if err := os.WriteFile(filepath.Join(tmp, manifestName), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, packages.ManifestName), data, 0o644); err != nil {
 		return nil, &Error{Code: CodeInternal, Err: err, Message: err.Error()}
 	}
 	_ = os.RemoveAll(dir) // a torn entry without a manifest
@@ -223,18 +111,6 @@ func (e *Engine) Install(ctx context.Context, lang languages.Language, specs []s
 	}
 	keep = true
 	in.Dir = dir
-	return in, nil
-}
-
-func readManifest(dir string, m languages.PackageManager) (*Installation, error) {
-	data, err := os.ReadFile(filepath.Join(dir, manifestName))
-	if err != nil {
-		return nil, err
-	}
-	in := &Installation{Dir: dir, Manager: m}
-	if err := json.Unmarshal(data, &in.Installed); err != nil {
-		return nil, err
-	}
 	return in, nil
 }
 
@@ -247,7 +123,7 @@ var installerOpensEntry = []string{"find", installPath, "-mindepth", "1", "-exec
 
 // runInstaller installs specs into dir (mounted writable in the installer's
 // sandbox) and reads what was installed.
-func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, m languages.PackageManager, specs []string, dir, runID string) (*Installation, error) {
+func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, m languages.PackageManager, specs []string, dir, runID string) (*packages.Installation, error) {
 	img, ok := e.reg.Image(installerImage)
 	if !ok {
 		return nil, invalid("the language registry has no %q image, which installs packages", installerImage)
@@ -311,12 +187,12 @@ func (e *Engine) runInstaller(ctx context.Context, lang languages.Language, m la
 	if len(res.Stages) < 2 || res.Killed || slices.ContainsFunc(res.Stages, func(st sandbox.StageOutput) bool { return st.ExitCode != 0 || st.TimedOut }) {
 		return nil, installError(what, res, report, pc)
 	}
-	installed, err := readInstalled(dir, m.Listing)
+	installed, err := packages.ReadInstalled(dir, m.Listing)
 	if err != nil {
 		return nil, &Error{Code: CodeInstall, Err: err, Message: fmt.Sprintf("%s: reading what was installed: %v", what, err)}
 	}
 	e.log.Info("packages installed", "run", runID, "manager", m.Name, "installed", len(installed), "bytes", report.Bytes)
-	return &Installation{Installed: installed, Network: &report, Manager: m}, nil
+	return &packages.Installation{Installed: installed, Network: &report, Manager: m}, nil
 }
 
 // installError is the package manager's own message with a summary of
@@ -389,73 +265,4 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
-}
-
-// readInstalled lists what an install put in dir, as the manager's listing
-// ([languages.PackageManager.Listing]) says to read it, reading the files
-// the installer wrote through an os.Root (no link leads out of dir) and
-// bounded in size.
-func readInstalled(dir, listing string) ([]InstalledPackage, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	readJSON := func(name string, v any) error {
-		f, err := root.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		return json.NewDecoder(io.LimitReader(f, 8<<20)).Decode(v)
-	}
-	var out []InstalledPackage
-	if listing == "pip_report" {
-		var report struct {
-			Install []struct {
-				Metadata struct {
-					Name    string `json:"name"`
-					Version string `json:"version"`
-				} `json:"metadata"`
-			} `json:"install"`
-		}
-		if err := readJSON("pip-report.json", &report); err != nil {
-			return nil, err
-		}
-		for _, i := range report.Install {
-			out = append(out, InstalledPackage{Name: i.Metadata.Name, Version: i.Metadata.Version})
-		}
-	} else {
-		// Every package npm placed at the top of node_modules: what was
-		// asked for and its hoisted dependencies.
-		err := fs.WalkDir(root.FS(), "node_modules", func(p string, d fs.DirEntry, err error) error {
-			if err != nil || len(out) >= 2000 {
-				return fs.SkipDir
-			}
-			depth := strings.Count(p, "/")
-			if !d.IsDir() || depth == 0 {
-				return nil
-			}
-			base := path.Base(p)
-			if depth == 1 && strings.HasPrefix(base, "@") {
-				return nil // a scope: its packages are one level down
-			}
-			if depth == 1 && strings.HasPrefix(base, ".") {
-				return fs.SkipDir
-			}
-			var pkg struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			}
-			if readJSON(p+"/package.json", &pkg) == nil && pkg.Name != "" {
-				out = append(out, InstalledPackage{Name: pkg.Name, Version: pkg.Version})
-			}
-			return fs.SkipDir
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/packages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
@@ -77,7 +78,7 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 		p.Network, err = e.gate.Check(req.Network)
 	}
 	if err == nil {
-		err = e.CheckPackages(lang, req.Packages)
+		err = packages.Check(e.cfg, e.reg, lang, req.Packages)
 	}
 	if err == nil {
 		p.Secrets, err = e.gate.CheckSecrets(principal.FromContext(ctx).Name, req.Secrets, p.Network, lang)

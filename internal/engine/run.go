@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/packages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
@@ -122,7 +123,7 @@ type run struct {
 	slot      func() // nil once given back or handed to the sandbox's removal
 	unquota   func()
 	job       sandbox.Job
-	inst      *Installation
+	inst      *packages.Installation
 	proxy     *egress.Proxy
 	sandboxID string
 }

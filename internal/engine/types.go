@@ -6,7 +6,11 @@
 // not fit inline. [Engine.Run] does both.
 package engine
 
-import "github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+import (
+	"github.com/mcp-code-runner/mcp-code-runner/internal/egress"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/packages"
+)
 
 // InputFile is a file placed in the workspace before the program runs.
 type InputFile struct {
@@ -33,10 +37,7 @@ type Request struct {
 }
 
 // InstalledPackage is a package an install put in place.
-type InstalledPackage struct {
-	Name    string `json:"name" jsonschema:"the package's name"`
-	Version string `json:"version" jsonschema:"the version installed"`
-}
+type InstalledPackage = packages.InstalledPackage
 
 // Stage is the outcome of one stage (compile or run).
 type Stage struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/packages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
@@ -39,7 +40,7 @@ type Options struct {
 
 // extras are a session's network and packages: its proxy, and the
 // directory of its packages, which its sandbox sees read-only at
-// engine.PackagesPath. Installing more replaces the directory's contents
+// packages.Path. Installing more replaces the directory's contents
 // with hard links to a cache entry: nothing is copied, and the sandbox sees
 // the new files at once without a new mount.
 type extras struct {
@@ -123,7 +124,7 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 	if err != nil {
 		return sandbox.Template{}, nil, err
 	}
-	if err := m.eng.CheckPackages(lang, opts.Packages); err != nil {
+	if err := packages.Check(m.eng.Config(), m.eng.Registry(), lang, opts.Packages); err != nil {
 		return sandbox.Template{}, nil, err
 	}
 	secrets, err := m.gate.CheckSecrets(owner, opts.Secrets, tier, lang)
@@ -158,7 +159,7 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 		if err := m.packagesDir(x, lang); err != nil {
 			return sandbox.Template{}, nil, err
 		}
-		t.Mounts = append(t.Mounts, sandbox.Mount{Source: x.dir, Target: engine.PackagesPath})
+		t.Mounts = append(t.Mounts, sandbox.Mount{Source: x.dir, Target: packages.Path})
 		if len(opts.Packages) > 0 {
 			if _, err := m.install(ctx, lang, x, opts.Packages, "session"); err != nil {
 				return sandbox.Template{}, nil, err
@@ -172,7 +173,7 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 // packagesDir makes the session's own packages directory in the package
 // cache, empty, and points the session's programs at it.
 func (m *Manager) packagesDir(x *extras, lang languages.Language) error {
-	root, err := m.eng.CacheDir()
+	root, err := packages.CacheDir(m.eng.Config())
 	if err != nil {
 		return &engine.Error{Code: engine.CodeInternal, Err: err, Message: err.Error()}
 	}
@@ -191,17 +192,17 @@ func (m *Manager) packagesDir(x *extras, lang languages.Language) error {
 		return &engine.Error{Code: engine.CodeInternal, Err: err, Message: fmt.Sprintf("making the session's packages directory: %v", err)}
 	}
 	x.dir = dir
-	x.env = append(x.env, engine.PackagesEnv(pm)...)
+	x.env = append(x.env, packages.Env(pm)...)
 	return nil
 }
 
 // install installs specs for a session, on top of what it has: the cache
 // entry of all its packages together (so their versions are resolved
 // together) replaces what the session's directory held.
-func (m *Manager) install(ctx context.Context, lang languages.Language, x *extras, specs []string, runID string) (*engine.Installation, error) {
+func (m *Manager) install(ctx context.Context, lang languages.Language, x *extras, specs []string, runID string) (*packages.Installation, error) {
 	if x.dir == "" {
 		if lang.Packages == "" {
-			if err := m.eng.CheckPackages(lang, specs); err != nil {
+			if err := packages.Check(m.eng.Config(), m.eng.Registry(), lang, specs); err != nil {
 				return nil, err
 			}
 			return nil, invalid("%s has no package manager on this server, so a session of it takes no packages; use a language that list_languages shows with one", lang.Name)

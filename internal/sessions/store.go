@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/egress/gate"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/packages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
@@ -359,7 +360,7 @@ func (m *Manager) reattachRecovered(ctx context.Context, r record, lang language
 	x := &extras{tier: r.Network, dir: r.PackagesDir, specs: r.Specs, installed: r.Packages, isolation: r.Isolation, tools: r.Tools}
 	if x.dir != "" {
 		pm, _ := m.eng.Registry().PackageManager(lang)
-		x.env = engine.PackagesEnv(pm)
+		x.env = packages.Env(pm)
 	}
 	s := &session{id: r.ID, owner: r.Owner, lang: lang, sb: sb, extras: x, created: r.Created, lastUsed: r.LastUsed,
 		idle: time.Duration(r.IdleSeconds) * time.Second, calls: r.Calls, ref: ref, reattach: true, lastWrite: created, replay: r.Replay}
