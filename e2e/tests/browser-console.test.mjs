@@ -7,7 +7,7 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +16,9 @@ import { ERAS, startHttpServer, connect2, structured, assertNoLeftoverContainers
 import { WAIT, chromiumOrSkip, launch, screenshot } from '../lib/browser.mjs';
 
 const TOKENS = { alice: randomBytes(24).toString('hex'), ops: randomBytes(24).toString('hex') };
+// An operator's secret, which alice's session is given by name: the console
+// shows the name, never the value. Its host is never reached.
+const SECRET = randomBytes(24).toString('hex');
 // Long enough (300 s) to be running still after the slowest waits below.
 const LOOP = `import time
 print("<script>window.pwned = 1</script>", flush=True)
@@ -28,10 +31,17 @@ describe('the operator console in Chromium', { timeout: 300000 }, () => {
     let server, browser, context, page, alice, base;
     before(async (t) => {
         if (!chromiumOrSkip(t)) return;
-        const audit = join(mkdtempSync(join(tmpdir(), 'mcr-console-')), 'audit.log');
+        const dir = mkdtempSync(join(tmpdir(), 'mcr-console-'));
+        const config = join(dir, 'config.json');
+        writeFileSync(config, JSON.stringify({ network: {
+            max_tier: 'allowlist', allowlist: ['api.secret.test'],
+            secrets: [{ name: 'api', hosts: ['api.secret.test'], header: 'Authorization', format: 'Bearer {value}', value_env: 'MCR_E2E_CONSOLE_SECRET' }],
+        } }));
+        process.env.MCR_E2E_CONSOLE_SECRET = SECRET; // the server's environment (serverEnv copies ours)
         server = await startHttpServer({
-            args: ['--http-auth-tokens', `alice=${TOKENS.alice},ops=${TOKENS.ops}`, '--http-operators', 'ops', '--audit-log', audit],
+            args: ['--config', config, '--http-auth-tokens', `alice=${TOKENS.alice},ops=${TOKENS.ops}`, '--http-operators', 'ops', '--audit-log', join(dir, 'audit.log')],
         });
+        delete process.env.MCR_E2E_CONSOLE_SECRET;
         base = `http://${server.addr}`;
         alice = await connect2({ transport: 'http', url: server.url, negotiation: ERAS[0].negotiation, token: TOKENS.alice });
         browser = await launch();
@@ -46,7 +56,7 @@ describe('the operator console in Chromium', { timeout: 300000 }, () => {
         if (server) {
             const exit = await server.stop();
             assert.deepEqual(exit, { code: 0, signal: null }, server.logs());
-            for (const tok of Object.values(TOKENS)) assert.ok(!server.logs().includes(tok), 'a token appears in the server log');
+            for (const tok of [...Object.values(TOKENS), SECRET]) assert.ok(!server.logs().includes(tok), 'a token or secret appears in the server log');
             await assertNoLeftoverContainers();
         }
     });
@@ -79,11 +89,12 @@ describe('the operator console in Chromium', { timeout: 300000 }, () => {
         await page.locator('#conn[data-state="live"]').waitFor();
 
         // A client's session appears without a reload.
-        const session = structured(await alice.client.callTool({ name: 'create_session', arguments: { language: 'python' } }));
+        const session = structured(await alice.client.callTool({ name: 'create_session', arguments: { language: 'python', network: 'allowlist', secrets: ['api'] } }));
         const srow = page.locator(`#sessions tr[data-session="${session.session_id}"]`);
         await srow.waitFor({ timeout: WAIT });
         assert.match(await srow.textContent(), /alice/);
         assert.match(await srow.textContent(), /python/);
+        assert.equal(await srow.locator('code', { hasText: /^api$/ }).count(), 1, 'the session\'s secret is named');
 
         // So does an execution; the operator cancels it.
         const exec = structured(await alice.client.callTool({ name: 'start_execution', arguments: { language: 'python', code: LOOP, timeout_seconds: 600 } }));
@@ -94,7 +105,7 @@ describe('the operator console in Chromium', { timeout: 300000 }, () => {
         // The console shows no program output (operators manage clients'
         // work without reading it), so nothing the program printed is here.
         assert.ok(!(await page.content()).includes('pwned'));
-        for (const tok of Object.values(TOKENS)) assert.ok(!(await page.content()).includes(tok), 'the page shows a token');
+        for (const tok of [...Object.values(TOKENS), SECRET]) assert.ok(!(await page.content()).includes(tok), 'the page shows a token or a secret');
         await Promise.all([page.waitForNavigation(), erow.locator('button[name="cancel"]').click()]);
         assert.match(await page.textContent('#flash'), new RegExp(`execution ${exec.execution_id} cancelled`));
         const after = structured(await alice.client.callTool({ name: 'get_execution', arguments: { execution_id: exec.execution_id } }));
