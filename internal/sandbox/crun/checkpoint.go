@@ -206,7 +206,11 @@ func (b *Backend) Checkpoint(ctx context.Context, sb sandbox.Sandbox, dir string
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return fmt.Errorf("checkpoint work directory: %w", err)
 	}
+	frozen := b.freeze(l.id)
 	if err := b.criu(ctx, "checkpoint", l.id, work, "--image-path", filepath.Join(dir, checkpointImages), "--work-path", work, l.id); err != nil {
+		if frozen {
+			b.thaw(l.id) // the caller closes it
+		}
 		return err
 	}
 	bundle := filepath.Join(b.bundlesDir(), l.id)

@@ -42,6 +42,19 @@ func TestACheckpointIsRestoredByAnotherServerAndAFailedRestoreLeavesNothing(t *t
 		t.Fatalf("first call: %+v, %v", res, err)
 	}
 	id := sb.ID()
+	// The freezer the checkpoint uses ahead of CRIU freezes the sandbox,
+	// and a thaw (after a failed dump) gives it back working.
+	if !gone.freeze(id) {
+		t.Fatal("the sandbox's cgroup was not frozen")
+	}
+	_, frozen, _, read := gone.freezer(id)
+	if state, err := read(); err != nil || state != frozen {
+		t.Fatalf("after freeze the freezer reads %q (%v)", state, err)
+	}
+	gone.thaw(id)
+	if res, err := sb.Call(ctx, bashJob("cat kept.txt"), nil); err != nil || res.Incomplete || res.AgentError != "" {
+		t.Fatalf("a call after the thaw: %+v, %v", res, err)
+	}
 	dir := filepath.Join(t.TempDir(), "checkpoint")
 	if err := gone.Checkpoint(ctx, sb, dir); err != nil {
 		t.Fatalf("checkpoint: %v", err)
