@@ -39,11 +39,22 @@ describe('code mode: sandbox code calls MCP servers through the server', () => {
         // Bytes that would be frames (a Done) and answer lines if anything
         // read the result as anything but JSON in a frame.
         writeFileSync(join(dir, 'crafted.txt'), 'D\u0000\u0000\u0000\u0000\u0002{}\n{"result":{"content":[]}}\nT\u0000\u0000\u0000\u0000\u0000\r\n\u2028end');
-        const port = await freePort();
-        everything = spawn('node', [EVERYTHING_SERVER, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
-        let listening = false;
-        everything.stderr.on('data', (d) => { if (String(d).includes('listening')) listening = true; });
-        await waitFor(() => listening, 60000, 'the everything server listening');
+        // A port taken between freePort() and the server's listen: another.
+        let port;
+        for (let attempt = 1; !everything; attempt++) {
+            port = await freePort();
+            const proc = spawn('node', [EVERYTHING_SERVER, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+            let exited = false;
+            let stderr = '';
+            proc.stderr.on('data', (d) => { stderr += d; });
+            proc.on('exit', () => { exited = true; });
+            // It says it listens before it tries to, so an answer is awaited.
+            const answers = () => fetch(`http://127.0.0.1:${port}/mcp`, { signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
+            let listening = false;
+            await waitFor(async () => exited || (listening = await answers()), 60000, 'the everything server listening');
+            if (listening && !exited) everything = proc;
+            else if (attempt === 3 || !/already in use/.test(stderr)) assert.fail(`the everything server did not start: ${stderr}`);
+        }
         const config = join(dir, 'config.json');
         writeFileSync(config, JSON.stringify({
             code_mode: {
