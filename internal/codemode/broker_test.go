@@ -235,21 +235,7 @@ func TestSecretsReachTheUpstreamsEnvironmentAndHeadersAndNothingElse(t *testing.
 }
 
 func TestTheEverythingServerIsCalledOverStreamableHTTPWithItsHeaders(t *testing.T) {
-	port := freePort(t)
-	cmd := exec.Command("node", npmServer(t, "server-everything"), "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := "http://127.0.0.1:" + port + "/mcp"
-	testutil.Eventually(t, 20*time.Second, func() bool {
-		resp, err := http.Get("http://127.0.0.1:" + port + "/")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	}, "the everything server listening")
+	url := "http://127.0.0.1:" + startEverythingOverHTTP(t) + "/mcp"
 	b, _ := newBroker(t, map[string]config.CodeModeServer{"everything": {URL: url, Headers: map[string]string{"X-Token": "{secret:api}"}}}, nil)
 	run, _ := b.Begin("alice", []string{"everything"}, nil)
 	out := mustCall(t, run, "everything", "echo", map[string]any{"message": "over http"})
@@ -259,6 +245,48 @@ func TestTheEverythingServerIsCalledOverStreamableHTTPWithItsHeaders(t *testing.
 	tools, err := b.Tools(context.Background(), "everything")
 	if err != nil || len(tools) < 5 {
 		t.Fatalf("tools: %d, %v", len(tools), err)
+	}
+}
+
+// startEverythingOverHTTP starts the everything server over Streamable
+// HTTP and returns its port once it answers. A port taken between
+// freePort and its listen (it then exits) gets another, up to three tries.
+func startEverythingOverHTTP(t *testing.T) string {
+	t.Helper()
+	script := npmServer(t, "server-everything")
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		cmd := exec.Command("node", script, "streamableHttp")
+		cmd.Env = append(os.Environ(), "PORT="+port)
+		var stderr tail
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			select {
+			case <-exited:
+				if attempt < 3 && strings.Contains(stderr.String(), "already in use") {
+					deadline = time.Time{} // the next port
+					continue
+				}
+				t.Fatalf("the everything server exited: %s", stderr.String())
+			default:
+			}
+			client := http.Client{Timeout: 2 * time.Second}
+			if resp, err := client.Get("http://127.0.0.1:" + port + "/"); err == nil {
+				resp.Body.Close()
+				return port
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !deadline.IsZero() {
+			t.Fatalf("the everything server did not answer on port %s within 60 s: %s", port, stderr.String())
+		}
 	}
 }
 
