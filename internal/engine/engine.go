@@ -117,6 +117,9 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 	if e.state == nil {
 		e.state = store.NewMemory()
 	}
+	if e.imageBuilds != nil {
+		e.imageBuilds.OnBuilt(e.imageBuilt)
+	}
 	if e.gate == nil {
 		e.gate = gate.New(cfg, reg, gate.Options{Store: e.state, Logger: log})
 	}

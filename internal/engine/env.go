@@ -19,8 +19,8 @@ type EnvVar struct {
 // (the form of earlier versions, still accepted).
 type Env map[string]string
 
-// EnvForms says what env accepts, for the errors of a wrong shape.
-const EnvForms = `give env as a list like [{"name": "GREETING", "value": "hi"}] (an object like {"GREETING": "hi"} is accepted too)`
+// envForms says what env accepts, for the errors of a wrong shape.
+const envForms = `give env as a list like [{"name": "GREETING", "value": "hi"}] (an object like {"GREETING": "hi"} is accepted too)`
 
 // UnmarshalJSON decodes either form; a name given twice in the list, an
 // entry without a name or value, and any other shape are errors that say
@@ -28,7 +28,7 @@ const EnvForms = `give env as a list like [{"name": "GREETING", "value": "hi"}] 
 func (e *Env) UnmarshalJSON(data []byte) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
-		return fmt.Errorf("env is empty; %s", EnvForms)
+		return fmt.Errorf("env is empty; %s", envForms)
 	}
 	switch data[0] {
 	case 'n':
@@ -39,19 +39,19 @@ func (e *Env) UnmarshalJSON(data []byte) error {
 	case '[':
 		return e.decodeList(data)
 	}
-	return fmt.Errorf("env is %s; %s", jsonKind(data[0]), EnvForms)
+	return fmt.Errorf("env is %s; %s", jsonKind(data[0]), envForms)
 }
 
 func (e *Env) decodeObject(data []byte) error {
 	var byName map[string]json.RawMessage
 	if err := json.Unmarshal(data, &byName); err != nil {
-		return fmt.Errorf("env is not a valid object (%v); %s", err, EnvForms)
+		return fmt.Errorf("env is not a valid object (%v); %s", err, envForms)
 	}
 	out := make(Env, len(byName))
 	for name, raw := range byName {
 		var value string
 		if raw = bytes.TrimSpace(raw); raw[0] != '"' || json.Unmarshal(raw, &value) != nil {
-			return fmt.Errorf("env %s is %s, not a string; %s", name, jsonKind(raw[0]), EnvForms)
+			return fmt.Errorf("env %s is %s, not a string; %s", name, jsonKind(raw[0]), envForms)
 		}
 		out[name] = value
 	}
@@ -65,7 +65,7 @@ func (e *Env) decodeList(data []byte) error {
 		Value *string `json:"value"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
-		return fmt.Errorf("env must be a list of objects with a string name and a string value (%v); %s", err, EnvForms)
+		return fmt.Errorf("env must be a list of objects with a string name and a string value (%v); %s", err, envForms)
 	}
 	out := make(Env, len(list))
 	for i, v := range list {

@@ -22,6 +22,10 @@ type ImageBuilds interface {
 	// error that names the failure), or ctx ends (ctx's error); progress
 	// gets the state and detail at the start and on every change.
 	WaitImage(ctx context.Context, image string, progress func(state, detail string)) error
+	// OnBuilt makes built hear of every image built from now on, by tag:
+	// the engine reads its languages' versions again and starts their
+	// warm pools.
+	OnBuilt(built func(image string))
 }
 
 // The states ImageState reports, as list_languages shows them, and the
@@ -36,9 +40,9 @@ const (
 )
 
 // WithImageBuilds makes runs in a language whose image b is building wait
-// for it, and StartPool hold the pools of those languages until their
-// image is built (see ImageBuilt). A server's builder starts after its
-// engine is made: images.Builds stands for it until then.
+// for it, and StartPool hold the pools of those languages until b says
+// their image is built. A server's builder starts after its engine is
+// made: images.Builds stands for it until then.
 func WithImageBuilds(b ImageBuilds) Option { return func(e *Engine) { e.imageBuilds = b } }
 
 // imageBuild returns the state of lang's image in the background build and
@@ -50,10 +54,10 @@ func (e *Engine) imageBuild(lang languages.Language) (state, detail string) {
 	return e.imageBuilds.ImageState(e.reg.ImageOf(lang).Tag)
 }
 
-// ImageBuilt tells the engine that image (a tag) has just been built: the
-// versions and packages recorded for its languages are read again, and
-// their warm pools start.
-func (e *Engine) ImageBuilt(image string) {
+// imageBuilt hears that image (a tag) has just been built: the versions
+// and packages recorded for its languages are read again, and their warm
+// pools start.
+func (e *Engine) imageBuilt(image string) {
 	for _, l := range e.reg.Languages() {
 		if e.reg.ImageOf(l).Tag != image {
 			continue
@@ -91,7 +95,7 @@ func (e *Engine) awaitImage(ctx context.Context, img languages.Image, lang langu
 	case state == ImageFailed && e.backend.CheckImage(ctx, img.Tag) == nil:
 		// Built by hand since its background build failed.
 		if e.pool != nil && e.pool.Held(lang.Name) {
-			e.ImageBuilt(img.Tag)
+			e.imageBuilt(img.Tag)
 		}
 		return nil
 	}

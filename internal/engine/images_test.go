@@ -51,7 +51,7 @@ func buildingEngine(t *testing.T, cfg *config.Config, h *heldBuild) (*engine.Eng
 	reg := languages.Builtin()
 	bash, _ := reg.Lookup("bash")
 	bg := builds.Start(t.Context(), reg, []images.Target{{Name: bash.Image}},
-		images.BackgroundOptions{Build: h.build, OnBuilt: func(ib images.ImageBuild) { e.ImageBuilt(ib.Tag) }})
+		images.BackgroundOptions{Build: h.build})
 	return e, b, bg
 }
 

@@ -62,7 +62,7 @@ func (e *Engine) StartPool() {
 	held := map[string]bool{}
 	for _, l := range e.reg.Languages() {
 		if state, _ := e.imageBuild(l); state != "" {
-			held[l.Name] = true // started by ImageBuilt
+			held[l.Name] = true // started by imageBuilt
 		}
 		t := e.Template(l)
 		if len(l.Prestart) > 0 {

@@ -72,7 +72,7 @@ func (e *Engine) prepare(ctx context.Context, req Request, opts RunOptions) (*Pl
 	}
 	p, err := e.plan(req, lang, opts.Long, false)
 	if err == nil {
-		p.Isolation, err = e.ResolveIsolation(principal.FromContext(ctx).Name, req.Isolation)
+		p.Isolation, err = ResolveIsolation(e.cfg, e.backend, principal.FromContext(ctx).Name, req.Isolation)
 	}
 	if err == nil {
 		p.Network, err = e.gate.Check(req.Network)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
@@ -105,16 +106,15 @@ func (held) release(sandbox.Sandbox, *run) {}
 func (held) warm() bool                    { return false }
 func (held) timed() bool                   { return false }
 
-// HeldTemplate returns the template of a sandbox of lang that a caller
-// holds for many runs (RunOn) during life: it may outlive life by one run.
-func (e *Engine) HeldTemplate(lang languages.Language, life time.Duration) sandbox.Template {
-	t := e.Template(lang)
-	t.MaxLife = life + time.Duration(e.cfg.Limits.MaxTimeoutSeconds)*time.Second + deadlineGrace
-	return t
+// HeldLife is the MaxLife of a sandbox that a caller holds for many runs
+// (RunOn) during life, under the limits lim: it may outlive life by one
+// run.
+func HeldLife(lim config.Limits, life time.Duration) time.Duration {
+	return life + time.Duration(lim.MaxTimeoutSeconds)*time.Second + deadlineGrace
 }
 
 // NewSandbox makes a sandbox of t for lang that the caller holds (see
-// HeldTemplate and RunOn) and closes; an error says what to do.
+// HeldLife and RunOn) and closes; an error says what to do.
 func (e *Engine) NewSandbox(ctx context.Context, lang languages.Language, t sandbox.Template) (sandbox.Sandbox, error) {
 	if err := e.awaitImage(ctx, e.reg.ImageOf(lang), lang, nil); err != nil {
 		return nil, err

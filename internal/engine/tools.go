@@ -27,19 +27,19 @@ func WithToolBroker(b ToolBroker) Option { return func(e *Engine) { e.toolBroker
 // checkTools refuses a run's tools that no broker serves or its principal
 // may not use.
 func (e *Engine) checkTools(ctx context.Context, servers []string) error {
-	return e.CheckToolsOf(principal.FromContext(ctx).Name, servers)
+	return CheckTools(e.toolBroker, principal.FromContext(ctx).Name, servers)
 }
 
-// CheckToolsOf refuses tools (MCP servers, code mode) that no broker
-// serves or that owner may not give a run or a session.
-func (e *Engine) CheckToolsOf(owner string, servers []string) error {
+// CheckTools refuses tools (MCP servers, code mode) that b does not serve
+// (nil: no broker) or that owner may not give a run or a session.
+func CheckTools(b ToolBroker, owner string, servers []string) error {
 	if len(servers) == 0 {
 		return nil
 	}
-	if e.toolBroker == nil {
+	if b == nil {
 		return invalid("tools: this server has no MCP servers for code to call (the operator names them in code_mode.servers); leave tools out")
 	}
-	if err := e.toolBroker.Check(owner, servers); err != nil {
+	if err := b.Check(owner, servers); err != nil {
 		return invalid("%v", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -386,14 +387,39 @@ func (w *stepLog) tail() string { return strings.Join(w.last, "\n") }
 // builder starts later, once the server knows which images are missing.
 // Until Start, and without a start, no image is being built. The zero
 // value is ready to use.
-type Builds struct{ bg atomic.Pointer[Background] }
+type Builds struct {
+	bg atomic.Pointer[Background]
+
+	mu    sync.Mutex
+	built []func(image string)
+}
 
 // Start starts the builder (StartBackground) and makes it the one whose
-// images runs wait for.
+// images runs wait for; what OnBuilt registered hears of each image it
+// builds, after opts.OnBuilt.
 func (b *Builds) Start(ctx context.Context, reg *languages.Registry, targets []Target, opts BackgroundOptions) *Background {
+	first := opts.OnBuilt
+	opts.OnBuilt = func(ib ImageBuild) {
+		if first != nil {
+			first(ib)
+		}
+		b.mu.Lock()
+		built := slices.Clone(b.built)
+		b.mu.Unlock()
+		for _, f := range built {
+			f(ib.Tag)
+		}
+	}
 	bg := StartBackground(ctx, reg, targets, opts)
 	b.bg.Store(bg)
 	return bg
+}
+
+// OnBuilt makes built hear of every image the builder builds, by tag.
+func (b *Builds) OnBuilt(built func(image string)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.built = append(b.built, built)
 }
 
 // ImageState is the started builder's (Background.ImageState); "" before

@@ -59,6 +59,9 @@ func (s imageStates) WaitImage(ctx context.Context, _ string, _ func(string, str
 	return ctx.Err()
 }
 
+// OnBuilt has nothing to tell: these images never finish.
+func (imageStates) OnBuilt(func(string)) {}
+
 // TestListLanguagesSaysWhyALanguageIsNotAvailable: a language whose image
 // the background builder is making is building or queued (with where the
 // build stands), one whose build failed is failed (with why), one whose

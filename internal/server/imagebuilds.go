@@ -62,9 +62,8 @@ func (s *Server) startImageBuilds(ctx context.Context) (map[string]bool, error) 
 		Build: func(ctx context.Context, image string, w io.Writer) error {
 			return images.Build(ctx, cli, s.reg, []string{image}, images.Options{Log: w, Parallel: 1, RootImage: rootImage, LowPriority: true})
 		},
-		Log:     log,
-		Logger:  s.log,
-		OnBuilt: func(ib images.ImageBuild) { s.engine.ImageBuilt(ib.Tag) },
+		Log:    log,
+		Logger: s.log,
 	})
 	return pending, nil
 }

@@ -184,7 +184,11 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.execs.Recover(ctx); err != nil {
 		return err
 	}
-	s.sess = sessions.NewManager(s.engine, sessions.WithLogger(s.log), sessions.WithReplica(s.replica), sessions.WithGate(s.gate))
+	sessOpts := []sessions.Option{sessions.WithLogger(s.log), sessions.WithReplica(s.replica), sessions.WithGate(s.gate)}
+	if s.codeMode != nil {
+		sessOpts = append(sessOpts, sessions.WithToolBroker(s.codeMode))
+	}
+	s.sess = sessions.NewManager(s.engine, sessOpts...)
 	s.gate.Observe(s.egressObserver(s.opts.Audit))
 	// The sessions a stopped server left are re-attached to (or end)
 	// before anyone can ask for them.

@@ -136,7 +136,7 @@ func (m *Manager) forkInPlace(ctx context.Context, s *session, start time.Time) 
 	m.mu.Lock()
 	m.sessions[f.id] = f
 	m.mu.Unlock()
-	limits := m.eng.HeldTemplate(s.lang, 0).Resources
+	limits := m.eng.Template(s.lang).Resources
 	pid, _ := strconv.Atoi(out.Stages[0].Value)
 	m.log.Info("forked a session in its sandbox", "session", s.id, "fork", f.id, "pid", pid)
 	return ForkResult{Session: m.info(f), ForkedFrom: s.id, Mode: ModeForked, FilesCopied: int(out.Stages[0].StdoutBytes),

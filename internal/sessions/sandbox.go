@@ -30,11 +30,11 @@ type Options struct {
 	// Secrets name the operator's secrets that every call of the session
 	// uses (gate.Gate.CheckSecrets checks them for the session's owner).
 	Secrets []string
-	// Isolation is what the session's sandbox is made with (engine
-	// ResolveIsolation: at least the operator's).
+	// Isolation is what the session's sandbox is made with
+	// (engine.ResolveIsolation: at least the operator's).
 	Isolation string
 	// Tools name the MCP servers whose tools every call of the session
-	// may call (code mode; engine.CheckToolsOf checks them for its owner).
+	// may call (code mode; engine.CheckTools checks them for its owner).
 	Tools []string
 }
 
@@ -89,7 +89,7 @@ func (x *extras) close() {
 // operator allows the packages tier, so that install_packages can add to
 // it later.
 func (m *Manager) start(ctx context.Context, owner string, lang languages.Language, opts Options, idle time.Duration) (sandbox.Sandbox, *extras, error) {
-	iso, err := m.eng.ResolveIsolation(owner, opts.Isolation)
+	iso, err := engine.ResolveIsolation(m.eng.Config(), m.eng.Backend(), owner, opts.Isolation)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,11 +131,11 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 	if err != nil {
 		return sandbox.Template{}, nil, err
 	}
-	iso, err := m.eng.ResolveIsolation(owner, opts.Isolation)
+	iso, err := engine.ResolveIsolation(m.eng.Config(), m.eng.Backend(), owner, opts.Isolation)
 	if err != nil {
 		return sandbox.Template{}, nil, err
 	}
-	if err := m.eng.CheckToolsOf(owner, opts.Tools); err != nil {
+	if err := engine.CheckTools(m.tools, owner, opts.Tools); err != nil {
 		return sandbox.Template{}, nil, err
 	}
 	x := &extras{tier: tier, secrets: gate.SecretNames(secrets), isolation: iso, tools: opts.Tools}
@@ -145,7 +145,8 @@ func (m *Manager) template(ctx context.Context, owner string, lang languages.Lan
 			x.close()
 		}
 	}()
-	t := m.eng.HeldTemplate(lang, time.Duration(m.cfg.MaxLifeSeconds)*time.Second+ahead)
+	t := m.eng.Template(lang)
+	t.MaxLife = engine.HeldLife(m.eng.Config().Limits, time.Duration(m.cfg.MaxLifeSeconds)*time.Second+ahead)
 	t.Purpose = "session-" + lang.Name
 	t.Isolation = iso
 	// The sandbox waits for its next server as long as it would wait

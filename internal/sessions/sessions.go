@@ -113,7 +113,8 @@ type session struct {
 // Manager keeps the sessions of one server.
 type Manager struct {
 	eng     *engine.Engine
-	gate    *gate.Gate // the sessions' egress proxies
+	gate    *gate.Gate        // the sessions' egress proxies
+	tools   engine.ToolBroker // nil: sessions take no tools
 	st      store.Store
 	replica string
 	log     *slog.Logger

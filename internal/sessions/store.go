@@ -95,6 +95,11 @@ func WithLogger(log *slog.Logger) Option { return func(m *Manager) { m.log = log
 // no secrets and nobody observing.
 func WithGate(g *gate.Gate) Option { return func(m *Manager) { m.gate = g } }
 
+// WithToolBroker checks the tools (code mode) a session asks for against
+// b, the broker the engine's runs call them through
+// (engine.WithToolBroker); without it a session takes none.
+func WithToolBroker(b engine.ToolBroker) Option { return func(m *Manager) { m.tools = b } }
+
 // record returns s as the store keeps it.
 func (m *Manager) record(s *session) record {
 	s.mu.Lock()
