@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/runapp"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
@@ -74,8 +76,16 @@ func TestRunCodeOverMCP(t *testing.T) {
 		t.Errorf("list_languages: %s", data)
 	}
 	rl, err := cs.ListResources(ctx, nil)
-	if err != nil || len(rl.Resources) != 1 || rl.Resources[0].URI != mcpserver.LanguagesURI {
-		t.Fatalf("resources %+v %v", rl, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, r := range rl.Resources {
+		listed = append(listed, r.URI)
+	}
+	// The languages and the run view; code mode's APIs only where it is configured.
+	if want := []string{mcpserver.LanguagesURI, runapp.URI}; !slices.Equal(listed, want) {
+		t.Fatalf("resources %q, want %q", listed, want)
 	}
 	rt, err := cs.ListResourceTemplates(ctx, nil)
 	if err != nil || len(rt.ResourceTemplates) != 3 {
