@@ -60,9 +60,10 @@ type Deps struct {
 var assets embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"age":   age,
-	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	"mib":   func(kb int64) int64 { return (kb + 1023) / 1024 },
+	"age":    age,
+	"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"mib":    func(kb int64) int64 { return (kb + 1023) / 1024 },
+	"memory": memory,
 }).ParseFS(assets, "assets/*.html"))
 
 // Console serves the console.

@@ -278,3 +278,26 @@ func TestEverythingShownIsEscaped(t *testing.T) {
 		}
 	}
 }
+
+func TestASessionsMemoryShowsItsUseAgainstTheLimitWhereTheBackendReadsIt(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		bytes uint64
+		want  string
+	}{
+		{"read from the host's cgroup", 38<<20 + 1, "39 MiB / 256 MiB"},
+		{"not readable here (a pod, a remote daemon)", 0, "≤ 256 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := view{At: now, MemoryMB: 256, Sessions: []sessions.Info{{SessionID: "s1", CreatedAt: now, MemoryBytes: tc.bytes}}}
+			out, err := render("live", v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out), "<td>"+tc.want+"</td>") {
+				t.Errorf("the session's memory is not shown as %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}

@@ -217,4 +217,14 @@ func (c *Console) closeSession(ctx context.Context, id string) (string, error) {
 	return "session " + id + " closed", nil
 }
 
+// memory shows a sandbox's memory use against its limit ("38 MiB / 256
+// MiB"), or the limit alone ("≤ 256 MiB") where its backend cannot read
+// the use (used is 0).
+func memory(used uint64, limitMB int) string {
+	if used == 0 {
+		return fmt.Sprintf("≤ %d MiB", limitMB)
+	}
+	return fmt.Sprintf("%d MiB / %d MiB", (used+1<<20-1)>>20, limitMB)
+}
+
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }

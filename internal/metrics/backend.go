@@ -50,6 +50,9 @@ func (s *timedSandbox) Close() {
 	})
 }
 
+// MemoryUsage is the wrapped sandbox's ([sandbox.MemoryReader]).
+func (s *timedSandbox) MemoryUsage() (bytes uint64, ok bool) { return sandbox.MemoryUsage(s.Sandbox) }
+
 // CountRejections wraps an HTTP handler so that the refusals of the layers
 // inside it (authentication, rate limit, Host and Origin checks) are
 // counted by reason.

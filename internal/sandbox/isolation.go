@@ -134,3 +134,18 @@ func CgroupOOMKills(path string) (kills int, ok bool) {
 	}
 	return 0, false
 }
+
+// CgroupMemoryUsage reads the memory a cgroup's tasks use now from one of
+// paths (cgroup v1's memory.usage_in_bytes, v2's memory.current), the
+// first that can be read; ok is false when none can.
+func CgroupMemoryUsage(paths ...string) (bytes uint64, ok bool) {
+	for _, p := range paths {
+		data, err := os.ReadFile(p) // a cgroup file of one of our sandboxes
+		if err != nil {
+			continue
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+		return v, err == nil
+	}
+	return 0, false
+}

@@ -207,6 +207,23 @@ type Sandbox interface {
 	Close()
 }
 
+// MemoryReader is a sandbox whose backend reads its memory use cheaply
+// from the host (its cgroup's files), for the operator console.
+type MemoryReader interface {
+	// MemoryUsage is the memory the sandbox uses now, in bytes; ok is
+	// false when it cannot be read from here (a remote daemon, a pod).
+	MemoryUsage() (bytes uint64, ok bool)
+}
+
+// MemoryUsage is sb's memory use now, where its backend can read it
+// (MemoryReader); ok is false where it cannot.
+func MemoryUsage(sb Sandbox) (bytes uint64, ok bool) {
+	if m, is := sb.(MemoryReader); is {
+		return m.MemoryUsage()
+	}
+	return 0, false
+}
+
 // Stream tells standard output from standard error.
 type Stream int
 

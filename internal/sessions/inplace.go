@@ -46,6 +46,10 @@ type sharedSandbox struct {
 	workdir  string
 }
 
+// MemoryUsage is the shared sandbox's, all its sessions' together
+// ([sandbox.MemoryReader]).
+func (s *sharedSandbox) MemoryUsage() (bytes uint64, ok bool) { return sandbox.MemoryUsage(s.Sandbox) }
+
 func (s *sharedSandbox) Call(ctx context.Context, job sandbox.Job, onChunk func(sandbox.Chunk)) (*sandbox.Result, error) {
 	r := job.Request
 	if r.Workdir == wire.WorkspacePath {

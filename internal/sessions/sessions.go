@@ -52,6 +52,10 @@ type Info struct {
 	// SandboxID names the session's sandbox, for the audit log; clients do
 	// not see it.
 	SandboxID string `json:"-"`
+	// MemoryBytes is the memory the session's sandbox uses now, where its
+	// backend reads it from the host (0 where it cannot), for the operator
+	// console; clients do not see it.
+	MemoryBytes uint64 `json:"-"`
 }
 
 // File is an entry of list_files, or the answer of read_file.
@@ -590,6 +594,7 @@ func (m *Manager) List(ctx context.Context) []Info {
 		info := m.info(s)
 		if p.Operator {
 			info.Owner = s.owner
+			info.MemoryBytes = s.memoryUsage()
 		}
 		out = append(out, info)
 	}
@@ -600,6 +605,16 @@ func (m *Manager) List(ctx context.Context) []Info {
 		out = []Info{}
 	}
 	return out
+}
+
+// memoryUsage is the memory s's sandbox uses now, or 0 where its backend
+// cannot read it.
+func (s *session) memoryUsage() uint64 {
+	s.mu.Lock()
+	sb := s.sb
+	s.mu.Unlock()
+	n, _ := sandbox.MemoryUsage(sb)
+	return n
 }
 
 func (m *Manager) info(s *session) Info {

@@ -120,6 +120,15 @@ func (s *Sandbox) Ended() <-chan struct{} { return s.link.Ended() }
 // Close removes the sandbox; it is safe to call more than once.
 func (s *Sandbox) Close() { s.closed.Do(s.link.Close) }
 
+// MemoryUsage is the sandbox's memory use now, where its link reads it
+// from the host ([sandbox.MemoryReader]).
+func (s *Sandbox) MemoryUsage() (bytes uint64, ok bool) {
+	if m, is := s.link.(sandbox.MemoryReader); is {
+		return m.MemoryUsage()
+	}
+	return 0, false
+}
+
 // Ready asks the agent whether it, and what the sandbox starts ahead of
 // the job (a warm interpreter, a prestart command), are ready for a job,
 // and waits for its answer ([wire.KindReady] both ways). It is for a sandbox

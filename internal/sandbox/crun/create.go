@@ -391,6 +391,15 @@ func (l *link) OOMKills() int {
 	return -1
 }
 
+// MemoryUsage reads the sandbox's memory use in its host cgroup
+// ([sandbox.MemoryReader]); a gVisor sandbox's holds gVisor's kernel too.
+func (l *link) MemoryUsage() (bytes uint64, ok bool) {
+	if l.b.cgroupV2 {
+		return sandbox.CgroupMemoryUsage(filepath.Join("/sys/fs/cgroup", cgroupParent, l.id, "memory.current"))
+	}
+	return sandbox.CgroupMemoryUsage(filepath.Join("/sys/fs/cgroup/memory", cgroupParent, l.id, "memory.usage_in_bytes"))
+}
+
 // oomFile is the host cgroup file that counts the sandbox's OOM kills.
 func (l *link) oomFile() string {
 	if l.b.cgroupV2 {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -353,4 +354,52 @@ func mustLookup(t *testing.T, name string) languages.Language {
 		t.Fatalf("no language %s", name)
 	}
 	return l
+}
+
+// A crun sandbox's memory use is read from its host cgroup, for the
+// operator console: a session whose program holds 110 MiB shows a use
+// above 100 MiB.
+func TestACrunSandboxsMemoryUseIsReadFromItsHostCgroup(t *testing.T) {
+	b, state := newBackend(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sb, err := b.Create(ctx, sandbox.Template{Image: languages.Builtin().ImageOf(mustLookup(t, "bash")).Tag, MaxLife: time.Minute,
+		Resources: sandbox.Resources{MemoryMB: 512, CPUs: 1, PidsLimit: 64, WorkspaceMB: 4, TmpMB: 4, NoFile: 64, FileSizeMB: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if _, ok := sandbox.MemoryUsage(sb); !ok {
+		t.Fatal("a crun sandbox's memory use cannot be read")
+	}
+	// The program holds 110 MiB in a variable, says so, and waits to be
+	// cancelled.
+	script := `x=$(head -c 115343360 /dev/zero | tr '\0' a); echo allocated ${#x}; sleep 60`
+	job := sandbox.Job{Deadline: time.Minute, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 1 << 16, Session: true,
+		Files:  []wire.File{{Path: "main.sh", Data: []byte(script)}},
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 60_000}}}}
+	allocated := make(chan struct{})
+	var once sync.Once
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = sb.Call(ctx, job, func(c sandbox.Chunk) {
+			if strings.Contains(string(c.Data), "allocated") {
+				once.Do(func() { close(allocated) })
+			}
+		})
+	}()
+	select {
+	case <-allocated:
+	case <-done:
+		t.Fatal("the program ended before it held its memory")
+	}
+	used, ok := sandbox.MemoryUsage(sb)
+	if !ok || used < 100<<20 {
+		t.Errorf("the sandbox's memory use reads %d MiB (ok %v), want more than 100 MiB: its program holds 110 MiB", used>>20, ok)
+	}
+	cancel()
+	<-done
+	sb.Close()
+	requireNoLeftovers(t, b, state)
 }

@@ -104,6 +104,18 @@ func (l *link) OOMKills() int {
 	return -1
 }
 
+// MemoryUsage reads the container's memory use in its host cgroup
+// ([sandbox.MemoryReader]), where the daemon runs on this host; ok is
+// false where the cgroup is not visible from here (a remote daemon).
+func (l *link) MemoryUsage() (bytes uint64, ok bool) {
+	return sandbox.CgroupMemoryUsage(
+		"/sys/fs/cgroup/memory/docker/"+l.id+"/memory.usage_in_bytes",
+		"/sys/fs/cgroup/memory/system.slice/docker-"+l.id+".scope/memory.usage_in_bytes",
+		"/sys/fs/cgroup/docker/"+l.id+"/memory.current",
+		"/sys/fs/cgroup/system.slice/docker-"+l.id+".scope/memory.current",
+	)
+}
+
 // agentExitGrace bounds how long Close waits for the agent to exit on its
 // own once told that nothing more comes.
 const agentExitGrace = 3 * time.Second
