@@ -279,7 +279,7 @@ func TestEverythingShownIsEscaped(t *testing.T) {
 	}
 }
 
-func TestASessionsMemoryShowsItsUseAgainstTheLimitWhereTheBackendReadsIt(t *testing.T) {
+func TestMemoryShowsASandboxsUseAgainstTheLimitWhereTheBackendReadsIt(t *testing.T) {
 	now := time.Now()
 	for _, tc := range []struct {
 		name  string
@@ -290,13 +290,14 @@ func TestASessionsMemoryShowsItsUseAgainstTheLimitWhereTheBackendReadsIt(t *test
 		{"not readable here (a pod, a remote daemon)", 0, "≤ 256 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := view{At: now, MemoryMB: 256, Sessions: []sessions.Info{{SessionID: "s1", CreatedAt: now, MemoryBytes: tc.bytes}}}
+			v := view{At: now, MemoryMB: 256, Sessions: []sessions.Info{{SessionID: "s1", CreatedAt: now, MemoryBytes: tc.bytes}},
+				Running: []executions.Snapshot{{ExecutionID: "x1", Status: "running", StartedAt: now, MemoryBytes: tc.bytes}}}
 			out, err := render("live", v)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(out), "<td>"+tc.want+"</td>") {
-				t.Errorf("the session's memory is not shown as %q:\n%s", tc.want, out)
+			if n := strings.Count(string(out), "<td>"+tc.want+"</td>"); n != 2 {
+				t.Errorf("the session's and the execution's memory are shown as %q %d times, want 2:\n%s", tc.want, n, out)
 			}
 		})
 	}

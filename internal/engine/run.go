@@ -44,6 +44,10 @@ type RunOptions struct {
 	// while the run waits for it ("building image for rust: step 4/9"; see
 	// SetImageBuilds).
 	OnImage func(status string)
+	// OnSandbox, if set, hears the sandbox the run's job goes to once it
+	// has one (again if the job moves to another), for the operator
+	// console's reading of its memory use.
+	OnSandbox func(sandbox.Sandbox)
 }
 
 // Run prepares req and runs it in a fresh sandbox: Prepare, then RunPlan.
@@ -249,6 +253,7 @@ func (e *Engine) execute(ctx context.Context, r *run, src source) (*sandbox.Resu
 	if src.timed() {
 		r.stats.Reached |= StageAcquired
 	}
+	r.heardSandbox(sb)
 	execStart := time.Now()
 	sres, err := src.exec(ctx, sb, r.job, r.opts.OnChunk)
 	r.stats.Exec, r.stats.Reached = time.Since(execStart), r.stats.Reached|StageExecuted
@@ -260,10 +265,19 @@ func (e *Engine) execute(ctx context.Context, r *run, src source) (*sandbox.Resu
 			return nil, err
 		}
 		r.sandboxID = sb.ID()
+		r.heardSandbox(sb)
 		sres, err = src.exec(ctx, sb, r.job, r.opts.OnChunk)
 	}
 	src.release(sb, r)
 	return sres, err
+}
+
+// heardSandbox tells the run's OnSandbox, if any, the sandbox its job
+// goes to.
+func (r *run) heardSandbox(sb sandbox.Sandbox) {
+	if r.opts.OnSandbox != nil {
+		r.opts.OnSandbox(sb)
+	}
 }
 
 // answer shapes the sandbox's result into the run's, with its artifacts,

@@ -66,6 +66,10 @@ type Snapshot struct {
 	Result          *engine.Result `json:"result,omitempty" jsonschema:"the run's full result once finished or cancelled"`
 	Error           string         `json:"error,omitempty" jsonschema:"why the execution failed to run, when status is failed, or why it was interrupted"`
 	Owner           string         `json:"owner,omitempty" jsonschema:"the principal (token name or OAuth subject) whose execution it is; shown to operators only"`
+	// MemoryBytes is the memory a running execution's sandbox uses now,
+	// where this server runs it and its backend reads it from the host (0
+	// otherwise), for the operator console; clients do not see it.
+	MemoryBytes uint64 `json:"-"`
 }
 
 // record is an execution in the state store, under recordKey(id); its
@@ -127,6 +131,9 @@ type Execution struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	outCap   int
+	// sandbox is the sandbox its run's job went to, where the execution
+	// hears of it (Start's; nil for Track's), for its memory use.
+	sandbox *sandboxWatch
 
 	mu          sync.Mutex
 	stdout      []byte
@@ -254,14 +261,15 @@ func (m *Manager) Start(ctx context.Context, req engine.Request) (Snapshot, erro
 		return Snapshot{}, err
 	}
 	queueWait := time.Since(queued)
+	watch := &sandboxWatch{}
 	work := func(ctx context.Context, onChunk func(sandbox.Chunk)) (*engine.Result, error) {
-		return m.eng.RunPlan(ctx, plan, engine.RunOptions{OnChunk: onChunk, Release: release, QueueWait: queueWait})
+		return m.eng.RunPlan(ctx, plan, engine.RunOptions{OnChunk: onChunk, Release: release, QueueWait: queueWait, OnSandbox: watch.heard})
 	}
 	summary := fmt.Sprintf("start_execution: %d bytes of code, %d files, %d args, timeout %ds", len(req.Code), len(req.Files), len(req.Args), req.TimeoutSeconds)
 	if req.SessionID != "" {
 		summary += ", session " + req.SessionID
 	}
-	s, err := m.launch(ctx, owner.Name, plan.Language.Name, plan.Stages(), summary, work)
+	s, err := m.launch(ctx, owner.Name, plan.Language.Name, plan.Stages(), summary, work, watch)
 	if err != nil {
 		release.Release()
 	}
@@ -284,21 +292,52 @@ func (m *Manager) Track(ctx context.Context, language string, stages []string, w
 	if err := m.makeRoom(ctx, owner.Name); err != nil {
 		return Snapshot{}, err
 	}
-	return m.launch(ctx, owner.Name, language, stages, "task", work)
+	return m.launch(ctx, owner.Name, language, stages, "task", work, nil)
+}
+
+// sandboxWatch keeps the sandbox an execution's run's job went to
+// (engine.RunOptions's OnSandbox), for reading its memory use while it
+// runs.
+type sandboxWatch struct {
+	mu sync.Mutex
+	sb sandbox.Sandbox
+}
+
+func (w *sandboxWatch) heard(sb sandbox.Sandbox) {
+	w.mu.Lock()
+	w.sb = sb
+	w.mu.Unlock()
+}
+
+// memoryUsage is the memory the sandbox uses now, or 0 when there is none
+// yet or its backend cannot read it.
+func (w *sandboxWatch) memoryUsage() uint64 {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	sb := w.sb
+	w.mu.Unlock()
+	if sb == nil {
+		return 0
+	}
+	n, _ := sandbox.MemoryUsage(sb)
+	return n
 }
 
 // launch records an execution of owner in the store, in the place makeRoom
-// claimed, and runs work in the background; language and stages name it.
+// claimed, and runs work in the background; language and stages name it, and
+// watch, when not nil, hears of its sandbox.
 // The record is durable before launch returns: the id it answers can be
 // read at once on any replica.
-func (m *Manager) launch(ctx context.Context, owner, language string, stages []string, summary string, work Work) (Snapshot, error) {
+func (m *Manager) launch(ctx context.Context, owner, language string, stages []string, summary string, work Work, watch *sandboxWatch) (Snapshot, error) {
 	limit := time.Duration(m.cfg.Executions.MaxDurationSeconds)*time.Second + time.Duration(m.cfg.Limits.CompileTimeoutSeconds)*time.Second + time.Minute
 	// The run outlives the request but keeps its values (the principal,
 	// for ownership, metrics and logs).
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	x := &Execution{
 		id: newID(), owner: owner, language: language, summary: summary, started: time.Now(), cancel: cancel, done: make(chan struct{}),
-		outCap: m.cfg.Limits.MaxOutputBytes, stages: stages,
+		outCap: m.cfg.Limits.MaxOutputBytes, stages: stages, sandbox: watch,
 	}
 	x.mu.Lock()
 	rec := x.recordLocked(m.replica)
@@ -322,6 +361,9 @@ func (m *Manager) launch(ctx context.Context, owner, language string, stages []s
 			m.flushLoop(x, stopFlush)
 		}()
 		res, err := work(runCtx, x.onChunk)
+		if watch != nil {
+			watch.heard(nil) // the sandbox is gone; the execution keeps no hold on it
+		}
 		x.mu.Lock()
 		x.result, x.err, x.ended = res, err, time.Now()
 		x.mu.Unlock()
@@ -660,6 +702,9 @@ func (m *Manager) List(ctx context.Context) []Snapshot {
 		s := withoutOutput(m.snapshotOf(ctx, f, 0, 0))
 		if p.Operator {
 			s.Owner = f.owner()
+			if f.x != nil && s.Status == StatusRunning {
+				s.MemoryBytes = f.x.sandbox.memoryUsage()
+			}
 		}
 		out = append(out, s)
 	}

@@ -17,7 +17,9 @@ import (
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/crun"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
@@ -402,4 +404,87 @@ func TestACrunSandboxsMemoryUseIsReadFromItsHostCgroup(t *testing.T) {
 	<-done
 	sb.Close()
 	requireNoLeftovers(t, b, state)
+}
+
+// The operator's listings carry a live session's and a running execution's
+// memory use, read from their crun sandboxes' host cgroups: each holds
+// 110 MiB and lists more than 100 MiB.
+func TestAnOperatorsListingsCarryTheMemoryCrunSandboxesUse(t *testing.T) {
+	b, state := newBackend(t)
+	reg := languages.Builtin()
+	for _, lang := range []string{"bash", "python"} {
+		testutil.RequireImage(t, testutil.Backend(t), reg, lang)
+	}
+	cfg := config.Default()
+	cfg.Pool.Size, cfg.Limits.MemoryMB = 0, 512
+	e := newEngine(t, b, &cfg)
+	ctx := principal.WithContext(context.Background(), principal.Principal{Name: "alice"})
+	operator := principal.WithContext(context.Background(), principal.Principal{Name: "ops", Operator: true})
+	sess := sessions.NewManager(e)
+	closeSessions := sync.OnceFunc(sess.Shutdown)
+	defer closeSessions()
+	s, err := sess.Create(ctx, "python", 0, sessions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := sess.Run(ctx, engine.Request{SessionID: s.SessionID, Code: `x = b"a" * (110 << 20)`}, engine.RunOptions{}); err != nil || r.Status != engine.StatusOK {
+		t.Fatalf("the session's cell: %+v, %v", r, err)
+	}
+	sessionsMemory := map[string]uint64{}
+	for _, info := range sess.List(operator) {
+		sessionsMemory[info.SessionID] = info.MemoryBytes
+	}
+	requireHeld(t, "session", s.SessionID, sessionsMemory)
+
+	execs := executions.NewManager(e)
+	closeExecutions := sync.OnceFunc(func() { execs.Shutdown(context.Background()) })
+	defer closeExecutions()
+	x, err := execs.Start(ctx, engine.Request{Language: "bash", Code: `x=$(head -c 115343360 /dev/zero | tr '\0' a); echo allocated ${#x}; sleep 60`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = execs.Cancel(ctx, x.ExecutionID) }()
+	// The program says when it holds its memory; its output is polled
+	// until then.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		g, err := execs.Get(ctx, x.ExecutionID, 0, 0, 0)
+		if err != nil || g.Status != executions.StatusRunning {
+			t.Fatalf("the execution ended (%s, %v) before it held its memory: %q %q", g.Status, err, g.Stdout, g.Stderr)
+		}
+		if strings.Contains(g.Stdout, "allocated") {
+			break
+		}
+		<-tick.C
+	}
+	executionsMemory := map[string]uint64{}
+	for _, l := range execs.List(operator) {
+		executionsMemory[l.ExecutionID] = l.MemoryBytes
+	}
+	requireHeld(t, "execution", x.ExecutionID, executionsMemory)
+	if _, err := execs.Cancel(ctx, x.ExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	closeExecutions()
+	closeSessions()
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	requireNoLeftovers(t, b, state)
+}
+
+// requireHeld checks that the operator's listing, the memory each id's
+// sandbox uses, has id's above 100 MiB (its program holds 110).
+func requireHeld(t *testing.T, what, id string, listing map[string]uint64) {
+	t.Helper()
+	used, ok := listing[id]
+	switch {
+	case !ok:
+		t.Errorf("the operator's listing misses %s %s", what, id)
+	case used < 100<<20:
+		t.Errorf("the %s holding 110 MiB lists %d MiB", what, used>>20)
+	}
 }
