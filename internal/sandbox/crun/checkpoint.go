@@ -80,6 +80,10 @@ type checkpointTools struct {
 	// kdatKept says the backend keeps CRIU's kernel facts cache
 	// (keepKernelFacts) and links it before each checkpoint and restore.
 	kdatKept bool
+	// netConf is CRIU's configuration file of each crun operation
+	// ("checkpoint", "restore"), which leaves the sandbox's network
+	// namespace out of its images (criunet.go); nil where it cannot.
+	netConf map[string]string
 }
 
 func (t *checkpointTools) crun() string { return filepath.Join(t.dir, "bin", "crun") }
@@ -101,6 +105,11 @@ func (b *Backend) CheckpointSupport() error {
 		if err := t.keepKernelFacts(); err != nil {
 			b.log.Warn("CRIU probes the kernel at every checkpoint and restore: its cache is not kept", "err", err)
 		}
+		conf, err := prepareCRIUNet(filepath.Join(b.opts.StateDir, criuNetDir))
+		if err != nil {
+			b.log.Warn("CRIU saves and restores each sandbox's network namespace with ip and iptables", "err", err)
+		}
+		t.netConf = conf
 	})
 	return t.err
 }
@@ -485,6 +494,9 @@ func (b *Backend) criu(ctx context.Context, op, id, work string, args ...string)
 	}
 	cmd := exec.CommandContext(cctx, b.tools.crun(), full...) // the tools' own binary, our bundle and sandbox
 	cmd.Env = b.tools.env()
+	if conf := b.tools.netConf[op]; conf != "" {
+		cmd.Env = append(cmd.Env, "CRIU_CONFIG_FILE="+conf)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// A file, not a pipe: a restored sandbox would hold a pipe open, and
 	// nothing would read its end.

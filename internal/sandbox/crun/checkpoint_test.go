@@ -7,8 +7,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
 // requireCheckpoints fails the test under CI=true (which installs the
@@ -120,5 +123,80 @@ func TestACheckpointIsRestoredByAnotherServerAndAFailedRestoreLeavesNothing(t *t
 	mounts, _ := os.ReadFile("/proc/self/mounts")
 	if strings.Contains(string(mounts), host) {
 		t.Errorf("a mount of sandbox %s remains after a failed restore", host)
+	}
+}
+
+// netProbe prints the sandbox's network namespace, its interfaces (as
+// /proc and /sys see them), loopback's flags (0x9: up), whether ::1 is
+// there, and what a connection to 127.0.0.1 meets: refused on a loopback
+// that is up, unreachable on one that is down.
+const netProbe = `readlink /proc/self/ns/net
+echo "ifaces $(ls /sys/class/net | tr '\n' ' ')"
+echo "proc $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')"
+echo "flags $(cat /sys/class/net/lo/flags)"
+echo "v6 $(awk '{print $1, $6}' /proc/net/if_inet6 | tr '\n' ' ')"
+(exec 3<>/dev/tcp/127.0.0.1/9) 2>&1 | sed 's/.*: //' | sort -u
+`
+
+// TestARestoredSandboxHasANewNetworkNamespaceOfLoopbackAlone: CRIU leaves
+// the sandbox's network namespace out of its checkpoint (criunet.go), and
+// a restore gives the sandbox a new one: not the one it was dumped with,
+// nor another sandbox's, with loopback alone, up, refusing a connection
+// to a port nothing listens on, as before the checkpoint.
+func TestARestoredSandboxHasANewNetworkNamespaceOfLoopbackAlone(t *testing.T) {
+	_, b := reattachBackends(t)
+	requireCheckpoints(t, b)
+	if b.tools.netConf == nil {
+		t.Fatal("CRIU's configuration that leaves the network namespace out is not in use")
+	}
+	ctx := context.Background()
+	tmpl := sessionTemplate(t)
+	probe := func(sb sandbox.Sandbox) []string {
+		t.Helper()
+		res, err := sb.Call(ctx, bashJob(netProbe), nil)
+		if err != nil || len(res.Stages) != 1 || res.AgentError != "" {
+			t.Fatalf("the network probe: %+v, %v", res, err)
+		}
+		return strings.Split(strings.TrimSpace(string(res.Stages[0].Stdout)), "\n")
+	}
+	want := []string{"ifaces lo ", "proc lo ", "flags 0x9", "v6 00000000000000000000000000000001 lo ", "Connection refused"}
+	sb, err := b.Create(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := probe(sb)
+	if !slices.Equal(before[1:], want) {
+		t.Fatalf("before the checkpoint the sandbox's network reads %q, want %q", before[1:], want)
+	}
+	other, err := b.Create(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	dir := filepath.Join(t.TempDir(), "checkpoint")
+	if err := b.Checkpoint(ctx, sb, dir); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	restored, err := b.Restore(ctx, tmpl, dir, nil)
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	defer restored.Close()
+	after := probe(restored)
+	if !slices.Equal(after[1:], want) {
+		t.Errorf("after the restore the sandbox's network reads %q, want %q", after[1:], want)
+	}
+	if after[0] == before[0] || !strings.HasPrefix(after[0], "net:[") {
+		t.Errorf("the restored sandbox's network namespace is %q, the dumped one was %q", after[0], before[0])
+	}
+	if o := probe(other)[0]; o == after[0] || o == before[0] {
+		t.Errorf("another sandbox's network namespace %q is the restored one's (%q) or the dumped one's (%q)", o, after[0], before[0])
+	}
+	// The dump holds no network state of the sandbox, and the restore ran
+	// none of the tools that would put it back.
+	for _, img := range []string{"ifaddr", "route", "rule", "iptables", "ip6tables", "netdev"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, checkpointImages, img+"-*.img")); len(m) > 0 {
+			t.Errorf("the checkpoint holds the sandbox's network state: %v", m)
+		}
 	}
 }
