@@ -306,7 +306,7 @@ func waitForRemovals(ctx context.Context, st *stack) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	_ = st.engine.Close(wctx)
-	_, _ = st.backend.RemoveOwn(wctx)
+	_, _ = st.backend.RemoveOwn(wctx, "")
 }
 
 // smokeRun runs l's test program in a real hardened sandbox and returns a

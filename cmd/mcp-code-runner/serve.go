@@ -75,6 +75,7 @@ and cancel everyone's work; quotas (--quotas-*) bound each token's share.`,
 			}
 			srv := server.New(st.parts(), server.Options{HTTPAddr: httpAddr, Tokens: tokens, Audit: auditLog, Version: version})
 			if err := srv.Start(cmd.Context()); err != nil {
+				srv.Shutdown()
 				return err
 			}
 			err = srv.Wait()

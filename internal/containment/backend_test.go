@@ -412,7 +412,7 @@ func (v *crunView) checkNoLeftovers(t *testing.T) {
 		return err == nil && len(left) == 0
 	}) {
 		t.Errorf("crun sandbox(es) left behind after the runs: %v (%v)", left, err)
-		_, _ = v.b.RemoveOwn(context.Background())
+		_, _ = v.b.RemoveOwn(context.Background(), "")
 	}
 }
 

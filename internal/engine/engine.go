@@ -54,6 +54,14 @@ func WithStore(st store.Store) Option {
 	return func(e *Engine) { e.state = st }
 }
 
+// WithInstance names the server the engine's sandboxes are made for, in
+// their templates (sandbox.Template.Instance): that server's shutdown
+// removes its own sandboxes and leaves those of the other servers in its
+// process. Without it the name is "", an engine no server runs.
+func WithInstance(name string) Option {
+	return func(e *Engine) { e.instance = name }
+}
+
 // deadlineGrace is added to the stage timeouts for the sandbox's own start
 // and stop when the backend bounds its whole life.
 const deadlineGrace = 15 * time.Second
@@ -86,6 +94,8 @@ type Engine struct {
 	imageBuilds ImageBuilds // nil: no image is built in the background
 
 	toolBroker ToolBroker // nil: no run may name tools (code mode)
+
+	instance string // the server the sandboxes are made for (WithInstance)
 
 	versionSource RuntimeVersions // nil: none reported
 	versionsMu    sync.Mutex

@@ -49,12 +49,12 @@ type echoBackend struct{ made atomic.Int64 }
 func (b *echoBackend) Create(context.Context, sandbox.Template) (sandbox.Sandbox, error) {
 	return &echoSandbox{id: fmt.Sprintf("echo-%d", b.made.Add(1)), ended: make(chan struct{})}, nil
 }
-func (b *echoBackend) Check(context.Context) error              { return nil }
-func (b *echoBackend) CheckImage(context.Context, string) error { return nil }
-func (b *echoBackend) Architecture(context.Context) string      { return "amd64" }
-func (b *echoBackend) Sweep(context.Context) (int, error)       { return 0, nil }
-func (b *echoBackend) RemoveOwn(context.Context) (int, error)   { return 0, nil }
-func (b *echoBackend) Close() error                             { return nil }
+func (b *echoBackend) Check(context.Context) error                    { return nil }
+func (b *echoBackend) CheckImage(context.Context, string) error       { return nil }
+func (b *echoBackend) Architecture(context.Context) string            { return "amd64" }
+func (b *echoBackend) Sweep(context.Context) (int, error)             { return 0, nil }
+func (b *echoBackend) RemoveOwn(context.Context, string) (int, error) { return 0, nil }
+func (b *echoBackend) Close() error                                   { return nil }
 
 type echoSandbox struct {
 	id    string

@@ -37,6 +37,7 @@ func (e *Engine) Template(lang languages.Language) sandbox.Template {
 		Resources: res,
 		MaxLife:   time.Duration(e.cfg.Pool.MaxIdleSeconds)*time.Second + maxJob,
 		Purpose:   lang.Name,
+		Instance:  e.instance,
 	}
 }
 

@@ -94,6 +94,12 @@ type Template struct {
 	// waits this long for a server to re-attach (Reattacher). A backend
 	// that cannot re-attach ignores it.
 	ReattachGrace time.Duration
+	// Instance names the server, within its process, that the sandbox is
+	// made for: several servers may share a process and a backend (bench,
+	// tests), and a server's shutdown removes its own sandboxes only
+	// (RemoveOwn). "" is an engine that no server runs (a one-shot
+	// command's).
+	Instance string
 }
 
 // Ref is what a server that did not create a sandbox needs to re-attach to
@@ -286,9 +292,12 @@ type Backend interface {
 	Architecture(ctx context.Context) string
 	// Sweep removes sandboxes that a dead server left behind.
 	Sweep(ctx context.Context) (removed int, err error)
-	// RemoveOwn removes every sandbox this server made; it is for shutdown,
-	// after the runs in flight have ended.
-	RemoveOwn(ctx context.Context) (removed int, err error)
+	// RemoveOwn removes every sandbox this process made for instance
+	// (their templates' Instance); it is for a server's shutdown, after
+	// its runs in flight have ended. The sandboxes of the process's other
+	// servers stay, and so do those it re-attached to: their sessions
+	// remove them.
+	RemoveOwn(ctx context.Context, instance string) (removed int, err error)
 	// Close releases the backend's resources.
 	Close() error
 }

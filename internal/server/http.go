@@ -41,18 +41,18 @@ func httpOptions(h config.HTTP, host string, tokens []config.Token) transport.HT
 	}
 }
 
-// serveHTTP serves MCP over Streamable HTTP on opts.HTTPAddr, beside the
-// probes, the metrics route and, on a shared store, the calls other
-// replicas forward, until ctx ends.
-func (s *Server) serveHTTP(ctx context.Context) error {
+// listenHTTP binds the Streamable HTTP listener on opts.HTTPAddr and
+// returns what serves MCP on it, beside the probes, the metrics route and,
+// on a shared store, the calls other replicas forward, until ctx ends.
+func (s *Server) listenHTTP(ctx context.Context) (serve func() error, err error) {
 	addr, tokens := s.opts.HTTPAddr, s.opts.Tokens
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8080", addr)
+		return nil, fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8080", addr)
 	}
 	h := s.cfg.HTTP
 	if !transport.IsLoopback(host) && len(tokens) == 0 && h.OAuthIssuer == "" {
-		return fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN, or http.oauth_issuer) so that only your clients can run code, or listen on 127.0.0.1", addr)
+		return nil, fmt.Errorf("--http %s listens beyond this machine: set --auth-token (or MCR_AUTH_TOKEN, or http.oauth_issuer) so that only your clients can run code, or listen on 127.0.0.1", addr)
 	}
 	mux := http.NewServeMux()
 	httpOpts := httpOptions(h, host, tokens)
@@ -80,21 +80,18 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 		if errors.Is(err, syscall.EADDRINUSE) && !h.ReusePort {
 			hint = " (another process has the port: choose another, or set http.reuse_port on every server that shares it)"
 		}
-		return fmt.Errorf("listening on %s: %w%s", addr, err, hint)
+		return nil, fmt.Errorf("listening on %s: %w%s", addr, err, hint)
 	}
 	if err := s.listenHealthSocket(ctx); err != nil {
 		ln.Close()
-		return err
+		return nil, err
 	}
 	leave, err := s.joinReplicas(ctx, mux, ln.Addr())
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("joining the other replicas: %w", err)
+		return nil, fmt.Errorf("joining the other replicas: %w", err)
 	}
-	if leave != nil {
-		defer leave()
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.addr = ln.Addr()
 	names := make([]string, 0, len(tokens))
 	for _, t := range tokens {
 		if t.Operator {
@@ -103,7 +100,18 @@ func (s *Server) serveHTTP(ctx context.Context) error {
 			names = append(names, t.Name)
 		}
 	}
-	s.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "tokens", names, "reuse_port", h.ReusePort)
+	s.log.Info("serving MCP over Streamable HTTP", "url", s.URL(), "tokens", names, "reuse_port", h.ReusePort)
+	return func() error {
+		if leave != nil {
+			defer leave()
+		}
+		return s.serveHTTP(ctx, ln, mux)
+	}, nil
+}
+
+// serveHTTP serves mux on ln until ctx ends.
+func (s *Server) serveHTTP(ctx context.Context, ln net.Listener, mux *http.ServeMux) error {
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

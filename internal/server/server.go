@@ -6,13 +6,19 @@
 // executions and sessions a stopped server left, the MCP server, then the
 // stdio or HTTP transport), [Server.Wait] returns when serving ends, and
 // [Server.Shutdown] gives runs in flight their grace, then ends
-// executions, sessions, the engine and the sandboxes this server made.
+// executions, sessions, the engine and the sandboxes this server made:
+// its own, not those of other servers in the same process (bench and the
+// tests run several), which its engine tells apart by the server's
+// instance name on every sandbox it makes.
 package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -97,6 +103,12 @@ type Server struct {
 	backendChoice string
 	replica       string
 	opts          Options
+	// instance names this server on the sandboxes its engine makes
+	// (engine.WithInstance), so that its shutdown removes those and no
+	// other server's of the process.
+	instance string
+	// addr is the HTTP listener's address once Start has bound it.
+	addr net.Addr
 
 	execs    *executions.Manager
 	sess     *sessions.Manager
@@ -125,20 +137,28 @@ func New(parts Parts, opts Options) *Server {
 	}
 	s := &Server{cfg: parts.Config, reg: parts.Registry, backend: parts.Backend, store: st, gate: g, builds: &images.Builds{},
 		log: log, metrics: parts.Metrics, backendChoice: parts.BackendChoice, replica: parts.Replica, opts: opts,
-		served: make(chan error, 1), stopAfterGrace: func() bool { return false }}
+		instance: newInstance(), served: make(chan error, 1), stopAfterGrace: func() bool { return false }}
 	s.codeMode = s.newCodeMode()
 	s.engine = s.newEngine(parts.EngineOptions)
 	return s
 }
 
+// newInstance is a new server's instance name: random, so that no two
+// servers of a process share one.
+func newInstance() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "server-" + hex.EncodeToString(b[:])
+}
+
 // newEngine makes the server's engine on its backend (counted by the
-// metrics when they are served), keeping outputs in the server's store,
-// its sandboxes' network through the gate, its runs waiting for the
-// images the background builder makes, and their tools brokered by code
-// mode.
+// metrics when they are served), its sandboxes named after this server,
+// keeping outputs in the server's store, its sandboxes' network through
+// the gate, its runs waiting for the images the background builder makes,
+// and their tools brokered by code mode.
 func (s *Server) newEngine(extra []engine.Option) *engine.Engine {
 	sb := s.backend
-	opts := []engine.Option{engine.WithStore(s.store), engine.WithGate(s.gate), engine.WithImageBuilds(s.builds)}
+	opts := []engine.Option{engine.WithInstance(s.instance), engine.WithStore(s.store), engine.WithGate(s.gate), engine.WithImageBuilds(s.builds)}
 	if s.metrics != nil {
 		sb = s.metrics.Backend(sb)
 		opts = append(opts, engine.WithObserver(s.metrics))
@@ -151,9 +171,10 @@ func (s *Server) newEngine(extra []engine.Option) *engine.Engine {
 
 // Start brings the server up and starts its transport; serving ends when
 // ctx does (or, on stdio, when the client leaves, or when the HTTP
-// listener cannot bind or fails). An error (a check the backend cannot
-// pass, a store that refuses the recovery) stops the start where it is,
-// and the caller returns it.
+// listener fails). An error (a check the backend cannot pass, a store
+// that refuses the recovery, a listener that cannot bind) stops the start
+// where it is; the caller shuts the server down and returns it. With
+// HTTP, the listener is bound when Start returns (URL).
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.listenMetrics(ctx); err != nil {
 		return err
@@ -218,9 +239,27 @@ func (s *Server) Start(ctx context.Context) error {
 		go func() { s.served <- s.mcp.Run(ctx, transport.NewStdio()) }()
 		return nil
 	}
-	go func() { s.served <- s.serveHTTP(ctx) }()
+	serve, err := s.listenHTTP(ctx)
+	if err != nil {
+		return err
+	}
+	go func() { s.served <- serve() }()
 	return nil
 }
+
+// URL is the MCP endpoint of the HTTP listener Start bound
+// ("http://127.0.0.1:41234/mcp" for an HTTPAddr of 127.0.0.1:0); "" on
+// stdio or before Start.
+func (s *Server) URL() string {
+	if s.addr == nil {
+		return ""
+	}
+	return "http://" + s.addr.String() + "/mcp"
+}
+
+// Engine is the server's engine, for those in its process that watch it
+// or run on it beside MCP (bench's pools and engine-path runs).
+func (s *Server) Engine() *engine.Engine { return s.engine }
 
 // Wait returns when serving ends: nil for a shutdown or a client that
 // left, else why the transport stopped.
@@ -236,10 +275,11 @@ func (s *Server) grace() time.Duration {
 	return time.Duration(s.cfg.ShutdownGraceSeconds) * time.Second
 }
 
-// Shutdown stops what Start started: runs in flight see their contexts
-// end, their sandboxes are killed and removed; executions end as
-// interrupted, sessions close, the warm pool drains, and the sandboxes this
-// server made are removed, all within the grace period and shutdownGrace.
+// Shutdown stops what Start started (as far as it got): runs in flight
+// see their contexts end, their sandboxes are killed and removed;
+// executions end as interrupted, sessions close, the warm pool drains,
+// and the sandboxes this server made are removed, all within the grace
+// period and shutdownGrace. Other servers of the process keep theirs.
 func (s *Server) Shutdown() {
 	defer s.stopAfterGrace()
 	wctx, cancel := context.WithTimeout(context.Background(), s.grace()+shutdownGrace)
@@ -262,7 +302,7 @@ func (s *Server) Shutdown() {
 	if s.codeMode != nil {
 		s.codeMode.Close()
 	}
-	if n, err := s.backend.RemoveOwn(wctx); err == nil && n > 0 {
+	if n, err := s.backend.RemoveOwn(wctx, s.instance); err == nil && n > 0 {
 		s.log.Info("removed sandboxes at shutdown", "count", n)
 	}
 }

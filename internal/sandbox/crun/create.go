@@ -57,6 +57,10 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		b.destroy(id)
 		return nil, fmt.Errorf("crun sandbox bundle: %w", err)
 	}
+	if err := recordInstance(bundle, t.Instance); err != nil {
+		b.destroy(id)
+		return nil, err
+	}
 	// A sandbox with network access keeps its network namespace of loopback
 	// alone; its agent relays wire.EgressListen to the socket of its own
 	// proxy, which every removal of the sandbox removes too.

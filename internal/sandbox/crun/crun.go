@@ -277,13 +277,33 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 	return removed, err
 }
 
-// RemoveOwn removes every sandbox this server process made or re-attached
-// to.
-func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
+// RemoveOwn removes every sandbox this process made (or restored) for
+// instance.
+func (b *Backend) RemoveOwn(ctx context.Context, instance string) (int, error) {
 	return b.removeWhere(ctx, func(id string, s sandboxID) bool {
 		pid, start, hostTag := b.ownerOf(id, s)
-		return pid+"-"+start+"-"+hostTag == b.owner.NameFields()
+		return pid+"-"+start+"-"+hostTag == b.owner.NameFields() && b.instanceOf(id) == instance
 	})
+}
+
+// instanceFile, in a sandbox's bundle, names the server within its process
+// that the sandbox was made for (sandbox.Template.Instance): a sandbox's
+// name has no room for it.
+const instanceFile = "instance"
+
+// recordInstance writes instance into a new sandbox's bundle.
+func recordInstance(bundle, instance string) error {
+	if err := os.WriteFile(filepath.Join(bundle, instanceFile), []byte(instance), 0o600); err != nil {
+		return fmt.Errorf("crun sandbox bundle: %w", err)
+	}
+	return nil
+}
+
+// instanceOf is the instance sandbox id was made for, as its bundle
+// records it ("" when it records none).
+func (b *Backend) instanceOf(id string) string {
+	data, _ := os.ReadFile(filepath.Join(b.bundlesDir(), id, instanceFile)) // in our bundle
+	return string(data)
 }
 
 // removeWhere removes every sandbox in the bundles directory that match

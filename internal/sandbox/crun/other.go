@@ -36,12 +36,12 @@ func (b *Backend) Client() *client.Client { return b.cli }
 func (b *Backend) Create(context.Context, sandbox.Template) (sandbox.Sandbox, error) {
 	return nil, unavailable()
 }
-func (b *Backend) Check(context.Context) error              { return unavailable() }
-func (b *Backend) CheckImage(context.Context, string) error { return unavailable() }
-func (b *Backend) Architecture(context.Context) string      { return "" }
-func (b *Backend) Sweep(context.Context) (int, error)       { return 0, nil }
-func (b *Backend) RemoveOwn(context.Context) (int, error)   { return 0, nil }
-func (b *Backend) Close() error                             { return nil }
+func (b *Backend) Check(context.Context) error                    { return unavailable() }
+func (b *Backend) CheckImage(context.Context, string) error       { return unavailable() }
+func (b *Backend) Architecture(context.Context) string            { return "" }
+func (b *Backend) Sweep(context.Context) (int, error)             { return 0, nil }
+func (b *Backend) RemoveOwn(context.Context, string) (int, error) { return 0, nil }
+func (b *Backend) Close() error                                   { return nil }
 
 // DefaultCheckpointTools is where scripts/checkpoint-tools.sh installs the
 // checkpoint tools.

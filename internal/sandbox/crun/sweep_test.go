@@ -20,7 +20,9 @@ import (
 // TestSweepRemovesWhatAGoneServerLeft starts a sandbox as a server that is
 // gone (PID 1 with a start time it never had) would have, and one of this
 // process; the sweep removes the first (its container, its processes, its
-// bundle, its image root), RemoveOwn the second, and Close unmounts.
+// bundle, its image root), RemoveOwn the second and not a third made for
+// another server of this process (whose RemoveOwn removes it), and Close
+// unmounts.
 func TestSweepRemovesWhatAGoneServerLeft(t *testing.T) {
 	cli := testutil.RequireDocker(t)
 	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-sweep-test-%d", os.Getpid()))
@@ -62,6 +64,16 @@ func TestSweepRemovesWhatAGoneServerLeft(t *testing.T) {
 	if err := own.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Another server of this process, on the same backend.
+	siblingTmpl := tmpl
+	siblingTmpl.Instance = "sibling"
+	sibling, err := live.Create(ctx, siblingTmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sibling.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := live.Sweep(ctx); err != nil || n != 1 {
 		t.Errorf("sweep removed %d (%v), want the gone server's 1", n, err)
 	}
@@ -73,13 +85,21 @@ func TestSweepRemovesWhatAGoneServerLeft(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "rootfs", goneRoots)); !os.IsNotExist(err) {
 		t.Errorf("the gone server's image roots remain: %v", err)
 	}
-	if n, err := live.RemoveOwn(ctx); err != nil || n != 1 {
+	if n, err := live.RemoveOwn(ctx, ""); err != nil || n != 1 {
 		t.Errorf("RemoveOwn removed %d (%v), want this server's 1", n, err)
 	}
 	select {
 	case <-own.Ended():
 	case <-time.After(10 * time.Second):
 		t.Error("this server's sandbox still runs after RemoveOwn")
+	}
+	select {
+	case <-sibling.Ended():
+		t.Error("RemoveOwn removed the sandbox of another server of this process")
+	default:
+	}
+	if n, err := live.RemoveOwn(ctx, "sibling"); err != nil || n != 1 {
+		t.Errorf("RemoveOwn of the other server removed %d (%v), want its 1", n, err)
 	}
 	out, _ := exec.Command(live.crun, "--root", live.crunRoot(), "list", "--quiet").CombinedOutput()
 	entries, _ := os.ReadDir(live.bundlesDir())

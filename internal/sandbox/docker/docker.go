@@ -21,13 +21,16 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
-// Labels that mark a container as one of ours.
+// Labels that mark a container as one of ours. LabelInstance is the server
+// within its process that the container is made for
+// (sandbox.Template.Instance): its shutdown removes its own.
 const (
 	LabelManaged   = "io.mcp-code-runner.managed"
 	LabelOwner     = "io.mcp-code-runner.owner"
 	LabelOwnerHost = "io.mcp-code-runner.owner-host"
 	LabelOwnerPID  = "io.mcp-code-runner.owner-pid"
 	LabelOwnerBoot = "io.mcp-code-runner.owner-start"
+	LabelInstance  = "io.mcp-code-runner.instance"
 	LabelExpires   = "io.mcp-code-runner.expires"
 	LabelPurpose   = "io.mcp-code-runner.purpose"
 )

@@ -34,6 +34,7 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		LabelOwnerHost: b.owner.Host,
 		LabelOwnerPID:  strconv.Itoa(b.owner.PID),
 		LabelOwnerBoot: b.owner.Start,
+		LabelInstance:  t.Instance,
 		LabelExpires:   strconv.FormatInt(expires, 10),
 		LabelPurpose:   t.Purpose,
 	}

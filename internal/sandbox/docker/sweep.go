@@ -110,9 +110,9 @@ func checkStatic(path string) error {
 	return nil
 }
 
-// RemoveOwn removes every container this server made; it is for shutdown,
-// after the runs in flight have ended.
-func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
+// RemoveOwn removes every container this process made for instance; it is
+// for a server's shutdown, after the runs in flight have ended.
+func (b *Backend) RemoveOwn(ctx context.Context, instance string) (int, error) {
 	list, err := dockerengine.ListContainers(ctx, b.cli, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", LabelOwner+"="+b.owner.ID),
@@ -120,8 +120,13 @@ func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("listing own sandbox containers: %w", err)
 	}
+	removed := 0
 	for _, c := range list.Items {
+		if c.Labels[LabelInstance] != instance {
+			continue // another server's of this process
+		}
 		b.remove(c.ID)
+		removed++
 	}
-	return len(list.Items), nil
+	return removed, nil
 }

@@ -97,6 +97,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		return nil, err
 	}
 	l.onClose = func() { b.forget(id) }
+	l.instance = t.Instance
 	b.mu.Lock()
 	b.live[id] = l
 	b.created++
@@ -238,30 +239,39 @@ func (b *Backend) Architecture(context.Context) string {
 // Sweep removes nothing: no other server shares this backend.
 func (b *Backend) Sweep(context.Context) (int, error) { return 0, nil }
 
-// RemoveOwn removes every sandbox still live.
-func (b *Backend) RemoveOwn(context.Context) (int, error) {
+// RemoveOwn removes every sandbox still live that was made for instance.
+func (b *Backend) RemoveOwn(_ context.Context, instance string) (int, error) {
+	return b.removeWhere(func(l *link) bool { return l.instance == instance }), nil
+}
+
+// Close removes every sandbox still live.
+func (b *Backend) Close() error {
+	b.removeWhere(func(*link) bool { return true })
+	return nil
+}
+
+// removeWhere removes the live sandboxes match selects and returns how
+// many.
+func (b *Backend) removeWhere(match func(*link) bool) int {
 	b.mu.Lock()
 	var links []*link
 	for _, l := range b.live {
-		links = append(links, l)
+		if match(l) {
+			links = append(links, l)
+		}
 	}
 	b.mu.Unlock()
 	for _, l := range links {
 		l.Close()
 	}
-	return len(links), nil
-}
-
-// Close removes every sandbox still live.
-func (b *Backend) Close() error {
-	_, err := b.RemoveOwn(context.Background())
-	return err
+	return len(links)
 }
 
 // link is one in-process sandbox: the agent serves on agentIn/agentOut,
 // and the host's frames pass through translate on their way in.
 type link struct {
 	workspace string
+	instance  string // the template's Instance
 
 	toAgent   *os.File // the host's end of the agent's input (via translate)
 	fromAgent *os.File // the host's end of the agent's output

@@ -356,16 +356,21 @@ func (b *Backend) ownerAlive(ctx context.Context, annotations map[string]string)
 	return b.opts.Pod.Owner.alive(annotations)
 }
 
-// RemoveOwn deletes every sandbox pod this server made; it is for
-// shutdown, after the runs in flight have ended.
-func (b *Backend) RemoveOwn(ctx context.Context) (int, error) {
+// RemoveOwn deletes every sandbox pod this process made for instance; it
+// is for a server's shutdown, after the runs in flight have ended.
+func (b *Backend) RemoveOwn(ctx context.Context, instance string) (int, error) {
 	pods := b.cs.CoreV1().Pods(b.opts.Pod.Namespace)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: LabelOwner + "=" + b.opts.Pod.Owner.labelValue()})
 	if err != nil {
 		return 0, b.classify(err, "listing own sandbox pods")
 	}
+	removed := 0
 	for _, p := range list.Items {
+		if p.Annotations[AnnotationInstance] != instance {
+			continue // another server's of this process
+		}
 		b.deletePod(p.Name)
+		removed++
 	}
-	return len(list.Items), nil
+	return removed, nil
 }

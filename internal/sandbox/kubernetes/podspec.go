@@ -36,6 +36,9 @@ const (
 	AnnotationOwnerBoot = "mcp-code-runner.io/owner-start"
 	AnnotationOwnerPod  = "mcp-code-runner.io/owner-pod"
 	AnnotationExpires   = "mcp-code-runner.io/expires"
+	// AnnotationInstance is the server within its process that the pod is
+	// made for (sandbox.Template.Instance): its shutdown removes its own.
+	AnnotationInstance = "mcp-code-runner.io/instance"
 )
 
 // Names and paths inside every sandbox pod.
@@ -154,6 +157,7 @@ func Pod(t sandbox.Template, o PodOptions, now time.Time) *corev1.Pod {
 				AnnotationOwnerPID:  strconv.Itoa(o.Owner.PID),
 				AnnotationOwnerBoot: o.Owner.Start,
 				AnnotationExpires:   strconv.FormatInt(expires, 10),
+				AnnotationInstance:  t.Instance,
 			},
 		},
 		Spec: corev1.PodSpec{
