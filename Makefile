@@ -8,7 +8,8 @@ GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 
 IMAGE    ?= mcp-code-runner:latest
 
-.PHONY: all build cross image docker gvisor images images-all images-ml checkpoint-tools run serve-stdio test test-fast test-go test-e2e test-conformance test-engines fuzz bench lint clean \
+.PHONY: all build cross image docker gvisor images images-all images-ml checkpoint-tools run serve-stdio test test-fast test-go test-e2e test-conformance test-engines \
+	test-binaries test-go-packages test-go-batteries test-e2e-run test-conformance-run test-engines-run e2e-deps fuzz bench lint clean \
 	k8s-build k8s-up k8s-images k8s-down test-k8s bench-k8s k8s-deploy-check
 
 all: build
@@ -105,17 +106,28 @@ serve-stdio: build
 
 # Every test: the fast tier, Go unit and Docker tests, then real MCP clients
 # end to end. The language tests cover every language, so every image but
-# python-ml is built first.
-test: images-all checkpoint-tools gvisor
+# python-ml is built first. After the fast tier the Docker-heavy parts run in
+# two lanes side by side (scripts/lanes.sh says why that is safe and what it
+# gains): the Go packages, the conformance suites and the other engines in
+# one; the hostile batteries, the language matrices and the e2e clients in the
+# other. Each lane runs all its parts even when one fails.
+test: images-all checkpoint-tools gvisor e2e-deps
 	@rc=0; \
-	$(MAKE) test-fast || rc=1; \
-	$(MAKE) test-go || rc=1; \
-	$(MAKE) test-e2e || rc=1; \
-	$(MAKE) test-conformance || rc=1; \
-	$(MAKE) test-engines || rc=1; \
+	$(MAKE) --no-print-directory test-fast || rc=1; \
+	$(MAKE) --no-print-directory test-binaries || rc=1; \
+	bash scripts/lanes.sh \
+	  packages "$(MAKE) --no-print-directory test-go-packages; $(MAKE) --no-print-directory test-conformance-run; $(MAKE) --no-print-directory test-engines-run" \
+	  batteries "$(MAKE) --no-print-directory test-go-batteries; $(MAKE) --no-print-directory test-e2e-run" || rc=1; \
 	bash scripts/check-leftovers.sh $(if $(wildcard $(K8S_STATE)/admin.kubeconfig),$(K8S_KUBECTL)) || rc=1; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the parts above)"; fi; \
 	exit $$rc
+
+# The e2e clients' packages (npm ci), installed again only when the lock
+# file changed: the lanes of make test run node from them side by side, so
+# nothing reinstalls them during a run.
+e2e-deps: e2e/node_modules/.package-lock.json
+e2e/node_modules/.package-lock.json: e2e/package-lock.json
+	cd e2e && npm ci --no-audit --no-fund --loglevel=error
 
 # The whole battery, run again with its programs in sandboxes restored from
 # a checkpoint (internal/containment/restored_test.go; about 3 minutes),
@@ -138,9 +150,12 @@ GVISOR_MATRIX_LANGUAGES = bash|python|javascript|java|go|c
 test-fast:
 	go test -race -tags fast -count=1 -p 4 -timeout 15m ./...
 
-# One package at a time (-p 1): the Docker and cluster suites each load both
-# cores, and the containment battery measures what a sandbox can do with its
-# one-core share, so they must not compete with each other.
+# test-go runs two lanes side by side (scripts/lanes.sh): the Go packages,
+# one at a time (-p 1: the Docker and cluster suites each load both cores),
+# and the batteries and language matrices one after another. The battery's
+# CPU checks are upper bounds (a sandbox uses no more than its quota), which
+# a busy neighbour cannot break; its heap and leftover checks are its own
+# process's.
 # Sandboxes run under crun where the daemon has it (runtime "auto"), but for
 # the hostile battery, which runs on the docker backend under runc (Docker's
 # own default runtime), whole: crun's enforcement of the same hardening is
@@ -152,13 +167,19 @@ test-fast:
 # backend (what serve runs with no backend set: crun, which starts the
 # containers itself, on these machines, which run as root with crun; under
 # CI=true a default of docker fails).
-# The test binaries are built first, both cores at once (-p 1 would build
-# them one at a time too), running no test.
 RUNC_MATRIX_LANGUAGES = bash|python|javascript|ruby|go|c|java|csharp|r|haskell|octave|deno|swift|objective-c|jq
-test-go: build
-	test -d e2e/node_modules/@modelcontextprotocol/server-filesystem || (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+test-go: build e2e-deps test-binaries
+	bash scripts/lanes.sh packages "$(MAKE) --no-print-directory test-go-packages" batteries "$(MAKE) --no-print-directory test-go-batteries"
+
+# The test binaries, built both cores at once (-p 1 would build them one at
+# a time too), running no test.
+test-binaries:
 	go test -count=1 -run '^$$' ./... >/dev/null
+
+# test-go's two lanes; they use the binaries built (make build) before them.
+test-go-packages:
 	$(K8S_TEST_ENV) MCR_TEST_BINARY=$(CURDIR)/$(BIN) go test -p 1 -count=1 -timeout 45m $$(go list ./... | grep -v '/internal/containment$$')
+test-go-batteries:
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m ./internal/containment/
 	MCR_TEST_BACKEND=default go test -p 1 -count=1 -timeout 30m ./internal/containment/ ./internal/egress/
 	MCR_TEST_BACKEND=default MCR_TEST_RESTORED=1 go test -count=1 -timeout 30m -skip '$(RESTORED_BATTERY_SKIP)' ./internal/containment/
@@ -166,18 +187,24 @@ test-go: build
 	MCR_TEST_ISOLATION=gvisor go test -count=1 -timeout 30m -run 'TestLanguagesAgainstDocker/^($(GVISOR_MATRIX_LANGUAGES))$$' ./internal/engine/
 	MCR_TEST_RUNTIME=runc go test -count=1 -timeout 30m -run 'TestLanguagesAgainstDocker/^($(RUNC_MATRIX_LANGUAGES))$$' ./internal/engine/
 
-test-e2e: build
-	cd e2e && npm ci --no-audit --no-fund --loglevel=error && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec tests/
+test-e2e: build e2e-deps
+	$(MAKE) --no-print-directory test-e2e-run
+test-e2e-run:
+	cd e2e && MCR_BINARY=$(CURDIR)/$(BIN) node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec tests/
 
 # The engines beside rootful Docker: Podman and rootless Docker, started and
 # given the bash, python and node images by scripts/ensure-engines.sh (as
 # root; CI does it after the images build). See scripts/test-engines.sh.
-test-engines: build
+test-engines: build e2e-deps
+	$(MAKE) --no-print-directory test-engines-run
+test-engines-run:
 	MCR_BINARY=$(BIN) bash scripts/test-engines.sh
 
 # Both suites against the conformance fixture server (the suite's fixtures on
 # the product's HTTP handler, internal/conformance) and against the product.
 test-conformance: build
+	$(MAKE) --no-print-directory test-conformance-run
+test-conformance-run:
 	CGO_ENABLED=0 go build -o bin/conformance-fixture ./internal/conformance/fixtureserver
 	MCR_BINARY=$(CURDIR)/$(BIN) MCR_FIXTURE_BINARY=$(CURDIR)/bin/conformance-fixture bash scripts/conformance.sh
 
