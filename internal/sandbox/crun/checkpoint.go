@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -351,6 +352,7 @@ func (b *Backend) restore(ctx context.Context, t sandbox.Template, dir string, v
 		AgentPath: b.opts.AgentPath, "/etc/hosts": hosts, "/etc/hostname": hostnameFile,
 		agentSocketMount: agentDir(id), agentLogMount: agentLogDir(id),
 	}
+	maps.Copy(sources, b.masks().sources())
 	for _, m := range t.Mounts {
 		sources[m.Target] = m.Source
 	}

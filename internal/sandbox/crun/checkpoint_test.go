@@ -10,8 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
 // requireCheckpoints fails the test under CI=true (which installs the
@@ -198,5 +200,95 @@ func TestARestoredSandboxHasANewNetworkNamespaceOfLoopbackAlone(t *testing.T) {
 		if m, _ := filepath.Glob(filepath.Join(dir, checkpointImages, img+"-*.img")); len(m) > 0 {
 			t.Errorf("the checkpoint holds the sandbox's network state: %v", m)
 		}
+	}
+}
+
+// maskProbe prints, for each masked directory the sandbox has, its file
+// system, mode, entries and what a write meets, and the directories at
+// /sys/fs/cgroup.
+const maskProbe = `for d in /proc/acpi /proc/asound /proc/scsi /sys/firmware /sys/devices/virtual/powercap; do
+  [ -d $d ] && echo "$d $(stat -f -c %T $d) $(stat -c %a $d) $(ls -A $d | wc -l) $(touch $d/x 2>&1 | sed 's/.*: //')"
+done
+echo "cgroup $(ls /sys/fs/cgroup | tr '\n' ' ')"
+echo "pids.max $(cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max)"
+`
+
+// TestACheckpointSavesOnlyTheSandboxsOwnTmpfsMounts: a checkpointable
+// sandbox's masked directories and, on cgroup v1, its /sys/fs/cgroup are
+// the backend's read-only tmpfs mounts, bound (masks.go), so CRIU saves
+// only the tmpfs mounts that hold the sandbox's files (/dev, /dev/shm,
+// /tmp, /workspace); the sandbox sees the same before and after a
+// restore, and as a sandbox that cannot be checkpointed does: an empty
+// tmpfs that refuses writes at each masked directory, its cgroup's
+// controllers at /sys/fs/cgroup.
+func TestACheckpointSavesOnlyTheSandboxsOwnTmpfsMounts(t *testing.T) {
+	_, b := reattachBackends(t)
+	requireCheckpoints(t, b)
+	if b.masks() == nil {
+		t.Fatal("the backend's masks were not made")
+	}
+	ctx := context.Background()
+	tmpl := sessionTemplate(t)
+	probe := func(sb sandbox.Sandbox) string {
+		t.Helper()
+		res, err := sb.Call(ctx, bashJob(maskProbe), nil)
+		if err != nil || len(res.Stages) != 1 || res.AgentError != "" {
+			t.Fatalf("the probe: %+v, %v", res, err)
+		}
+		return string(res.Stages[0].Stdout)
+	}
+	plainTmpl := tmpl
+	plainTmpl.ReattachGrace = 0 // a one-shot sandbox: no user namespace, crun's own masks
+	plain, err := b.Create(ctx, plainTmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	res, err := plain.Call(ctx, sandbox.Job{Deadline: 30 * time.Second, Request: wire.Request{Workdir: wire.WorkspacePath, OutputLimit: 4096,
+		Files:  []wire.File{{Path: "main.sh", Data: []byte(maskProbe)}},
+		Stages: []wire.Stage{{Name: "run", Argv: []string{"bash", "main.sh"}, TimeoutMs: 120_000}}}}, nil)
+	if err != nil || len(res.Stages) != 1 {
+		t.Fatalf("the probe in a one-shot sandbox: %+v, %v", res, err)
+	}
+	// The one-shot sandbox's masked directories; its /sys/fs/cgroup is
+	// a cgroup namespace's, not a checkpointable sandbox's: there, on
+	// cgroup v1, the controllers' directories (on v2 its own cgroup's
+	// directory, bound as before).
+	shown, _, _ := strings.Cut(string(res.Stages[0].Stdout), "cgroup ")
+	for _, d := range b.masks().dirs {
+		if !strings.Contains(shown, d+" tmpfs 1777 0 Read-only file system\n") {
+			t.Fatalf("a one-shot sandbox's masked %s reads otherwise: %q", d, shown)
+		}
+	}
+	sb, err := b.Create(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := probe(sb)
+	_, cgroups, _ := strings.Cut(got, "cgroup ")
+	if !strings.HasSuffix(cgroups, "\npids.max 64\n") {
+		t.Errorf("a checkpointable sandbox does not read its own cgroup's pids limit (64): %q", cgroups)
+	}
+	if !b.cgroupV2 && strings.TrimSuffix(cgroups, "\npids.max 64\n") != strings.Join(cgroupControllers(), " ")+" " {
+		t.Errorf("a checkpointable sandbox's /sys/fs/cgroup holds %q, want the controllers %v", cgroups, cgroupControllers())
+	}
+	want := shown + "cgroup " + cgroups
+	if got != want {
+		t.Errorf("a checkpointable sandbox reads\n%s, a one-shot one\n%s", got, want)
+	}
+	dir := filepath.Join(t.TempDir(), "checkpoint")
+	if err := b.Checkpoint(ctx, sb, dir); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	if tars, _ := filepath.Glob(filepath.Join(dir, checkpointImages, "tmpfs-dev-*")); len(tars) != 4 {
+		t.Errorf("the checkpoint holds %d tmpfs archives, want 4 (/dev, /dev/shm, /tmp, /workspace): %v", len(tars), tars)
+	}
+	restored, err := b.Restore(ctx, tmpl, dir, nil)
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	defer restored.Close()
+	if got := probe(restored); got != want {
+		t.Errorf("a restored sandbox reads\n%s, a one-shot one\n%s", got, want)
 	}
 }

@@ -96,6 +96,9 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		if s.UserNamespace && !b.cgroupV2 {
 			s.CgroupControllers = cgroupControllers()
 		}
+		if s.UserNamespace {
+			s.Masks = b.masks()
+		}
 		s.AgentSocketEnv = []string{wire.SocketEnv + "=" + agentSocketMount + "/" + agentSocketName,
 			wire.LogEnv + "=" + agentLogMount + "/" + agentLog,
 			fmt.Sprintf("%s=%d", wire.ReattachEnv, t.ReattachGrace.Milliseconds())}

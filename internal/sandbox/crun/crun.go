@@ -63,6 +63,9 @@ type Backend struct {
 	tools checkpointTools
 	// runsc is whether gVisor's runtime answers (gvisor.go).
 	runsc runscCheck
+	// maskState holds the mounts that stand in for a checkpointable
+	// sandbox's tmpfs mounts (masks.go).
+	maskState masksState
 }
 
 var _ sandbox.Backend = (*Backend)(nil)

@@ -90,6 +90,10 @@ type sandboxSpec struct {
 	// a restore keeps (CRIU would mount its own cgroup there instead).
 	// Empty on cgroup v2, where the one hierarchy is bound.
 	CgroupControllers []string
+	// Masks, for a sandbox with a UserNamespace, are the backend's
+	// read-only tmpfs mounts that stand in for the tmpfs mounts crun
+	// would make of the sandbox's own (masks.go); nil keeps those.
+	Masks *masks
 }
 
 // Spec returns the hardened OCI configuration of a sandbox for t: the
@@ -196,12 +200,17 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 		spec.Linux.Namespaces = slices.DeleteFunc(spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.CgroupNamespace })
 		spec.Mounts = slices.DeleteFunc(spec.Mounts, func(m specs.Mount) bool { return m.Type == "cgroup" })
 		own := []string{"bind", "ro", "nosuid", "nodev", "noexec"}
-		if len(s.CgroupControllers) == 0 {
+		switch {
+		case len(s.CgroupControllers) == 0:
 			spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "bind",
 				Source: filepath.Join("/sys/fs/cgroup", cgroupParent, s.ID), Options: own})
-		} else {
-			spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "tmpfs", Source: "cgroup",
-				Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=1024k"}})
+		default:
+			if s.Masks != nil && s.Masks.cgroupDir != "" {
+				spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "bind", Source: s.Masks.cgroupDir, Options: own})
+			} else {
+				spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/sys/fs/cgroup", Type: "tmpfs", Source: "cgroup",
+					Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=1024k"}})
+			}
 			for _, c := range s.CgroupControllers {
 				spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/sys/fs/cgroup/" + c, Type: "bind",
 					Source: filepath.Join("/sys/fs/cgroup", c, cgroupParent, s.ID), Options: own})
@@ -213,6 +222,12 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 		for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
 			spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/dev/" + d, Type: "bind", Source: "/dev/" + d,
 				Options: []string{"bind", "nosuid", "noexec"}})
+		}
+		if s.Masks != nil {
+			spec.Linux.MaskedPaths = slices.DeleteFunc(slices.Clone(spec.Linux.MaskedPaths), func(p string) bool { return slices.Contains(s.Masks.dirs, p) })
+			for _, d := range s.Masks.dirs {
+				spec.Mounts = append(spec.Mounts, specs.Mount{Destination: d, Type: "bind", Source: s.Masks.emptyDir, Options: own})
+			}
 		}
 	}
 	sc, err := seccomp.GetDefaultProfile(spec)

@@ -201,3 +201,46 @@ func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
 		})
 	}
 }
+
+// TestACheckpointableSpecBindsTheBackendsMasks: a checkpointable sandbox's
+// masked directories and (cgroup v1) its /sys/fs/cgroup are the backend's
+// read-only tmpfs mounts, bound read-only (masks.go), not tmpfs mounts of
+// its own that CRIU would archive; its masked files stay crun's.
+func TestACheckpointableSpecBindsTheBackendsMasks(t *testing.T) {
+	m := &masks{emptyDir: "/m/empty", dirs: []string{"/proc/acpi", "/sys/firmware"}, cgroupDir: "/m/cgroup"}
+	spec, err := Spec(sandbox.Template{Image: "img", MaxLife: time.Minute,
+		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8}},
+		sandboxSpec{ID: "mcr-1-2-3-abc", Hostname: "abc", Rootfs: "/r", Agent: "/a", Hosts: "/h", HostnameFile: "/b/hostname",
+			UserNamespace: true, CgroupControllers: []string{"cpu", "memory"}, Masks: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range m.dirs {
+		if slices.Contains(spec.Linux.MaskedPaths, d) {
+			t.Errorf("%s is still masked by crun (a tmpfs of the sandbox's own)", d)
+		}
+		if b := mountAt(spec, d); b == nil || b.Type != "bind" || b.Source != m.emptyDir || !hasOptions(b, "ro", "nosuid", "nodev", "noexec") {
+			t.Errorf("%s is %+v, want the backend's empty tmpfs bound read-only", d, b)
+		}
+	}
+	if !slices.Contains(spec.Linux.MaskedPaths, "/proc/kcore") {
+		t.Error("the masked files are no longer masked")
+	}
+	if c := mountAt(spec, "/sys/fs/cgroup"); c == nil || c.Type != "bind" || c.Source != m.cgroupDir || !hasOptions(c, "ro") {
+		t.Errorf("/sys/fs/cgroup is %+v, want the backend's controllers' tmpfs bound read-only", c)
+	}
+	for _, c := range []string{"cpu", "memory"} {
+		if b := mountAt(spec, "/sys/fs/cgroup/"+c); b == nil || b.Source != "/sys/fs/cgroup/"+c+"/mcp-code-runner/mcr-1-2-3-abc" || !hasOptions(b, "ro") {
+			t.Errorf("/sys/fs/cgroup/%s is %+v, want the sandbox's own cgroup bound read-only", c, b)
+		}
+	}
+	var tmpfs []string
+	for _, mt := range spec.Mounts {
+		if mt.Type == "tmpfs" {
+			tmpfs = append(tmpfs, mt.Destination)
+		}
+	}
+	if want := []string{"/dev", "/dev/shm", "/tmp", wire.WorkspacePath}; !slices.Equal(tmpfs, want) {
+		t.Errorf("the sandbox's own tmpfs mounts are %v, want %v", tmpfs, want)
+	}
+}
