@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"time"
@@ -14,9 +13,8 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 )
 
 // Backend is one side of a side-by-side comparison: a sandbox backend, and
@@ -139,7 +137,7 @@ func printBackendRatios(w io.Writer, lang string, sides []*backendSide, cold, wa
 }
 
 // backendSide is one backend of CompareBackends: a warm pool and the cold
-// path on it, each behind MCP HTTP with a client.
+// path on it, each behind its own server's MCP HTTP with a client.
 type backendSide struct {
 	Backend
 	warm       *engine.Engine
@@ -147,8 +145,8 @@ type backendSide struct {
 	closeLater []func()
 }
 
-// start makes the side's warm pool of names and its cold path, their
-// servers and clients; closeLater stops them.
+// start starts the side's servers, one with a warm pool of names and one
+// with the cold path, and a client of each; closeLater stops them.
 func (s *backendSide) start(ctx context.Context, cfg config.Config, reg *languages.Registry, names []string, o CompareOptions) error {
 	sideCfg := cfg
 	if s.Config != nil {
@@ -157,34 +155,31 @@ func (s *backendSide) start(ctx context.Context, cfg config.Config, reg *languag
 
 	coldCfg := sideCfg
 	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
-	cold := engine.New(coldCfg, reg, s.Sandbox, nil)
 
 	warmCfg := sideCfg
 	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
 	for _, name := range names {
 		warmCfg.Pool.Sizes = append(warmCfg.Pool.Sizes, fmt.Sprintf("%s=%d", name, o.PoolSize))
 	}
-	s.warm = engine.New(warmCfg, reg, s.Sandbox, nil)
-	s.warm.StartPool()
-	s.closeLater = append(s.closeLater, func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = s.warm.Close(cctx)
-		_ = cold.Close(cctx)
-	})
-	for _, e := range []struct {
-		engine *engine.Engine
+	for _, side := range []struct {
+		cfg    config.Config
 		into   **mcp.ClientSession
-	}{{cold, &s.cold}, {s.warm, &s.hot}} {
-		srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e.engine, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-		s.closeLater = append(s.closeLater, srv.Close)
-		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+		engine **engine.Engine // the warm one's, which the tables wait on
+	}{{coldCfg, &s.cold, nil}, {warmCfg, &s.hot, &s.warm}} {
+		srv, stop, err := startServer(ctx, server.Parts{Config: side.cfg, Registry: reg, Backend: s.Sandbox})
 		if err != nil {
-			return fmt.Errorf("%s: connecting the MCP client: %w", s.Name, err)
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		s.closeLater = append(s.closeLater, stop)
+		if side.engine != nil {
+			*side.engine = srv.Engine()
+		}
+		cs, err := connect(ctx, srv.URL())
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 		s.closeLater = append(s.closeLater, func() { _ = cs.Close() })
-		*e.into = cs
+		*side.into = cs
 	}
 	return nil
 }

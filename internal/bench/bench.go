@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -24,11 +23,10 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/pool"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 )
 
 // Options choose what to measure.
@@ -166,8 +164,8 @@ func Run(ctx context.Context, cfg config.Config, reg *languages.Registry, b *doc
 }
 
 // paths are the engines, servers and clients the latency tables compare:
-// a warm pool and the cold path, each behind MCP HTTP, observed run by
-// run.
+// a warm pool and the cold path, each behind its own server's MCP HTTP,
+// observed run by run.
 type paths struct {
 	warm, cold       *engine.Engine
 	warmObs, coldObs *lastRun
@@ -180,10 +178,10 @@ type paths struct {
 	newSession func() (*mcp.ClientSession, error)
 }
 
-// startPaths starts the warm pool of the languages measured (of a fixed
-// size: the latency tables measure one run, and the burst below the
-// growth), the cold path (pool size 0), and an MCP server and client of
-// each; the returned function stops them.
+// startPaths starts a server with the warm pool of the languages measured
+// (of a fixed size: the latency tables measure one run, and the burst
+// below the growth), one with the cold path (pool size 0), and an MCP
+// client of each; the returned function stops them.
 func startPaths(ctx context.Context, cfg config.Config, reg *languages.Registry, b *docker.Backend, o Options) (*paths, func(), error) {
 	var closers []func()
 	closeAll := func() {
@@ -194,7 +192,6 @@ func startPaths(ctx context.Context, cfg config.Config, reg *languages.Registry,
 	p := &paths{warmObs: &lastRun{}, coldObs: &lastRun{}, coldBackend: &timingBackend{Backend: b}}
 	coldCfg := cfg
 	coldCfg.Pool.Size, coldCfg.Pool.Sizes = 0, nil
-	p.cold = engine.New(coldCfg, reg, p.coldBackend, nil, engine.WithObserver(p.coldObs))
 	warmCfg := cfg
 	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, nil
 	warmCfg.Pool.MaxSize, warmCfg.Pool.MaxSizes = 0, nil
@@ -204,34 +201,32 @@ func startPaths(ctx context.Context, cfg config.Config, reg *languages.Registry,
 		}
 	}
 	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
-	p.warm = engine.New(warmCfg, reg, b, nil, engine.WithObserver(p.warmObs))
-	p.warm.StartPool()
-	closers = append(closers, func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = p.warm.Close(cctx)
-	})
-
-	srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(p.warm, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-	closers = append(closers, srv.Close)
-	p.newSession = func() (*mcp.ClientSession, error) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	warm, stopWarm, err := startServer(ctx, server.Parts{Config: warmCfg, Registry: reg, Backend: b,
+		EngineOptions: []engine.Option{engine.WithObserver(p.warmObs)}})
+	if err != nil {
+		return nil, nil, err
 	}
-	var err error
+	closers = append(closers, stopWarm)
+	p.warm = warm.Engine()
+	p.newSession = func() (*mcp.ClientSession, error) { return connect(ctx, warm.URL()) }
 	if p.cs, err = p.newSession(); err != nil {
 		closeAll()
-		return nil, nil, fmt.Errorf("connecting the MCP client: %w", err)
+		return nil, nil, err
 	}
 	closers = append(closers, func() { _ = p.cs.Close() })
-	p.raw = newRawClient(srv.URL)
-	coldSrv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(p.cold, "bench-cold", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-	closers = append(closers, coldSrv.Close)
-	p.coldCS, err = mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: coldSrv.URL, DisableStandaloneSSE: true}, nil)
+	p.raw = newRawClient(warm.URL())
+
+	cold, stopCold, err := startServer(ctx, server.Parts{Config: coldCfg, Registry: reg, Backend: p.coldBackend,
+		EngineOptions: []engine.Option{engine.WithObserver(p.coldObs)}})
 	if err != nil {
 		closeAll()
-		return nil, nil, fmt.Errorf("connecting the MCP client: %w", err)
+		return nil, nil, err
+	}
+	closers = append(closers, stopCold)
+	p.cold = cold.Engine()
+	if p.coldCS, err = connect(ctx, cold.URL()); err != nil {
+		closeAll()
+		return nil, nil, err
 	}
 	closers = append(closers, func() { _ = p.coldCS.Close() })
 	return p, closeAll, nil
@@ -756,19 +751,18 @@ func burst(ctx context.Context, cfg config.Config, reg *languages.Registry, b *d
 	// The grown pool refills on the same busy machine before the second
 	// burst; it must not shrink meanwhile.
 	bc.Pool.ShrinkAfterSeconds = max(bc.Pool.ShrinkAfterSeconds, 600)
-	e := engine.New(bc, reg, b, nil)
-	e.StartPool()
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		_ = e.Close(cctx)
-	}()
-	srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e, "bench-burst", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-	defer srv.Close()
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench-burst", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	// Its grown pool's sandboxes are removed at its shutdown, within the
+	// grace it gives runs in flight (there are none then) and a bound.
+	bc.ShutdownGraceSeconds = max(bc.ShutdownGraceSeconds, 300)
+	srv, stop, err := startServer(ctx, server.Parts{Config: bc, Registry: reg, Backend: b})
 	if err != nil {
-		return fmt.Errorf("connecting the MCP client: %w", err)
+		return err
+	}
+	defer stop()
+	e := srv.Engine()
+	cs, err := connect(ctx, srv.URL())
+	if err != nil {
+		return err
 	}
 	defer cs.Close()
 	stat := func() pool.Stat {

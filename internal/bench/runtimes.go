@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"strings"
 	"time"
 
@@ -14,10 +13,9 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/docker"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 )
 
 // Runtime is one side of a throughput comparison: a Docker backend whose
@@ -137,22 +135,15 @@ func loadUnder(ctx context.Context, cfg config.Config, reg *languages.Registry, 
 	warmCfg.Pool.Size, warmCfg.Pool.Sizes = 0, []string{fmt.Sprintf("%s=%d", lang, o.PoolSize)}
 	warmCfg.Pool.MaxSize, warmCfg.Pool.MaxSizes = 0, nil
 	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
-	e := engine.New(warmCfg, reg, b, nil)
-	e.StartPool()
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = e.Close(cctx)
-	}()
-	if err := waitPoolFull(ctx, e, lang, o.PoolSize, 2*time.Minute); err != nil {
+	srv, stop, err := startServer(ctx, server.Parts{Config: warmCfg, Registry: reg, Backend: b})
+	if err != nil {
 		return nil, err
 	}
-	srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e, "bench", nil), transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-	defer srv.Close()
-	session := func() (*mcp.ClientSession, error) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	defer stop()
+	if err := waitPoolFull(ctx, srv.Engine(), lang, o.PoolSize, 2*time.Minute); err != nil {
+		return nil, err
 	}
+	session := func() (*mcp.ClientSession, error) { return connect(ctx, srv.URL()) }
 	return loadSample(ctx, session, lang, o.LoadClients, o.LoadFor), nil
 }
 

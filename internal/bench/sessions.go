@@ -350,3 +350,9 @@ func librarySessions(ctx context.Context, cfg config.Config, reg *languages.Regi
 	}
 	return m, dir, cell, done, nil
 }
+
+func closeEngine(e *engine.Engine) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = e.Close(ctx)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,12 +16,10 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/outputs"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/replicas"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/store/etcdlocal"
 )
@@ -105,18 +102,16 @@ func stateSection(ctx context.Context, w io.Writer, cfg config.Config, reg *lang
 	output := make([]byte, 100<<10)
 	var all []*series
 	for _, s := range stores {
-		eng := engine.New(scfg, reg, b, nil, engine.WithStore(s.st), replicas.SharedQuota(s.st, nil))
-		eng.StartPool()
-		defer closeEngine(eng)
-		execs := executions.NewManager(eng, executions.WithReplica("bench-"+s.name))
-		defer shutdownExecutions(execs)
-		srv := httptest.NewServer(transport.HTTPHandler(mcpserver.NewServer(mcpserver.Deps{Engine: eng, Executions: execs, Sessions: sessions.NewManager(eng)}, "bench-state", nil),
-			transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-		defer srv.Close()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
-			&mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+		srv, stop, err := startServer(ctx, server.Parts{Config: scfg, Registry: reg, Backend: b, Store: s.st, Replica: "bench-" + s.name,
+			EngineOptions: []engine.Option{replicas.SharedQuota(s.st, nil)}})
 		if err != nil {
-			return fmt.Errorf("connecting the MCP client: %w", err)
+			return err
+		}
+		defer stop()
+		eng := srv.Engine()
+		cs, err := connect(ctx, srv.URL())
+		if err != nil {
+			return err
 		}
 		defer cs.Close()
 		quiet := func() { waitQuiet(eng, l.Name, quietSettle) }
@@ -160,15 +155,14 @@ func replicaLoad(ctx context.Context, w io.Writer, cfg config.Config, reg *langu
 	l, _ := reg.Lookup(o.LoadLanguage)
 	var urls []string
 	for _, replica := range []string{"a", "b"} {
-		eng := engine.New(cfg, reg, b, nil, engine.WithStore(st), replicas.SharedQuota(st, nil))
-		eng.StartPool()
-		defer closeEngine(eng)
-		execs := executions.NewManager(eng, executions.WithReplica("bench-replica-"+replica))
-		defer shutdownExecutions(execs)
-		srv := httptest.NewServer(transport.HTTPHandler(mcpserver.NewServer(mcpserver.Deps{Engine: eng, Executions: execs, Sessions: sessions.NewManager(eng)}, "bench-replica", nil),
-			transport.HTTPOptions{MaxBodyBytes: cfg.HTTP.MaxBodyBytes}))
-		defer srv.Close()
-		urls = append(urls, srv.URL)
+		srv, stop, err := startServer(ctx, server.Parts{Config: cfg, Registry: reg, Backend: b, Store: st, Replica: "bench-replica-" + replica,
+			EngineOptions: []engine.Option{replicas.SharedQuota(st, nil)}})
+		if err != nil {
+			return err
+		}
+		defer stop()
+		eng := srv.Engine()
+		urls = append(urls, srv.URL())
 		waitIdle(eng, l.Name, max(1, o.PoolSize), time.Minute)
 	}
 	fmt.Fprintf(w, "\n## Replicas on one etcd store: %d clients, %s, %s through MCP HTTP, same machine\n\n", o.LoadClients, o.ReplicaLoadFor, l.Name)
@@ -180,8 +174,7 @@ func replicaLoad(ctx context.Context, w io.Writer, cfg config.Config, reg *langu
 		session := func() (*mcp.ClientSession, error) {
 			url := urls[next%n]
 			next++
-			return mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
-				&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+			return connect(ctx, url)
 		}
 		s := loadSampleOf(ctx, session, l.Name, l.Example, o.LoadClients, o.ReplicaLoadFor)
 		s.Name = fmt.Sprintf("sustained load, %d MCP clients, %d replica(s) on etcd", o.LoadClients, n)
@@ -221,16 +214,4 @@ func executionCall(ctx context.Context, cs *mcp.ClientSession, lang, code string
 		status, _ := got["status"].(string)
 		return strings.EqualFold(status, string(executions.StatusFinished))
 	}
-}
-
-func closeEngine(e *engine.Engine) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	_ = e.Close(ctx)
-}
-
-func shutdownExecutions(m *executions.Manager) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m.Shutdown(ctx)
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,32 +17,23 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testserver"
 )
 
 func TestTwoTokensSeeOnlyTheirOwnWork(t *testing.T) {
 	cfg := config.Default()
 	cfg.Limits.InlineOutputBytes = 64
 	cfg.Quotas.ConcurrentRuns = 1
-	eng, b := testutil.Engine(t, &cfg)
+	srv, b := testserver.Docker(t, cfg, server.Options{Tokens: teamTokens})
 	testutil.RequireImage(t, b, languages.Builtin(), "bash")
-	execs, sess := executions.NewManager(eng), sessions.NewManager(eng)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		execs.Shutdown(ctx)
-		sess.Shutdown()
-		testutil.NoLeftovers(t, b.Client())
-	})
-	server := mcpserver.NewServer(mcpserver.Deps{Engine: eng, Executions: execs, Sessions: sess}, "test", nil)
-	ts := httptest.NewServer(transport.HTTPHandler(server, transport.HTTPOptions{MaxBodyBytes: 1 << 20, Tokens: teamTokens}))
-	t.Cleanup(ts.Close)
-	alice, bob, ops := connectAs(t, ts.URL, "alice-s3cret"), connectAs(t, ts.URL, "bob-s3cret"), connectAs(t, ts.URL, "ops-s3cret")
+	url, eng := srv.URL(), srv.Engine()
+	alice, bob, ops := connectAs(t, url, "alice-s3cret"), connectAs(t, url, "bob-s3cret"), connectAs(t, url, "ops-s3cret")
 
 	t.Run("no token is 401", func(t *testing.T) {
-		if code := postRaw(t, ts.URL, "", initBody); code != http.StatusUnauthorized {
+		if code := postRaw(t, url, "", initBody); code != http.StatusUnauthorized {
 			t.Errorf("status %d", code)
 		}
 	})
@@ -155,7 +145,7 @@ func TestTwoTokensSeeOnlyTheirOwnWork(t *testing.T) {
 			done <- res
 		}()
 		waitRunOf(t, eng, "alice")
-		cancelAll(t, ts.URL, "bob-s3cret")
+		cancelAll(t, url, "bob-s3cret")
 		res := <-done
 		var r engine.Result
 		data, _ := json.Marshal(res.StructuredContent)
@@ -177,7 +167,7 @@ func TestTwoTokensSeeOnlyTheirOwnWork(t *testing.T) {
 		}()
 		waitRunOf(t, eng, "alice")
 		start := time.Now()
-		cancelAll(t, ts.URL, "alice-s3cret")
+		cancelAll(t, url, "alice-s3cret")
 		if !testutil.WaitFor(30*time.Second, func() bool { return !hasRunOf(eng, "alice") }) {
 			t.Errorf("alice's run still in flight %s after her cancellation", time.Since(start))
 		}

@@ -1,41 +1,34 @@
 package tasks_test
 
 import (
-	"context"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/fake"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testserver"
 )
 
-// twoTaskServers serves two servers on one engine's state store
-// (store.Memory), as two replicas sharing a store: each its own
-// executions, tasks and HTTP handler.
+// twoTaskServers starts two whole servers on one state store
+// (store.Memory) and one backend, as two replicas sharing a store: each its
+// own engine, executions, tasks and HTTP listener. It returns their MCP
+// endpoints.
 func twoTaskServers(t *testing.T) (string, string, *fake.Backend) {
 	t.Helper()
 	cfg := config.Default()
-	eng, b := testutil.FakeEngine(t, &cfg)
+	testutil.Unhurried(&cfg)
+	// No warm pool: the test waits for its runs' sandboxes to go. No rate
+	// limit: a test calls faster than a client would.
+	cfg.Pool.Size, cfg.Pool.Sizes = 0, nil
+	cfg.HTTP.RatePerMinute = 0
+	b := testutil.FakeBackend(t)
+	st := store.NewMemory()
 	var urls []string
 	for _, replica := range []string{"a", "b"} {
-		execs := executions.NewManager(eng, executions.WithReplica(replica))
-		sess := sessions.NewManager(eng)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			execs.Shutdown(ctx)
-			sess.Shutdown()
-		})
-		server := mcpserver.NewServer(mcpserver.Deps{Engine: eng, Executions: execs, Sessions: sess}, "test", nil)
-		srv := httptest.NewServer(transport.HTTPHandler(server, transport.HTTPOptions{MaxBodyBytes: 1 << 20, Tokens: teamTokens}))
-		t.Cleanup(srv.Close)
-		urls = append(urls, srv.URL)
+		srv := testserver.Start(t, server.Parts{Config: cfg, Backend: b, Store: st, Replica: replica}, server.Options{Tokens: teamTokens})
+		urls = append(urls, srv.URL())
 	}
 	return urls[0], urls[1], b
 }

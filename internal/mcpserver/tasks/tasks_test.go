@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,10 +23,11 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/tasks"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/fake"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testserver"
 )
 
 // teamTokens are the tokens of the tasks' owners: two users.
@@ -36,9 +36,9 @@ var teamTokens = []config.Token{
 	{Name: "bob", Value: "bob-s3cret"},
 }
 
-// taskServer serves the product's HTTP handler, on the fake backend (the
+// taskServer is a whole server (internal/server) on the fake backend (the
 // real agent in this process, real processes for the runs), with alice's
-// and bob's tokens.
+// and bob's tokens; it returns its MCP endpoint.
 func taskServer(t *testing.T, mutate func(*config.Config)) (string, *fake.Backend) {
 	t.Helper()
 	url, b, _ := taskServerEngine(t, mutate)
@@ -52,19 +52,14 @@ func taskServerEngine(t *testing.T, mutate func(*config.Config)) (string, *fake.
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	eng, b := testutil.FakeEngine(t, &cfg)
-	execs := executions.NewManager(eng)
-	sess := sessions.NewManager(eng)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		execs.Shutdown(ctx)
-		sess.Shutdown()
-	})
-	server := mcpserver.NewServer(mcpserver.Deps{Engine: eng, Executions: execs, Sessions: sess}, "test", nil)
-	srv := httptest.NewServer(transport.HTTPHandler(server, transport.HTTPOptions{MaxBodyBytes: 1 << 20, Tokens: teamTokens}))
-	t.Cleanup(srv.Close)
-	return srv.URL, b, eng
+	testutil.Unhurried(&cfg)
+	// No warm pool: the tests count the sandboxes their runs make. No rate
+	// limit: a test calls faster than a client would.
+	cfg.Pool.Size, cfg.Pool.Sizes = 0, nil
+	cfg.HTTP.RatePerMinute = 0
+	b := testutil.FakeBackend(t)
+	srv := testserver.Start(t, server.Parts{Config: cfg, Backend: b}, server.Options{Tokens: teamTokens})
+	return srv.URL(), b, srv.Engine()
 }
 
 // rpcReply is one JSON-RPC answer, with the notifications sent on its stream.
