@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // exitReportsRead counts the exit reports read, and exitReportReadsEnded
@@ -45,7 +46,9 @@ func waitOrReport(proc *stageProc) (reported bool, usage stageUsage, err error) 
 		untrack(cmd)
 	}()
 	reports := make(chan exitReport, 1)
+	readEnded := make(chan struct{})
 	go func() {
+		defer close(readEnded)
 		defer exitReportReadsEnded.Add(1)
 		if proc.readied != nil {
 			<-proc.readied // its one byte comes before the report
@@ -57,6 +60,16 @@ func waitOrReport(proc *stageProc) (reported bool, usage stageUsage, err error) 
 	}()
 	select {
 	case err = <-waited:
+		// The exit came first (a busy machine): a report the process sent
+		// before it is in the socket already, and the read ends at once,
+		// with it or at the end of the stream. Only a child that kept the
+		// socket open could hold the read: the deadline ends it. Closing
+		// the socket under the read would drop a report that was sent.
+		_ = proc.exitReport.SetReadDeadline(time.Now().Add(exitReportDrain))
+		select {
+		case <-readEnded:
+		case <-time.After(2 * exitReportDrain):
+		}
 		return false, stageUsage{}, err
 	case r := <-reports:
 		usage = processUsage(cmd.Process.Pid)
@@ -68,6 +81,10 @@ func waitOrReport(proc *stageProc) (reported bool, usage stageUsage, err error) 
 		return true, usage, nil
 	}
 }
+
+// exitReportDrain bounds the read of an exit report once the process has
+// exited.
+const exitReportDrain = time.Second
 
 // exitReport is what a warm interpreter reports of its program's end.
 type exitReport struct {
