@@ -5,7 +5,6 @@ package mcpserver_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,12 +16,12 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/executions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testserver"
 )
 
 // eras are the protocol versions whose clients the server answers: the
@@ -47,28 +46,17 @@ func connectEra(t *testing.T, url, token, era string) *mcp.ClientSession {
 	return cs
 }
 
-// sessionStateServer is an HTTP server of alice's and bob's whose paused
-// sessions' files are kept under dataDir.
+// sessionStateServer is a whole server of alice's and bob's whose paused
+// sessions' files are kept under dataDir; it returns its MCP endpoint.
 func sessionStateServer(t *testing.T) (url string, sess *sessions.Manager, cli *client.Client, dataDir string) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
-	eng, b := testutil.Engine(t, &cfg)
+	srv, b := testserver.Docker(t, cfg, server.Options{Tokens: teamTokens})
 	for _, lang := range []string{"python", "javascript"} {
 		testutil.RequireImage(t, b, languages.Builtin(), lang)
 	}
-	execs, sess := executions.NewManager(eng), sessions.NewManager(eng)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		execs.Shutdown(ctx)
-		sess.Shutdown()
-		testutil.NoLeftovers(t, b.Client())
-	})
-	server := mcpserver.NewServer(mcpserver.Deps{Engine: eng, Executions: execs, Sessions: sess}, "test", nil)
-	ts := httptest.NewServer(transport.HTTPHandler(server, transport.HTTPOptions{MaxBodyBytes: 1 << 20, Tokens: teamTokens}))
-	t.Cleanup(ts.Close)
-	return ts.URL, sess, b.Client(), cfg.DataDir
+	return srv.URL(), srv.Sessions(), b.Client(), cfg.DataDir
 }
 
 // containerExists says whether Docker still has the container id.

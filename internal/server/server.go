@@ -261,6 +261,11 @@ func (s *Server) URL() string {
 // or run on it beside MCP (bench's pools and engine-path runs).
 func (s *Server) Engine() *engine.Engine { return s.engine }
 
+// Sessions is the server's session manager once Start has made it (nil
+// before), for those in its process that watch it (tests that follow a
+// session's sandbox).
+func (s *Server) Sessions() *sessions.Manager { return s.sess }
+
 // Wait returns when serving ends: nil for a shutdown or a client that
 // left, else why the transport stopped.
 func (s *Server) Wait() error {
