@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 )
 
 // Isolated is a backend whose every sandbox is made with one isolation,
@@ -65,14 +65,12 @@ func poolCgroupMemory(ctx context.Context, cfg config.Config, reg *languages.Reg
 	before := sandboxCgroups()
 	c := cfg
 	c.Pool.Size, c.Pool.Sizes, c.Pool.MaxSize, c.Pool.MaxSizes = 0, []string{fmt.Sprintf("%s=%d", lang, n)}, 0, nil
-	e := engine.New(c, reg, b, nil)
-	e.StartPool()
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = e.Close(cctx)
-	}()
-	if err := waitPoolFull(ctx, e, lang, n, 2*time.Minute); err != nil {
+	srv, stop, err := startServer(ctx, server.Parts{Config: c, Registry: reg, Backend: b})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stop()
+	if err := waitPoolFull(ctx, srv.Engine(), lang, n, 2*time.Minute); err != nil {
 		return 0, 0, err
 	}
 	// What the interpreters do just after they start is not what an idle

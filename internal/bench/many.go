@@ -15,7 +15,6 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // manyParallel is how many sessions the many-sessions section creates
@@ -50,10 +49,12 @@ func ManySessions(ctx context.Context, w io.Writer, cfg config.Config, reg *lang
 	scfg.Sessions.CheckpointTools = checkpoints
 	scfg.Sessions.IdlePauseSeconds = 1 // the reaper pauses each session a second after its last call
 	scfg.Quotas.Sessions, scfg.Quotas.PausedSessions = 0, 0
-	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
-	defer closeEngine(eng)
-	m := sessions.NewManager(eng)
-	defer m.Shutdown()
+	srv, stop, err := startSessionServer(ctx, scfg, reg, b)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	m := srv.Sessions()
 	call := func(id, code string) (*engine.Result, error) {
 		r, err := m.Run(ctx, engine.Request{SessionID: id, Code: code}, engine.RunOptions{})
 		if err == nil && r.Status != engine.StatusOK {

@@ -67,12 +67,25 @@ func CompareRuntimes(ctx context.Context, cfg config.Config, reg *languages.Regi
 	coldCfg := cfg
 	coldCfg.Pool.Size, coldCfg.Pool.Sizes, coldCfg.Pool.MaxSize, coldCfg.Pool.MaxSizes = 0, nil, 0, nil
 	turns := make([]*series, len(runtimes))
+	var stops []func()
+	stopAll := func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
 	for i, rt := range runtimes {
-		turns[i] = &series{name: "cold " + lang + " under " + rt.Name, call: engineCall(ctx, engine.New(coldCfg, reg, rt.Backend, nil), lang)}
+		srv, stop, err := startServer(ctx, server.Parts{Config: coldCfg, Registry: reg, Backend: rt.Backend})
+		if err != nil {
+			stopAll()
+			return fmt.Errorf("cold runs under %s: %w", rt.Name, err)
+		}
+		stops = append(stops, stop)
+		turns[i] = &series{name: "cold " + lang + " under " + rt.Name, call: engineCall(ctx, srv.Engine(), lang)}
 	}
 	for i, s := range interleave(o.ColdRuns, turns...) {
 		results[i].cold = s
 	}
+	stopAll()
 
 	if o.LoadFor > 0 {
 		for i, rt := range runtimes {

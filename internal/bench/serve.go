@@ -6,6 +6,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 )
 
@@ -35,6 +38,14 @@ func startServer(ctx context.Context, parts server.Parts) (*server.Server, func(
 		_ = srv.Wait()
 		srv.Shutdown()
 	}, nil
+}
+
+// startSessionServer starts a server of cfg on b whose sessions bench
+// measures in-process (through Sessions): without a warm pool, whose
+// sandboxes would count in the sessions' memory, its state in memory.
+func startSessionServer(ctx context.Context, cfg config.Config, reg *languages.Registry, b sandbox.Backend) (*server.Server, func(), error) {
+	cfg.Pool.Size, cfg.Pool.Sizes = 0, nil
+	return startServer(ctx, server.Parts{Config: cfg, Registry: reg, Backend: b})
 }
 
 // connect connects a new MCP client to the server at url.

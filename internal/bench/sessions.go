@@ -17,7 +17,6 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sessions"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/store"
 )
 
 // sessionStateSection measures fork_session, pause_session and the resume
@@ -87,10 +86,12 @@ func measureSessionState(ctx context.Context, cfg config.Config, reg *languages.
 		how = "a spare sandbox, interpreter started ahead"
 		scfg.Sessions.Spares = []string{role.Language + "=1"}
 	}
-	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
-	defer closeEngine(eng)
-	m := sessions.NewManager(eng)
-	defer m.Shutdown()
+	srv, stop, err := startSessionServer(ctx, scfg, reg, b)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	m := srv.Sessions()
 	spareReady := func() error {
 		if !spares {
 			return nil
@@ -319,10 +320,10 @@ func librariesRole(reg *languages.Registry) (*languages.SessionState, bool) {
 	return role, ok
 }
 
-// librarySessions is a sessions manager on b for n sessions at once, with
-// a data directory of its own (dir), no spares or quotas, and the
-// checkpoint tools given; cell runs code in one of its sessions and fails
-// unless it succeeds; done removes it all.
+// librarySessions is the sessions manager of a server on b for n sessions
+// at once, with a data directory of its own (dir), no spares or quotas,
+// and the checkpoint tools given; cell runs code in one of its sessions
+// and fails unless it succeeds; done removes it all.
 func librarySessions(ctx context.Context, cfg config.Config, reg *languages.Registry, b sandbox.Backend, n int, checkpointTools string) (m *sessions.Manager, dir string, cell func(id, code string) (*engine.Result, error), done func(), err error) {
 	dir, err = os.MkdirTemp("", "mcp-code-runner-bench-sessions-")
 	if err != nil {
@@ -334,8 +335,12 @@ func librarySessions(ctx context.Context, cfg config.Config, reg *languages.Regi
 	scfg.Sessions.Spares = nil
 	scfg.Sessions.CheckpointTools = checkpointTools
 	scfg.Quotas.Sessions, scfg.Quotas.PausedSessions = 0, 0
-	eng := engine.New(scfg, reg, b, nil, engine.WithStore(store.NewMemory()))
-	m = sessions.NewManager(eng)
+	srv, stop, err := startSessionServer(ctx, scfg, reg, b)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", nil, nil, err
+	}
+	m = srv.Sessions()
 	cell = func(id, code string) (*engine.Result, error) {
 		r, err := m.Run(ctx, engine.Request{SessionID: id, Code: code}, engine.RunOptions{})
 		if err == nil && r.Status != engine.StatusOK {
@@ -344,15 +349,8 @@ func librarySessions(ctx context.Context, cfg config.Config, reg *languages.Regi
 		return r, err
 	}
 	done = func() {
-		m.Shutdown()
-		closeEngine(eng)
+		stop()
 		_ = os.RemoveAll(dir)
 	}
 	return m, dir, cell, done, nil
-}
-
-func closeEngine(e *engine.Engine) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	_ = e.Close(ctx)
 }
