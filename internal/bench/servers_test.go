@@ -5,24 +5,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/config"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
-	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver/transport"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/server"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil/testserver"
 )
 
 // TestServersTimesEachRunningServerInTurnAndPrintsARowEach: two servers
-// (on the fake backend) each get their runs, with no failure, and a row
+// (on one fake backend) each get their runs, with no failure, and a row
 // per language and server; a server that is not there fails the warm-up
 // with an error that names it.
 func TestServersTimesEachRunningServerInTurnAndPrintsARowEach(t *testing.T) {
 	reg := languages.Builtin()
+	cfg := config.Default()
+	testutil.Unhurried(&cfg)
+	backend := testutil.FakeBackend(t)
 	var urls []string
 	for range 2 {
-		e, _ := testutil.FakeEngine(t, nil)
-		srv := httptest.NewServer(transport.HTTPHandler(mcpserver.New(e, "bench-test", nil), transport.HTTPOptions{MaxBodyBytes: 1 << 20}))
-		t.Cleanup(srv.Close)
-		urls = append(urls, srv.URL)
+		urls = append(urls, testserver.Start(t, server.Parts{Config: cfg, Registry: reg, Backend: backend}, server.Options{}).URL())
 	}
 	var out strings.Builder
 	err := Servers(t.Context(), reg, ServersOptions{URLs: urls, Languages: []string{"bash"}, Runs: 3, Warmup: 1, Out: &out})
