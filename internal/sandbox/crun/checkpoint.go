@@ -165,6 +165,10 @@ type checkpointMeta struct {
 	ID string `json:"id"`
 	// Image is the image the sandbox ran, whose root the restore mounts.
 	Image string `json:"image"`
+	// LoopbackLater says the sandbox held no internet socket at its dump,
+	// whose network namespace CRIU did not save: its restore brings the
+	// new namespace's loopback up after CRIU (criunet.go).
+	LoopbackLater bool `json:"loopback_later,omitempty"`
 }
 
 // Files in a checkpoint directory.
@@ -217,6 +221,9 @@ func (b *Backend) Checkpoint(ctx context.Context, sb sandbox.Sandbox, dir string
 		return fmt.Errorf("checkpoint work directory: %w", err)
 	}
 	frozen := b.freeze(l.id)
+	// Read while the sandbox is frozen: nothing in it opens a socket
+	// before the dump.
+	loopbackLater := b.tools.netConf != nil && frozen && !holdsInetSockets(l.proc.Pid)
 	if err := b.criu(ctx, "checkpoint", l.id, work, "--image-path", filepath.Join(dir, checkpointImages), "--work-path", work, l.id); err != nil {
 		if frozen {
 			b.thaw(l.id) // the caller closes it
@@ -224,7 +231,7 @@ func (b *Backend) Checkpoint(ctx context.Context, sb sandbox.Sandbox, dir string
 		return err
 	}
 	bundle := filepath.Join(b.bundlesDir(), l.id)
-	meta, err := json.Marshal(checkpointMeta{ID: l.id, Image: l.image})
+	meta, err := json.Marshal(checkpointMeta{ID: l.id, Image: l.image, LoopbackLater: loopbackLater})
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, checkpointMetaFile), meta, 0o600)
 	}
@@ -380,13 +387,23 @@ func (b *Backend) restore(ctx context.Context, t sandbox.Template, dir string, v
 	if verr != nil {
 		return fail(verr)
 	}
-	if err := b.criu(ctx, "restore", id, work, "--detach", "--bundle", bundle, "--image-path", filepath.Join(dir, checkpointImages),
+	op := "restore"
+	if meta.LoopbackLater && b.tools.netConf[restoreLoopbackLater] != "" {
+		op = restoreLoopbackLater
+	}
+	if err := b.criu(ctx, op, id, work, "--detach", "--bundle", bundle, "--image-path", filepath.Join(dir, checkpointImages),
 		"--work-path", work, "--pid-file", pidFile, id); err != nil {
 		return fail(err)
 	}
 	proc, err := processOf(pidFile)
 	if err != nil {
 		return fail(err)
+	}
+	if op == restoreLoopbackLater {
+		if err := loopbackUp(proc.Pid); err != nil {
+			_ = proc.Release()
+			return fail(fmt.Errorf("the restored sandbox's loopback: %w", err))
+		}
 	}
 	l, err := b.connect(ctx, id, proc, ln, bootConnectWait)
 	if err != nil {
@@ -483,9 +500,14 @@ func mountpoints(dir string, mounts []specs.Mount) error {
 	return nil
 }
 
-// criu runs the tools' crun op (checkpoint or restore) on sandbox id, and
-// says what CRIU reported when it fails.
+// criu runs the tools' crun op (checkpoint or restore; restoreLoopbackLater
+// is a restore with that configuration) on sandbox id, and says what CRIU
+// reported when it fails.
 func (b *Backend) criu(ctx context.Context, op, id, work string, args ...string) error {
+	conf := b.tools.netConf[op]
+	if op == restoreLoopbackLater {
+		op = "restore"
+	}
 	// Not the caller's context, as for start: crun cut short could leave
 	// a container half made or half dumped.
 	cctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
@@ -500,7 +522,7 @@ func (b *Backend) criu(ctx context.Context, op, id, work string, args ...string)
 	}
 	cmd := exec.CommandContext(cctx, b.tools.crun(), full...) // the tools' own binary, our bundle and sandbox
 	cmd.Env = b.tools.env()
-	if conf := b.tools.netConf[op]; conf != "" {
+	if conf != "" {
 		cmd.Env = append(cmd.Env, "CRIU_CONFIG_FILE="+conf)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -4,6 +4,7 @@ package crun
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/languages"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
 )
 
@@ -144,7 +147,9 @@ echo "v6 $(awk '{print $1, $6}' /proc/net/if_inet6 | tr '\n' ' ')"
 // the sandbox's network namespace out of its checkpoint (criunet.go), and
 // a restore gives the sandbox a new one: not the one it was dumped with,
 // nor another sandbox's, with loopback alone, up, refusing a connection
-// to a port nothing listens on, as before the checkpoint.
+// to a port nothing listens on, as before the checkpoint, whether the
+// backend brought its loopback up after CRIU (a sandbox that held no
+// internet socket) or CRIU's action script did (one that held one).
 func TestARestoredSandboxHasANewNetworkNamespaceOfLoopbackAlone(t *testing.T) {
 	_, b := reattachBackends(t)
 	requireCheckpoints(t, b)
@@ -152,7 +157,10 @@ func TestARestoredSandboxHasANewNetworkNamespaceOfLoopbackAlone(t *testing.T) {
 		t.Fatal("CRIU's configuration that leaves the network namespace out is not in use")
 	}
 	ctx := context.Background()
+	// Python's image: its python3 holds a socket between calls.
 	tmpl := sessionTemplate(t)
+	reg := languages.Builtin()
+	tmpl.Image = reg.ImageOf(mustLang(t, reg, "python")).Tag
 	probe := func(sb sandbox.Sandbox) []string {
 		t.Helper()
 		res, err := sb.Call(ctx, bashJob(netProbe), nil)
@@ -162,44 +170,87 @@ func TestARestoredSandboxHasANewNetworkNamespaceOfLoopbackAlone(t *testing.T) {
 		return strings.Split(strings.TrimSpace(string(res.Stages[0].Stdout)), "\n")
 	}
 	want := []string{"ifaces lo ", "proc lo ", "flags 0x9", "v6 00000000000000000000000000000001 lo ", "Connection refused"}
-	sb, err := b.Create(ctx, tmpl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := probe(sb)
-	if !slices.Equal(before[1:], want) {
-		t.Fatalf("before the checkpoint the sandbox's network reads %q, want %q", before[1:], want)
-	}
 	other, err := b.Create(ctx, tmpl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	dir := filepath.Join(t.TempDir(), "checkpoint")
-	if err := b.Checkpoint(ctx, sb, dir); err != nil {
-		t.Fatalf("checkpoint: %v", err)
-	}
-	restored, err := b.Restore(ctx, tmpl, dir, nil)
+	// A sandbox holding an internet socket is seen to hold one. (CRIU
+	// 4.1.1 cannot dump one on kernels where SO_PASSCRED is a Unix
+	// socket's option alone, 6.18 here: such a session replays.)
+	holder, err := b.Create(ctx, tmpl)
 	if err != nil {
-		t.Fatalf("restore: %v", err)
+		t.Fatal(err)
 	}
-	defer restored.Close()
-	after := probe(restored)
-	if !slices.Equal(after[1:], want) {
-		t.Errorf("after the restore the sandbox's network reads %q, want %q", after[1:], want)
+	defer holder.Close()
+	listen := "setsid -f python3 -c 'import socket, time\ns = socket.socket()\ns.bind((\"127.0.0.1\", 8765))\ns.listen()\ntime.sleep(600)' >/dev/null 2>&1\n" +
+		"for i in $(seq 100); do [ $(tail -n +2 /proc/net/tcp | wc -l) -gt 0 ] && break; sleep 0.05; done"
+	if res, err := holder.Call(ctx, bashJob(listen), nil); err != nil || res.AgentError != "" {
+		t.Fatalf("the listener: %+v, %v", res, err)
 	}
-	if after[0] == before[0] || !strings.HasPrefix(after[0], "net:[") {
-		t.Errorf("the restored sandbox's network namespace is %q, the dumped one was %q", after[0], before[0])
+	if !holdsInetSockets(holder.(*agentconn.Sandbox).Link().(*link).proc.Pid) {
+		t.Error("a sandbox listening on 127.0.0.1 is not seen to hold an internet socket")
 	}
-	if o := probe(other)[0]; o == after[0] || o == before[0] {
-		t.Errorf("another sandbox's network namespace %q is the restored one's (%q) or the dumped one's (%q)", o, after[0], before[0])
-	}
-	// The dump holds no network state of the sandbox, and the restore ran
-	// none of the tools that would put it back.
-	for _, img := range []string{"ifaddr", "route", "rule", "iptables", "ip6tables", "netdev"} {
-		if m, _ := filepath.Glob(filepath.Join(dir, checkpointImages, img+"-*.img")); len(m) > 0 {
-			t.Errorf("the checkpoint holds the sandbox's network state: %v", m)
-		}
+	for _, tc := range []struct {
+		name string
+		// script restores with CRIU's action script, as a checkpoint of a
+		// sandbox that held an internet socket is.
+		script bool
+	}{
+		{"loopback brought up by the backend", false},
+		{"loopback brought up by CRIU's action script", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb, err := b.Create(ctx, tmpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if holdsInetSockets(sb.(*agentconn.Sandbox).Link().(*link).proc.Pid) {
+				t.Error("a new sandbox is seen to hold an internet socket")
+			}
+			before := probe(sb)
+			if !slices.Equal(before[1:], want) {
+				t.Fatalf("before the checkpoint the sandbox's network reads %q, want %q", before[1:], want)
+			}
+			dir := filepath.Join(t.TempDir(), "checkpoint")
+			if err := b.Checkpoint(ctx, sb, dir); err != nil {
+				t.Fatalf("checkpoint: %v", err)
+			}
+			metaFile := filepath.Join(dir, checkpointMetaFile)
+			var meta checkpointMeta
+			if data, err := os.ReadFile(metaFile); err != nil || json.Unmarshal(data, &meta) != nil || !meta.LoopbackLater {
+				t.Fatalf("the checkpoint of a sandbox without internet sockets says loopback_later %v (%v)", meta.LoopbackLater, err)
+			}
+			if tc.script {
+				meta.LoopbackLater = false
+				data, _ := json.Marshal(meta)
+				if err := os.WriteFile(metaFile, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			restored, err := b.Restore(ctx, tmpl, dir, nil)
+			if err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			defer restored.Close()
+			after := probe(restored)
+			if !slices.Equal(after[1:], want) {
+				t.Errorf("after the restore the sandbox's network reads %q, want %q", after[1:], want)
+			}
+			if after[0] == before[0] || !strings.HasPrefix(after[0], "net:[") {
+				t.Errorf("the restored sandbox's network namespace is %q, the dumped one was %q", after[0], before[0])
+			}
+			if o := probe(other)[0]; o == after[0] || o == before[0] {
+				t.Errorf("another sandbox's network namespace %q is the restored one's (%q) or the dumped one's (%q)", o, after[0], before[0])
+			}
+			// The dump holds no network state of the sandbox, and the
+			// restore ran none of the tools that would put it back.
+			for _, img := range []string{"ifaddr", "route", "rule", "iptables", "ip6tables", "netdev"} {
+				if m, _ := filepath.Glob(filepath.Join(dir, checkpointImages, img+"-*.img")); len(m) > 0 {
+					t.Errorf("the checkpoint holds the sandbox's network state: %v", m)
+				}
+			}
+		})
 	}
 }
 
