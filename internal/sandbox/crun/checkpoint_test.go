@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -211,6 +212,18 @@ func TestARestoredSandboxHasANewNetworkNamespaceOfLoopbackAlone(t *testing.T) {
 			before := probe(sb)
 			if !slices.Equal(before[1:], want) {
 				t.Fatalf("before the checkpoint the sandbox's network reads %q, want %q", before[1:], want)
+			}
+			// The dumped namespace is held open until the end, so that the
+			// kernel cannot give its number to the restored one (it reuses
+			// a freed namespace's number, and the checkpoint ends the
+			// sandbox): equal numbers then mean the same namespace.
+			dumpedNS, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", sb.(*agentconn.Sandbox).Link().(*link).proc.Pid))
+			if err != nil {
+				t.Fatalf("holding the sandbox's network namespace: %v", err)
+			}
+			defer dumpedNS.Close()
+			if held, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dumpedNS.Fd())); err != nil || held != before[0] {
+				t.Fatalf("the namespace held is %q (%v), the sandbox's is %q", held, err, before[0])
 			}
 			dir := filepath.Join(t.TempDir(), "checkpoint")
 			if err := b.Checkpoint(ctx, sb, dir); err != nil {
