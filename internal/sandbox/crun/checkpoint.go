@@ -517,9 +517,6 @@ func (b *Backend) criu(ctx context.Context, op, id, work string, args ...string)
 	}
 	logFile := filepath.Join(work, "crun.log")
 	full := append([]string{"--root", b.crunRoot(), "--log", logFile, op}, args...)
-	if m := os.Getenv("MCR_CG_MODE"); m != "" {
-		full = append([]string{"--root", b.crunRoot(), "--log", logFile, op, "--manage-cgroups-mode=" + m}, args...)
-	}
 	cmd := exec.CommandContext(cctx, b.tools.crun(), full...) // the tools' own binary, our bundle and sandbox
 	cmd.Env = b.tools.env()
 	if conf != "" {

@@ -43,6 +43,15 @@ func reattachBackends(t *testing.T) (gone, live *Backend) {
 	t.Cleanup(func() { _ = live.Close() })
 	gone.owner = sandbox.Owner{ID: "gone", Host: live.owner.Host, PID: 1, Start: "gone"}
 	gone.roots = newImageRoots(filepath.Join(state, "rootfs", gone.owner.NameFields()+"-1"))
+	// The gone server's image roots are unmounted as its own Close would
+	// (it shares live's Docker client, which live closes): left mounted,
+	// they kept the state directory, and each run left two mounts on the
+	// host.
+	t.Cleanup(func() {
+		if err := gone.roots.close(); err != nil {
+			t.Errorf("unmounting the gone server's image roots: %v", err)
+		}
+	})
 	return gone, live
 }
 
