@@ -29,6 +29,13 @@ die() { log "error: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root: it installs packages, adds a user and starts daemons"
 
+# One run at a time, holding LOCK to its end: CI runs this beside the start
+# of make test, and scripts/test-engines.sh takes the same lock before it
+# looks for the engines, so it waits for a run still under way.
+LOCK=${MCR_ENGINES_LOCK:-/run/mcp-code-runner-engines.lock}
+exec 9>"$LOCK"
+flock 9
+
 apt_install() {
 	log "installing $*"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/tmp/ensure-engines-apt.log 2>&1 ||

@@ -19,6 +19,13 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN=${MCR_BINARY:?set MCR_BINARY to the built server}
 PODMAN_HOST=unix:///run/podman/podman.sock
+# A run of scripts/ensure-engines.sh still under way (CI starts it beside
+# make test) holds this lock until every engine answers with its images.
+LOCK=${MCR_ENGINES_LOCK:-/run/mcp-code-runner-engines.lock}
+if [[ -e $LOCK && -w $LOCK ]]; then
+	echo "test-engines: waiting for scripts/ensure-engines.sh, if it is running" >&2
+	flock "$LOCK" true
+fi
 ROOTLESS_USER=${MCR_ROOTLESS_USER:-mcr-rootless}
 ROOTLESS_HOST= ROOTLESS_PODMAN_HOST=
 if id "$ROOTLESS_USER" >/dev/null 2>&1; then
