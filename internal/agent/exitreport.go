@@ -78,6 +78,7 @@ func waitOrReport(proc *stageProc) (reported bool, usage stageUsage, err error) 
 		// to exit; /proc's can come after, when the memory is released
 		// and the kernel shows none.
 		usage.maxRSSKB = max(usage.maxRSSKB, r.maxRSSKB)
+		usage.cpuTimeMs = max(usage.cpuTimeMs, r.cpuTimeMs)
 		return true, usage, nil
 	}
 }
@@ -88,13 +89,16 @@ const exitReportDrain = time.Second
 
 // exitReport is what a warm interpreter reports of its program's end.
 type exitReport struct {
-	code     int
-	maxRSSKB int64
+	code      int
+	maxRSSKB  int64
+	cpuTimeMs int64
 }
 
 // readExitReport reads an exit report: the code in decimal, 0 to 255, then
-// optionally a space and the process's peak resident size in KiB, and a
-// newline. Anything else is no report.
+// optionally a space and the process's peak resident size in KiB, then
+// optionally a space and its CPU time in milliseconds (an interpreter that
+// ends itself at once after the report, before the agent could read /proc),
+// and a newline. Anything else is no report.
 func readExitReport(r io.Reader) (exitReport, bool) {
 	var buf [32]byte
 	n := 0
@@ -115,18 +119,24 @@ func readExitReport(r io.Reader) (exitReport, bool) {
 }
 
 func parseExitReport(line string) (exitReport, bool) {
-	codeText, peakText, hasPeak := strings.Cut(line, " ")
-	code, err := strconv.Atoi(codeText)
+	fields := strings.Split(line, " ")
+	if len(fields) > 3 {
+		return exitReport{}, false
+	}
+	code, err := strconv.Atoi(fields[0])
 	if err != nil || code < 0 || code > 255 {
 		return exitReport{}, false
 	}
 	r := exitReport{code: code}
-	if hasPeak {
-		peak, err := strconv.ParseInt(peakText, 10, 64)
-		if err != nil || peak < 0 {
+	for i, dst := range []*int64{&r.maxRSSKB, &r.cpuTimeMs} {
+		if i+1 >= len(fields) {
+			break
+		}
+		v, err := strconv.ParseInt(fields[i+1], 10, 64)
+		if err != nil || v < 0 {
 			return exitReport{}, false
 		}
-		r.maxRSSKB = peak
+		*dst = v
 	}
 	return r, true
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestAnExitReportIsACodeAndOptionallyAPeakOnOneLine(t *testing.T) {
+func TestAnExitReportIsACodeAndOptionallyAPeakAndACPUTimeOnOneLine(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		report string
@@ -19,7 +19,10 @@ func TestAnExitReportIsACodeAndOptionallyAPeakOnOneLine(t *testing.T) {
 		{"a negative code is no report", "-1 10\n", false, exitReport{}},
 		{"a negative peak is no report", "0 -10\n", false, exitReport{}},
 		{"words are no report", "ok\n", false, exitReport{}},
-		{"a third field is no report", "0 10 20\n", false, exitReport{}},
+		{"a code, a peak and a CPU time", "1 10 20\n", true, exitReport{code: 1, maxRSSKB: 10, cpuTimeMs: 20}},
+		{"a negative CPU time is no report", "0 10 -20\n", false, exitReport{}},
+		{"a fourth field is no report", "0 10 20 30\n", false, exitReport{}},
+		{"two spaces are no report", "0  10\n", false, exitReport{}},
 		{"bytes after the newline are no report", "0 10\nx", false, exitReport{}},
 		{"no newline before the end is no report", "0 10", false, exitReport{}},
 		{"an empty stream is no report", "", false, exitReport{}},
