@@ -31,7 +31,9 @@ die() { log "error: $*"; exit 1; }
 
 # One run at a time, holding LOCK to its end: CI runs this beside the start
 # of make test, and scripts/test-engines.sh takes the same lock before it
-# looks for the engines, so it waits for a run still under way.
+# looks for the engines, so it waits for a run still under way. The daemons
+# started here do not inherit the lock's descriptor (9>&- on each), which
+# would hold the lock for as long as they live.
 LOCK=${MCR_ENGINES_LOCK:-/run/mcp-code-runner-engines.lock}
 exec 9>"$LOCK"
 flock 9
@@ -80,7 +82,7 @@ ensure_podman() {
 		# clone a run started it from) fails every container start ("write
 		# child: broken pipe", conmon: "Failed to get working directory").
 		(cd / && exec setsid nohup podman --cgroup-manager=cgroupfs --events-backend=file system service --time=0 "$PODMAN_HOST") \
-			>>/var/log/podman-service.log 2>&1 </dev/null &
+			>>/var/log/podman-service.log 2>&1 </dev/null 9>&- &
 		wait_for "$PODMAN_HOST" 60 /var/log/podman-service.log
 	fi
 	load_images "$PODMAN_HOST"
@@ -120,7 +122,7 @@ ensure_rootless() {
 	if ! docker -H "$host" version >/dev/null 2>&1; then
 		log "starting rootless dockerd as $ROOTLESS_USER (log: ~$ROOTLESS_USER/dockerd.log)"
 		su - "$ROOTLESS_USER" -c "export XDG_RUNTIME_DIR=$run PATH=$(dirname "$tool"):/usr/sbin:/usr/bin:/sbin:/bin;
-			setsid nohup $(basename "$tool") --iptables=false >dockerd.log 2>&1 </dev/null &"
+			setsid nohup $(basename "$tool") --iptables=false >dockerd.log 2>&1 </dev/null &" 9>&-
 		wait_for "$host" 60 "$(getent passwd "$ROOTLESS_USER" | cut -d: -f6)/dockerd.log"
 	fi
 	load_images "$host" $ROOTLESS_IMAGES
@@ -145,7 +147,7 @@ ensure_rootless_podman() {
 			fi
 			mkdir -p $run/podman
 			setsid nohup podman --cgroup-manager=cgroupfs --events-backend=file system service --time=0 $host \
-				>>podman-service.log 2>&1 </dev/null &"
+				>>podman-service.log 2>&1 </dev/null &" 9>&-
 		wait_for "$host" 60 "$(getent passwd "$ROOTLESS_USER" | cut -d: -f6)/podman-service.log"
 	fi
 	load_images "$host"

@@ -24,7 +24,8 @@ PODMAN_HOST=unix:///run/podman/podman.sock
 LOCK=${MCR_ENGINES_LOCK:-/run/mcp-code-runner-engines.lock}
 if [[ -e $LOCK && -w $LOCK ]]; then
 	echo "test-engines: waiting for scripts/ensure-engines.sh, if it is running" >&2
-	flock "$LOCK" true
+	flock -w 900 "$LOCK" true ||
+		echo "test-engines: scripts/ensure-engines.sh held its lock for 15 minutes (is a process holding $LOCK?); going on" >&2
 fi
 ROOTLESS_USER=${MCR_ROOTLESS_USER:-mcr-rootless}
 ROOTLESS_HOST= ROOTLESS_PODMAN_HOST=

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,13 +22,18 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/testutil"
 )
 
-// repoRoot is the repository's root, from this file's place in it.
+// repoRoot is the repository's root: go test runs a package's tests in the
+// package's directory, internal/e2e. (Not runtime.Caller's file name, which
+// -trimpath makes a module path.)
 func repoRoot(t *testing.T) string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the repository")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("cannot locate the repository from %s: %v", root, err)
+	}
+	return root
 }
 
 // requireCompose returns the command that runs compose files: docker-compose
