@@ -202,7 +202,7 @@ func startPaths(ctx context.Context, cfg config.Config, reg *languages.Registry,
 	}
 	warmCfg.MaxConcurrentRuns = max(warmCfg.MaxConcurrentRuns, o.LoadClients)
 	warm, stopWarm, err := startServer(ctx, server.Parts{Config: warmCfg, Registry: reg, Backend: b,
-		EngineOptions: []engine.Option{engine.WithObserver(p.warmObs)}})
+		EngineOptions: []engine.Option{engine.WithObserver(p.warmObs)}, OnToolCall: p.warmObs.ToolCall})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,7 +217,7 @@ func startPaths(ctx context.Context, cfg config.Config, reg *languages.Registry,
 	p.raw = newRawClient(warm.URL())
 
 	cold, stopCold, err := startServer(ctx, server.Parts{Config: coldCfg, Registry: reg, Backend: p.coldBackend,
-		EngineOptions: []engine.Option{engine.WithObserver(p.coldObs)}})
+		EngineOptions: []engine.Option{engine.WithObserver(p.coldObs)}, OnToolCall: p.coldObs.ToolCall})
 	if err != nil {
 		closeAll()
 		return nil, nil, err

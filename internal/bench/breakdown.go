@@ -12,13 +12,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/engine"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/mcpserver"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 )
 
-// lastRun keeps the engine's stats of the last run it finished.
+// lastRun keeps the engine's stats of the last run it finished and the
+// time the last tool call's handler took (the engine's run and the
+// result's encoding, without the SDK and HTTP around it).
 type lastRun struct {
-	mu sync.Mutex
-	r  engine.RunStats
+	mu      sync.Mutex
+	r       engine.RunStats
+	handler time.Duration
 }
 
 func (o *lastRun) RunDone(_ context.Context, r engine.RunStats) {
@@ -27,10 +31,17 @@ func (o *lastRun) RunDone(_ context.Context, r engine.RunStats) {
 	o.r = r
 }
 
-func (o *lastRun) get() engine.RunStats {
+// ToolCall is the server's tool-call observer (server.Parts.OnToolCall).
+func (o *lastRun) ToolCall(_ context.Context, c mcpserver.ToolCall) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.r
+	o.handler = c.Duration
+}
+
+func (o *lastRun) get() (engine.RunStats, time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.r, o.handler
 }
 
 // timingBackend times the last sandbox creation (create, attach, start)
@@ -90,6 +101,7 @@ type breakdownRow struct {
 	Path       string  `json:"path"`
 	Client     float64 `json:"client_ms"`
 	MCP        float64 `json:"mcp_ms"`
+	Encode     float64 `json:"result_encoding_ms"`
 	Queue      float64 `json:"queue_ms"`
 	Take       float64 `json:"sandbox_take_ms"`
 	Create     float64 `json:"create_start_ms,omitempty"`
@@ -104,8 +116,12 @@ type breakdownRow struct {
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // breakdownOf runs lang's hello world once over cs and says where its time
-// went: the client's round trip less the engine's total is MCP (the
-// request's decoding, the result's encoding, HTTP); the engine's stats give
+// went: the client's round trip less the tool handler's time is MCP (HTTP
+// on both sides, the client's and the SDK's JSON-RPC, the arguments'
+// decoding and check against the input schema, the principal's lookup);
+// the handler's time less the engine's total is the tool result's
+// encoding (its JSON, once, as structured content and text); the engine's
+// stats give
 // the run slot, the sandbox's take and the exchange with the agent, less
 // the program's own time as the agent measured it; what is left of the
 // engine's total is the result's shaping. For a cold run, tb gives the
@@ -129,9 +145,9 @@ func breakdownOf(ctx context.Context, cs *mcp.ClientSession, lang, path string, 
 	}
 	data, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(data, &out)
-	st := obs.get()
+	st, handler := obs.get()
 	program := time.Duration(out.DurationMs) * time.Millisecond
-	row := breakdownRow{Path: path, Client: msf(client), MCP: msf(client - st.Total), Queue: msf(st.QueueWait), Take: msf(st.Acquire),
+	row := breakdownRow{Path: path, Client: msf(client), MCP: msf(client - handler), Encode: msf(handler - st.Total), Queue: msf(st.QueueWait), Take: msf(st.Acquire),
 		Exchange: msf(st.Exec - program), Program: msf(program), Shape: msf(st.Total - st.QueueWait - st.Acquire - st.Exec)}
 	if tb != nil {
 		select {
@@ -147,16 +163,16 @@ func breakdownOf(ctx context.Context, cs *mcp.ClientSession, lang, path string, 
 
 func printBreakdown(w io.Writer, lang string, rows []breakdownRow) {
 	fmt.Fprintf(w, "\n## Where the time goes: one warm and one cold %s hello world through MCP HTTP (ms)\n\n", lang)
-	fmt.Fprintln(w, "| run | client round trip | MCP (decode, encode, HTTP) | run slot | sandbox take | of which create+start | agent exchange | program | result | remove (after the answer) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| run | client round trip | MCP (HTTP, JSON-RPC, arguments, auth) | tool result's encoding | run slot | sandbox take | of which create+start | agent exchange | program | result | remove (after the answer) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		create, remove := "-", "-"
 		if r.Cold {
 			create, remove = fmt.Sprintf("%.1f", r.Create), fmt.Sprintf("%.1f", r.Remove)
 		}
-		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.1f | %s | %.1f | %.1f | %.1f | %s |\n", r.Path, r.Client, r.MCP, r.Queue, r.Take, create, r.Exchange, r.Program, r.Shape, remove)
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %.1f | %.1f | %.1f | %s |\n", r.Path, r.Client, r.MCP, r.Encode, r.Queue, r.Take, create, r.Exchange, r.Program, r.Shape, remove)
 	}
-	fmt.Fprintln(w, "\n(The program's time is the agent's wall clock of the run stage, in whole milliseconds; the exchange is the job's time in the sandbox less it.)")
+	fmt.Fprintln(w, "\n(The program's time is the agent's wall clock of the run stage, in whole milliseconds; the exchange is the job's time in the sandbox less it. The result is the engine's shaping of it; a hello world's outputs fit inline, so the state store is not written.)")
 }
 
 // Row is one latency row of a bench run, as --json writes it.

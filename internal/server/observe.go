@@ -11,13 +11,16 @@ import (
 	"github.com/mcp-code-runner/mcp-code-runner/internal/principal"
 )
 
-// toolObserver returns what sees every finished tool call: the audit log
-// and the metrics, either of which may be off.
+// toolObserver returns what sees every finished tool call: the parts'
+// observer, the audit log and the metrics, any of which may be off.
 func (s *Server) toolObserver(auditLog *audit.Log) func(context.Context, mcpserver.ToolCall) {
-	if auditLog == nil && s.metrics == nil {
+	if auditLog == nil && s.metrics == nil && s.onToolCall == nil {
 		return nil
 	}
 	return func(ctx context.Context, c mcpserver.ToolCall) {
+		if s.onToolCall != nil {
+			s.onToolCall(ctx, c)
+		}
 		if s.metrics != nil {
 			s.metrics.ToolCall(c.Tool, c.ErrorCode())
 		}

@@ -71,6 +71,9 @@ type Parts struct {
 	BackendChoice string
 	// Replica names this server in the records it shares with others.
 	Replica string
+	// OnToolCall, if set, sees every finished tool call beside the audit
+	// log and the metrics (bench times the tool handler with it).
+	OnToolCall func(context.Context, mcpserver.ToolCall)
 }
 
 // Options say how the server is reached and watched.
@@ -102,6 +105,7 @@ type Server struct {
 	metrics       *metrics.Metrics
 	backendChoice string
 	replica       string
+	onToolCall    func(context.Context, mcpserver.ToolCall)
 	opts          Options
 	// instance names this server on the sandboxes its engine makes
 	// (engine.WithInstance), so that its shutdown removes those and no
@@ -136,7 +140,7 @@ func New(parts Parts, opts Options) *Server {
 		g = gate.New(parts.Config, parts.Registry, gate.Options{Store: st, Logger: log})
 	}
 	s := &Server{cfg: parts.Config, reg: parts.Registry, backend: parts.Backend, store: st, gate: g, builds: &images.Builds{},
-		log: log, metrics: parts.Metrics, backendChoice: parts.BackendChoice, replica: parts.Replica, opts: opts,
+		log: log, metrics: parts.Metrics, backendChoice: parts.BackendChoice, replica: parts.Replica, onToolCall: parts.OnToolCall, opts: opts,
 		instance: newInstance(), served: make(chan error, 1), stopAfterGrace: func() bool { return false }}
 	s.codeMode = s.newCodeMode()
 	s.engine = s.newEngine(parts.EngineOptions)
