@@ -129,7 +129,7 @@ def _mcr_exit(status, workdir, control):
     _mcr_remove_modules(workdir.rstrip("/") + "/", gc)
     for stream in (_sys.stdout, _sys.stderr):
         try:
-            if stream is not None and not stream.closed:
+            if stream is not None and not getattr(stream, "closed", False):
                 stream.flush()
         except Exception:
             if stream is _sys.stdout:
