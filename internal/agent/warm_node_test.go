@@ -63,24 +63,7 @@ process.exitCode = 2;`), nil, nil},
 			base := t.TempDir()
 			var got [2]string
 			for i, warmed := range []bool{true, false} {
-				// The same path both times, so that the output may name it;
-				// a path of this test's own, so that two runs of the suite
-				// on one machine do not write each other's programs.
-				dir := filepath.Join(base, "main")
-				_ = os.RemoveAll(dir)
-				if err := os.Mkdir(dir, 0o700); err != nil {
-					t.Fatal(err)
-				}
-				t.Chdir(dir)
-				var w *warmProc
-				if warmed {
-					spec, _ := json.Marshal(nodeWarm)
-					if err := StartWarm(string(spec)); err != nil {
-						t.Fatal(err)
-					}
-					w = warm
-					t.Cleanup(func() { warm = nil })
-				}
+				dir, w := sameDirWithWarm(t, base, nodeWarm, warmed)
 				stages, stdout, stderr, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 1 << 16, Files: c.files,
 					Stages: []wire.Stage{{Name: "run", Argv: append([]string{"node", "main.js"}, c.args...), Env: c.env, TimeoutMs: 20000}}})
 				if done.Error != "" || len(stages) != 1 {
@@ -100,6 +83,30 @@ process.exitCode = 2;`), nil, nil},
 			}
 		})
 	}
+}
+
+// sameDirWithWarm makes base/main afresh and the working directory, and, if
+// warmed, starts spec's warm interpreter in it, which it returns (nil
+// otherwise). The same path every time, so that a program's output may
+// name it; a path of the test's own, so that two runs of the suite on one
+// machine do not write each other's programs.
+func sameDirWithWarm(t *testing.T, base string, spec wire.Warm, warmed bool) (string, *warmProc) {
+	t.Helper()
+	dir := filepath.Join(base, "main")
+	_ = os.RemoveAll(dir)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if !warmed {
+		return dir, nil
+	}
+	data, _ := json.Marshal(spec)
+	if err := StartWarm(string(data)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { warm = nil })
+	return dir, warm
 }
 
 // js is a workspace of one main.js holding source.

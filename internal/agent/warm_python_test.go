@@ -95,21 +95,7 @@ func TestWarmPythonEndsAsPython3Would(t *testing.T) {
 			base := t.TempDir()
 			var got [2]string
 			for i, warmed := range []bool{true, false} {
-				dir := filepath.Join(base, "main")
-				_ = os.RemoveAll(dir)
-				if err := os.Mkdir(dir, 0o700); err != nil {
-					t.Fatal(err)
-				}
-				t.Chdir(dir)
-				var w *warmProc
-				if warmed {
-					spec, _ := json.Marshal(pythonWarm)
-					if err := StartWarm(string(spec)); err != nil {
-						t.Fatal(err)
-					}
-					w = warm
-					t.Cleanup(func() { warm = nil })
-				}
+				dir, w := sameDirWithWarm(t, base, pythonWarm, warmed)
 				stages, stdout, stderr, done := serve(t, wire.Request{Workdir: dir, OutputLimit: 1 << 21, Files: c.files,
 					Stages: []wire.Stage{{Name: "run", Argv: []string{"python3", "-u", "main.py"}, Stdin: []byte("in\n"), TimeoutMs: 20000}}})
 				if done.Error != "" || len(stages) != 1 {
