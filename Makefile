@@ -121,10 +121,10 @@ serve-stdio: build
 # batteries, the language matrices, the e2e clients and the conformance
 # suites in the other (about 28 and 23 minutes at load 20-35). Each lane runs
 # all its parts even when one fails. FAST_TIER=passed leaves the fast tier
-# out (CI runs it beside the image builds).
+# out (CI runs it apart, after the tests).
 test: images-all checkpoint-tools gvisor e2e-deps
 	@rc=0; \
-	$(if $(filter passed,$(FAST_TIER)),echo "make test: the fast tier passed before this (FAST_TIER=passed)";,$(MAKE) --no-print-directory test-fast || rc=1;) \
+	$(if $(filter passed,$(FAST_TIER)),echo "make test: the fast tier runs apart (FAST_TIER=passed)";,$(MAKE) --no-print-directory test-fast || rc=1;) \
 	$(MAKE) --no-print-directory test-binaries || rc=1; \
 	bash scripts/lanes.sh \
 	  packages "$(MAKE) --no-print-directory test-go-packages; $(MAKE) --no-print-directory test-engines-run" \

@@ -7,16 +7,25 @@
 // Kubernetes an init container runs it from the agent image (which holds
 // nothing else, so no cp) to put the agent into a volume the sandbox's
 // container shares, without changing the runtime images.
+//
+// Run by the name tar (a link the crun backend puts on CRIU's PATH), it
+// is the tar CRIU saves and restores a sandbox's tmpfs mounts with
+// (internal/criutar).
 package main
 
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/agent"
+	"github.com/mcp-code-runner/mcp-code-runner/internal/criutar"
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == criutar.Name {
+		os.Exit(criutar.Main(os.Args[1:]))
+	}
 	if len(os.Args) == 3 && os.Args[1] == "install" {
 		if err := install(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "agent install:", err)

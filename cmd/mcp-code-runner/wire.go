@@ -304,7 +304,13 @@ func newCrunBackend(cfg config.Config, log *slog.Logger) (*crun.Backend, error) 
 		_ = cli.Close()
 		return nil, err
 	}
-	backend, err := crun.New(cli, crun.Options{AgentPath: agent, CheckpointTools: cfg.Sessions.CheckpointTools,
+	// The standalone agent is also CRIU's tar; this binary, whose start
+	// costs more than GNU tar's, is not.
+	criuTar := ""
+	if filepath.Base(agent) == agentBinaryName {
+		criuTar = agent
+	}
+	backend, err := crun.New(cli, crun.Options{AgentPath: agent, CheckpointTools: cfg.Sessions.CheckpointTools, CRIUTar: criuTar,
 		Runsc: cfg.GVisor.Runsc, RunscPlatform: cfg.GVisor.Platform, Logger: log})
 	if err != nil {
 		_ = cli.Close()

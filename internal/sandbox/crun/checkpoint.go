@@ -22,6 +22,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/mcp-code-runner/mcp-code-runner/internal/criutar"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/sandbox/agentconn"
 	"github.com/mcp-code-runner/mcp-code-runner/internal/wire"
@@ -85,14 +86,53 @@ type checkpointTools struct {
 	// ("checkpoint", "restore"), which leaves the sandbox's network
 	// namespace out of its images (criunet.go); nil where it cannot.
 	netConf map[string]string
+	// tarDir holds the link named tar to Options.CRIUTar, first on CRIU's
+	// PATH; "" where CRIU runs the system's tar.
+	tarDir string
 }
 
 func (t *checkpointTools) crun() string { return filepath.Join(t.dir, "bin", "crun") }
 
 // env is the environment crun runs in: crun has libcriu start criu, which
-// it looks up on PATH.
+// it looks up on PATH, as CRIU looks up tar.
 func (t *checkpointTools) env() []string {
-	return append(os.Environ(), "PATH="+filepath.Join(t.dir, "bin")+":"+os.Getenv("PATH"))
+	path := filepath.Join(t.dir, "bin") + ":" + os.Getenv("PATH")
+	if t.tarDir != "" {
+		path = t.tarDir + ":" + path
+	}
+	return append(os.Environ(), "PATH="+path)
+}
+
+// criuTarDir is where the backend links the agent binary as tar for CRIU,
+// under its state directory.
+const criuTarDir = "criu-tar"
+
+// linkCRIUTar makes dir hold a link named tar to the agent binary agent,
+// and returns dir.
+func linkCRIUTar(dir, agent string) (string, error) {
+	agent, err := filepath.Abs(agent)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	link := filepath.Join(dir, criutar.Name)
+	if target, err := os.Readlink(link); err == nil && target == agent {
+		return dir, nil
+	}
+	// Another server's link (of another agent), replaced whole: CRIU runs
+	// either this one or that one, never a half-made link.
+	tmp := link + ".new"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(agent, tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return dir, nil
 }
 
 // CheckpointSupport says whether this backend can checkpoint a session's
@@ -111,6 +151,12 @@ func (b *Backend) CheckpointSupport() error {
 			b.log.Warn("CRIU saves and restores each sandbox's network namespace with ip and iptables", "err", err)
 		}
 		t.netConf = conf
+		if b.opts.CRIUTar != "" {
+			if t.tarDir, err = linkCRIUTar(filepath.Join(b.opts.StateDir, criuTarDir), b.opts.CRIUTar); err != nil {
+				t.tarDir = ""
+				b.log.Warn("CRIU saves and restores each sandbox's tmpfs mounts with the system's tar and gzip", "err", err)
+			}
+		}
 	})
 	return t.err
 }

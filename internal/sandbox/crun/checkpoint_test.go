@@ -356,3 +356,74 @@ func TestACheckpointSavesOnlyTheSandboxsOwnTmpfsMounts(t *testing.T) {
 		t.Errorf("a restored sandbox reads\n%s, a one-shot one\n%s", got, want)
 	}
 }
+
+// TestTheAgentsTarSavesAndRestoresTheSandboxsTmpfsMounts: CRIU runs the
+// agent binary as its tar (Options.CRIUTar, internal/criutar): every
+// tmpfs archive of a checkpoint is the agent's (its gzip header is Go's,
+// whose OS byte is 255 where gzip writes 3), and the restored sandbox
+// reads its files as they were: types, modes, owners, sizes, times, hard
+// and symbolic links, content.
+func TestTheAgentsTarSavesAndRestoresTheSandboxsTmpfsMounts(t *testing.T) {
+	_, b := reattachBackends(t)
+	requireCheckpoints(t, b)
+	if b.opts.CRIUTar == "" || b.tools.tarDir == "" {
+		t.Fatalf("the backend does not give CRIU the agent as its tar (CRIUTar %q)", b.opts.CRIUTar)
+	}
+	ctx := context.Background()
+	tmpl := sessionTemplate(t)
+	sb, err := b.Create(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const setup = `set -e
+mkdir -p /workspace/d/e /tmp/t
+printf 'hello\n' > /workspace/d/f
+head -c 300000 /dev/urandom > /workspace/d/e/big
+ln /workspace/d/f /workspace/d/hard
+ln -s d/f /workspace/rel
+ln -s /nowhere /tmp/t/dangling
+mkfifo -m 640 /tmp/t/fifo
+echo shm > /dev/shm/x
+chmod 4755 /workspace/d/f
+chmod 700 /workspace/d/e
+chmod 1777 /tmp/t
+touch -d '2026-01-02 03:04:05' /workspace/d/f /workspace/d/e/big /tmp/t/fifo /dev/shm/x /workspace/d/e
+`
+	const probe = `find /workspace/d /workspace/rel /tmp/t /dev/shm/x -exec stat -c '%n %F %a %u:%g %s %Y %h' {} + | sort
+sha256sum /workspace/d/e/big /workspace/d/f`
+	call := func(sb sandbox.Sandbox, script string) string {
+		t.Helper()
+		res, err := sb.Call(ctx, bashJob(script), nil)
+		if err != nil || len(res.Stages) != 1 || res.Stages[0].ExitCode != 0 || res.AgentError != "" {
+			t.Fatalf("%q: %+v, %v", script, res, err)
+		}
+		return string(res.Stages[0].Stdout)
+	}
+	call(sb, setup)
+	want := call(sb, probe)
+	dir := filepath.Join(t.TempDir(), "checkpoint")
+	if err := b.Checkpoint(ctx, sb, dir); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	archives, _ := filepath.Glob(filepath.Join(dir, checkpointImages, "tmpfs-dev-*"))
+	if len(archives) == 0 {
+		t.Fatal("the checkpoint holds no tmpfs archive")
+	}
+	for _, a := range archives {
+		data, err := os.ReadFile(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) < 10 || data[0] != 0x1f || data[1] != 0x8b || data[9] != 255 {
+			t.Errorf("%s was not written by the agent's tar (gzip header % x)", filepath.Base(a), data[:min(len(data), 10)])
+		}
+	}
+	restored, err := b.Restore(ctx, tmpl, dir, nil)
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	defer restored.Close()
+	if got := call(restored, probe); got != want {
+		t.Errorf("the restored sandbox's files read\n%s\nbefore the checkpoint\n%s", got, want)
+	}
+}

@@ -28,6 +28,11 @@ type Options struct {
 	// and restore sessions' sandboxes (checkpoint.go); "" is
 	// DefaultCheckpointTools, CheckpointToolsOff turns checkpoints off.
 	CheckpointTools string
+	// CRIUTar is the standalone agent binary, which CRIU then runs as its
+	// tar for a sandbox's tmpfs mounts (internal/criutar: one static
+	// process instead of GNU tar and gzip for each mount); "" leaves CRIU
+	// the system's tar.
+	CRIUTar string
 	// Runsc is gVisor's runsc, which runs the sandboxes of templates of
 	// isolation gvisor; "" offers no gVisor (IsolationSupport says so).
 	Runsc string

@@ -26,8 +26,13 @@ func reattachBackends(t *testing.T) (gone, live *Backend) {
 	cli := testutil.RequireDocker(t)
 	state := filepath.Join("/run", fmt.Sprintf("mcr-crun-reattach-test-%d", os.Getpid()))
 	t.Cleanup(func() { _ = os.RemoveAll(state) })
+	agent := testutil.AgentBinary(t)
+	opts := Options{AgentPath: agent, StateDir: state}
+	if filepath.Base(agent) == testutil.AgentName { // as serve: the standalone agent is CRIU's tar
+		opts.CRIUTar = agent
+	}
 	mk := func() *Backend {
-		b, err := New(cli, Options{AgentPath: testutil.AgentBinary(t), StateDir: state})
+		b, err := New(cli, opts)
 		if err == nil {
 			err = b.Check(context.Background())
 		}

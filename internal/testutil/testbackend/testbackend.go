@@ -7,6 +7,7 @@ package testbackend
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -92,7 +93,11 @@ func Crun(t testing.TB) (*crun.Backend, string) {
 func crunWith(t testing.TB, tools string) (*crun.Backend, string) {
 	t.Helper()
 	state := testutil.CrunStateDir(t)
-	opts := crun.Options{AgentPath: testutil.AgentBinary(t), StateDir: state, CheckpointTools: tools}
+	agent := testutil.AgentBinary(t)
+	opts := crun.Options{AgentPath: agent, StateDir: state, CheckpointTools: tools}
+	if filepath.Base(agent) == testutil.AgentName { // as serve: the standalone agent is CRIU's tar
+		opts.CRIUTar = agent
+	}
 	if OnGVisor() {
 		opts.Runsc = testutil.Runsc(t)
 	}
