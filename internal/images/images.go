@@ -352,71 +352,95 @@ func removeReplaced(ctx context.Context, cli *client.Client, replaced []string, 
 // schedule calls build for every image of order (parents listed before
 // their children), each once its parent's build has returned, with the
 // parent's ID (none for an image built on the root image), and at most
-// parallel at a time (0: DefaultParallel). The first failure cancels the
-// context of the builds in progress, no build starts after it, and it is the
-// error returned; an image whose parent failed is not built.
+// parallel at a time (0: DefaultParallel). Of the images ready to build, the
+// one with the longest line of builds ahead (buildAhead) starts first, ties
+// in order's order: the long builds, and the images waiting on them, do not
+// start last and leave the run waiting on one build at its end. The first
+// failure cancels the context of the builds in progress, no build starts
+// after it, and it is the error returned; an image whose parent failed is not
+// built.
 func schedule(ctx context.Context, order []languages.Image, parallel int, build func(ctx context.Context, img languages.Image, parentID string) (string, error)) error {
 	if parallel <= 0 {
 		parallel = DefaultParallel
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	type result struct {
-		done chan struct{}
-		id   string // empty: failed or not built
-	}
-	results := map[string]*result{}
-	for _, img := range order {
-		results[img.Name] = &result{done: make(chan struct{})}
+	type finished struct {
+		name, id string
+		err      error
 	}
 	var (
-		slots    = make(chan struct{}, parallel)
-		mu       sync.Mutex
+		ahead    = buildAhead(order)
+		inOrder  = map[string]bool{}
+		ids      = map[string]string{} // the built images' IDs
+		started  = map[string]bool{}
+		results  = make(chan finished)
+		running  int
 		firstErr error
-		wg       sync.WaitGroup
 	)
 	for _, img := range order {
-		wg.Go(func() {
-			r := results[img.Name]
-			defer close(r.done)
-			var parentID string
-			if p, ok := results[img.From]; ok {
-				<-p.done
-				if p.id == "" {
-					return
-				}
-				parentID = p.id
-			}
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-slots }()
-			if ctx.Err() != nil {
-				return
-			}
-			id, err := build(ctx, img, parentID)
-			if err == nil && id == "" {
-				err = fmt.Errorf("building image %s gave no image ID", img.Tag)
-			}
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-				stop()
-				return
-			}
-			r.id = id
-		})
+		inOrder[img.Name] = true
 	}
-	wg.Wait()
+	// next is the ready image to start now, if any: not started, its parent
+	// built (or not one of order's), the longest line ahead first.
+	next := func() (img languages.Image, parentID string, ok bool) {
+		for _, c := range order {
+			pid, built := ids[c.From]
+			if started[c.Name] || (inOrder[c.From] && !built) {
+				continue
+			}
+			if !ok || ahead[c.Name] > ahead[img.Name] {
+				img, parentID, ok = c, pid, true
+			}
+		}
+		return img, parentID, ok
+	}
+	for {
+		for firstErr == nil && ctx.Err() == nil && running < parallel {
+			img, parentID, ok := next()
+			if !ok {
+				break
+			}
+			started[img.Name] = true
+			running++
+			go func() {
+				id, err := build(ctx, img, parentID)
+				if err == nil && id == "" {
+					err = fmt.Errorf("building image %s gave no image ID", img.Tag)
+				}
+				results <- finished{img.Name, id, err}
+			}()
+		}
+		if running == 0 {
+			break
+		}
+		r := <-results
+		running--
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
+				stop()
+			}
+			continue
+		}
+		ids[r.name] = r.id
+	}
 	if firstErr != nil {
 		return firstErr
 	}
 	return ctx.Err()
+}
+
+// buildAhead is, for each image of order, the seconds of builds ahead of a
+// run once it is ready: its own BuildSeconds and the longest such line of
+// the images built on it (order lists parents before children).
+func buildAhead(order []languages.Image) map[string]int {
+	ahead := map[string]int{}
+	for _, img := range slices.Backward(order) {
+		ahead[img.Name] += img.BuildSeconds
+		ahead[img.From] = max(ahead[img.From], ahead[img.Name])
+	}
+	return ahead
 }
 
 // DefaultParallel is how many images Build builds at a time when

@@ -37,9 +37,11 @@ type gate struct {
 	release  map[string]chan error
 }
 
-func newGate() *gate {
+func newGate() *gate { return newGateFor(tree) }
+
+func newGateFor(images []languages.Image) *gate {
 	g := &gate{parents: map[string]string{}, startedC: make(chan string, 100), release: map[string]chan error{}}
-	for _, img := range tree {
+	for _, img := range images {
 		g.release[img.Name] = make(chan error, 1)
 	}
 	return g
@@ -81,38 +83,46 @@ func (g *gate) startedNow() []string {
 	return slices.Clone(g.started)
 }
 
-func TestImagesBuildAfterTheirParentWithItsIDAndAtMostParallelAtATime(t *testing.T) {
-	const parallel = 2
-	g := newGate()
+// releaseOldestFirst runs schedule over images with g's builds, ending the
+// builds one at a time, the oldest first; after each end (and at the start)
+// it waits for the builds that must then start: those whose parent is
+// built, as many as the free slots allow. It returns what started at each
+// of those points, each in name order (builds that start together start in
+// no order of their own), and fails the test when an image started before
+// its parent was built or schedule failed.
+func releaseOldestFirst(t *testing.T, g *gate, images []languages.Image, parallel int) [][]string {
+	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- schedule(context.Background(), tree, parallel, g.build) }()
-
-	// The test releases the builds one at a time, oldest first; after each
-	// release it waits for the builds that should then start: those whose
-	// parent is built, as many as free slots allow.
+	go func() { done <- schedule(context.Background(), images, parallel, g.build) }()
+	from := map[string]string{}
+	for _, img := range images {
+		from[img.Name] = img.From
+	}
 	built := map[string]bool{"root": true}
 	started := map[string]bool{}
 	var running []string
+	var batches [][]string
 	expectStarts := func() {
 		ready := 0
-		for _, img := range tree {
+		for _, img := range images {
 			if !started[img.Name] && built[img.From] {
 				ready++
 			}
 		}
+		batch := []string{}
 		for range min(parallel-len(running), ready) {
 			n := g.next(t)
-			if !built[tree[slices.IndexFunc(tree, func(i languages.Image) bool { return i.Name == n })].From] {
+			if !built[from[n]] {
 				t.Fatalf("%s started before its parent was built", n)
 			}
 			started[n] = true
-			running = append(running, n)
+			batch = append(batch, n)
 		}
+		slices.Sort(batch)
+		batches = append(batches, batch)
+		running = append(running, batch...)
 	}
 	expectStarts()
-	if len(running) != 1 || running[0] != "base" {
-		t.Fatalf("first builds %v, want base alone: every other image builds on it", running)
-	}
 	for len(running) > 0 {
 		n := running[0]
 		running = running[1:]
@@ -123,6 +133,16 @@ func TestImagesBuildAfterTheirParentWithItsIDAndAtMostParallelAtATime(t *testing
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("schedule: %v", err)
+	}
+	return batches
+}
+
+func TestImagesBuildAfterTheirParentWithItsIDAndAtMostParallelAtATime(t *testing.T) {
+	const parallel = 2
+	g := newGate()
+	batches := releaseOldestFirst(t, g, tree, parallel)
+	if !slices.Equal(batches[0], []string{"base"}) {
+		t.Fatalf("first builds %v, want base alone: every other image builds on it", batches[0])
 	}
 	if g.maxSeen > parallel {
 		t.Errorf("%d builds ran at once, want at most %d", g.maxSeen, parallel)
@@ -141,6 +161,44 @@ func TestImagesBuildAfterTheirParentWithItsIDAndAtMostParallelAtATime(t *testing
 		if got := g.parents[img.Name]; got != want {
 			t.Errorf("%s built on %q, want its parent's ID %q", img.Name, got, want)
 		}
+	}
+}
+
+func TestTheReadyImageWithTheLongestLineOfBuildsAheadStartsFirst(t *testing.T) {
+	// The registry's shape with its build times: python and the image on it
+	// (300+150 s) ahead of node and its child (250+180), of go (200) and of
+	// native and its child (60+90); the tie at the end goes in the
+	// registry's order.
+	timed := []languages.Image{
+		{Name: "base", From: "root", Tag: "t/base", BuildSeconds: 3},
+		{Name: "go", From: "base", Tag: "t/go", BuildSeconds: 200},
+		{Name: "native", From: "base", Tag: "t/native", BuildSeconds: 60},
+		{Name: "node", From: "base", Tag: "t/node", BuildSeconds: 250},
+		{Name: "python", From: "base", Tag: "t/python", BuildSeconds: 300},
+		{Name: "functional", From: "native", Tag: "t/functional", BuildSeconds: 90},
+		{Name: "jsruntimes", From: "node", Tag: "t/jsruntimes", BuildSeconds: 180},
+		{Name: "packages", From: "python", Tag: "t/packages", BuildSeconds: 150},
+		{Name: "untimed", From: "base", Tag: "t/untimed"},
+	}
+	for _, tc := range []struct {
+		name     string
+		parallel int
+		// want is what starts after each build ends (first: at the start),
+		// each in name order: the builds that start together start in no
+		// order of their own.
+		want [][]string
+	}{
+		{"one at a time: each time the longest line of the ready ones", 1,
+			[][]string{{"base"}, {"python"}, {"node"}, {"go"}, {"jsruntimes"}, {"native"}, {"packages"}, {"functional"}, {"untimed"}, {}}},
+		{"three at a time: the three longest lines first, then each freed slot to the longest line ready", 3,
+			[][]string{{"base"}, {"go", "node", "python"}, {"native"}, {"jsruntimes"}, {"packages"}, {"functional"}, {"untimed"}, {}, {}, {}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := releaseOldestFirst(t, newGateFor(timed), timed, tc.parallel)
+			if !slices.EqualFunc(got, tc.want, slices.Equal) {
+				t.Errorf("started %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -52,6 +52,13 @@ type Image struct {
 	// image is only large or rarely asked for, so that a fresh machine
 	// serves sooner without it.
 	OnDemand bool `json:"on_demand,omitempty"`
+	// BuildSeconds is about how long the image took to build from scratch
+	// on the reference machine (2 cores, three builds side by side): of the
+	// images ready to build, the builder starts first the one with the
+	// longest line of builds ahead of it (its own and its longest line of
+	// images built on it), so that a run does not end waiting on one long
+	// build started last. An image without it starts after those with it.
+	BuildSeconds int `json:"build_seconds,omitempty"`
 }
 
 // Limits are per-language overrides of the operator's default limits, for

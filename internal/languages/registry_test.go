@@ -73,6 +73,20 @@ func TestOnDemandImagesAreLeftOutOfTheDefaultSetOnly(t *testing.T) {
 	}
 }
 
+func TestEveryImageThatCIBuildsSaysHowLongItsBuildTakes(t *testing.T) {
+	// The builder starts the longest line of builds first (BuildSeconds);
+	// an image without it would start last, wherever it belongs.
+	r := Builtin()
+	for _, img := range r.Images() {
+		if r.Optional(img) {
+			continue
+		}
+		if img.BuildSeconds <= 0 {
+			t.Errorf("image %s has no build_seconds (its from-scratch build's seconds, from CI's log)", img.Name)
+		}
+	}
+}
+
 func TestNewRejects(t *testing.T) {
 	img := []Image{{Name: "i", Tag: "t:1", From: "root"}}
 	lang := func(f func(*Language)) File {

