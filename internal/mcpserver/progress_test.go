@@ -53,6 +53,17 @@ func TestProgressStreamsOutput(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	done := time.Now()
+	// The server sends the last notification before its answer, but the
+	// client runs its notification handlers on a goroutine of their own
+	// (go-sdk's jsonrpc2 queue), apart from the answer: the last one may
+	// run after CallTool has returned, so the test waits for the stream's
+	// end (the stderr line, sent last) before reading it.
+	const want = "tick 1\ntick 2\ntick 3\ntick 4\n[stderr] oops\n"
+	testutil.WaitFor(10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) > 0 && strings.HasSuffix(got[len(got)-1].Message, "[stderr] oops\n")
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) < 3 {
@@ -67,7 +78,7 @@ func TestProgressStreamsOutput(t *testing.T) {
 		last = p.Progress
 		all.WriteString(p.Message)
 	}
-	if want := "tick 1\ntick 2\ntick 3\ntick 4\n[stderr] oops\n"; all.String() != want {
+	if all.String() != want {
 		t.Errorf("streamed %q, want %q", all.String(), want)
 	}
 	// Streamed, the notifications arrive as paced as the program printed
