@@ -146,7 +146,13 @@ func (b *Backend) CheckpointSupport() error {
 		if err := t.keepKernelFacts(); err != nil {
 			b.log.Warn("CRIU probes the kernel at every checkpoint and restore: its cache is not kept", "err", err)
 		}
-		conf, err := prepareCRIUNet(filepath.Join(b.opts.StateDir, criuNetDir))
+		var extra string
+		if yard, err := makeCgroupYard(cgroupYardBase); err != nil {
+			b.log.Warn("CRIU mounts the host's cgroup hierarchies anew at every checkpoint and restore", "err", err)
+		} else {
+			extra = "cgroup-yard " + yard + "\n"
+		}
+		conf, err := prepareCRIUNet(filepath.Join(b.opts.StateDir, criuNetDir), extra)
 		if err != nil {
 			b.log.Warn("CRIU saves and restores each sandbox's network namespace with ip and iptables", "err", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -426,4 +427,73 @@ sha256sum /workspace/d/e/big /workspace/d/f`
 	if got := call(restored, probe); got != want {
 		t.Errorf("the restored sandbox's files read\n%s\nbefore the checkpoint\n%s", got, want)
 	}
+}
+
+// TestCRIUReachesTheSandboxsCgroupsThroughTheBackendsYard: CRIU is told
+// to use the backend's cgroup yard (cgyard.go) and mounts no cgroup
+// hierarchy of its own at a restore, and the restored sandbox is back in
+// its own cgroup in every hierarchy, its memory limit kept.
+func TestCRIUReachesTheSandboxsCgroupsThroughTheBackendsYard(t *testing.T) {
+	_, b := reattachBackends(t)
+	requireCheckpoints(t, b)
+	if b.tools.netConf == nil {
+		t.Fatal("CRIU's configuration files are not in use")
+	}
+	for op, conf := range b.tools.netConf {
+		data, err := os.ReadFile(conf)
+		if err != nil || !strings.Contains(string(data), "cgroup-yard "+cgroupYardBase+"\n") {
+			t.Errorf("CRIU's configuration of %s does not name the backend's cgroup yard: %q (%v)", op, data, err)
+		}
+	}
+	ctx := context.Background()
+	tmpl := sessionTemplate(t)
+	sb, err := b.Create(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "checkpoint")
+	if err := b.Checkpoint(ctx, sb, dir); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	restored, err := b.Restore(ctx, tmpl, dir, nil)
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	defer restored.Close()
+	l := restored.(*agentconn.Sandbox).Link().(*link)
+	log, err := os.ReadFile(filepath.Join(b.bundlesDir(), l.id, "checkpoint-work", "restore.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "Opening "+cgroupYardBase+" as cg yard") || strings.Contains(string(log), "Making controller dir") {
+		t.Errorf("CRIU's restore did not take the backend's yard, or mounted a hierarchy of its own:\n%s", grepLines(string(log), "cg"))
+	}
+	cgroups, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", l.proc.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(cgroups)), "\n") {
+		if !strings.HasSuffix(line, ":"+cgroupParent+"/"+l.id) {
+			t.Errorf("the restored agent's cgroup %q is not its sandbox's (%s)", line, l.id)
+		}
+	}
+	limit := "/sys/fs/cgroup/memory" + cgroupParent + "/" + l.id + "/memory.limit_in_bytes"
+	if b.cgroupV2 {
+		limit = "/sys/fs/cgroup" + cgroupParent + "/" + l.id + "/memory.max"
+	}
+	want := strconv.Itoa(tmpl.Resources.MemoryMB << 20)
+	if got, err := os.ReadFile(limit); err != nil || strings.TrimSpace(string(got)) != want {
+		t.Errorf("the restored sandbox's memory limit reads %q (%v), want %s", got, err, want)
+	}
+}
+
+// grepLines is the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for line := range strings.SplitSeq(text, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

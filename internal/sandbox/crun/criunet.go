@@ -66,11 +66,12 @@ const (
 )
 
 // prepareCRIUNet writes CRIU's configuration files and the action script
-// under dir, and returns the configuration file of each crun operation
-// ("checkpoint", "restore"); it says why not when the host lacks what the
-// script runs or dir cannot hold an executable, and CRIU then saves and
-// restores the namespace as it does by default.
-func prepareCRIUNet(dir string) (map[string]string, error) {
+// under dir, each file with the lines of extra too, and returns the
+// configuration file of each crun operation ("checkpoint", "restore"); it
+// says why not when the host lacks what the script runs or dir cannot
+// hold an executable, and CRIU then saves and restores the namespace as
+// it does by default.
+func prepareCRIUNet(dir, extra string) (map[string]string, error) {
 	nsenter, err := exec.LookPath("nsenter")
 	if err != nil {
 		return nil, fmt.Errorf("nsenter (util-linux), which brings a restored sandbox's loopback up: %w", err)
@@ -94,7 +95,7 @@ func prepareCRIUNet(dir string) (map[string]string, error) {
 	script := "#!/bin/sh\n" +
 		"[ \"$CRTOOLS_SCRIPT_ACTION\" = setup-namespaces ] || exit 0\n" +
 		fmt.Sprintf("exec %s --net=/proc/\"$CRTOOLS_INIT_PID\"/ns/net %s link set lo up\n", shellQuote(nsenter), shellQuote(ip))
-	common := "empty-ns net\nnetwork-lock skip\n"
+	common := "empty-ns net\nnetwork-lock skip\n" + extra
 	loUp := filepath.Join(dir, criuLoopbackUp)
 	files := map[string]string{
 		criuLoopbackUp:       script,
