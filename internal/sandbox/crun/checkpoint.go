@@ -372,7 +372,14 @@ func (b *Backend) restore(ctx context.Context, t sandbox.Template, dir string, v
 	// does.
 	id := meta.ID
 	hostname := id[strings.LastIndexByte(id, '-')+1:]
-	b.destroy(id) // what a crash left of it
+	// What a crash left of it. crun has no state of it almost always (the
+	// dump's end deletes the sandbox), and then `crun delete`, a process
+	// on the resume's path (4-5 ms), is not run.
+	if _, err := os.Lstat(filepath.Join(b.crunRoot(), id)); errors.Is(err, os.ErrNotExist) {
+		b.removeDirs(id)
+	} else {
+		b.destroy(id)
+	}
 	bundle := filepath.Join(b.bundlesDir(), id)
 	if err := os.Mkdir(bundle, 0o711); err != nil {
 		return nil, fmt.Errorf("crun sandbox bundle: %w", err)

@@ -347,6 +347,12 @@ func (b *Backend) destroy(id string) {
 		b.log.Warn("removing crun sandbox", "id", id, "runtime", rt.name(), "attempt", attempt+1, "err", err, "output", strings.TrimSpace(string(out)))
 		time.Sleep(100 * time.Millisecond)
 	}
+	b.removeDirs(id)
+}
+
+// removeDirs removes sandbox id's directories on the host: its egress
+// proxy's, its agent's socket's and log's, and its bundle.
+func (b *Backend) removeDirs(id string) {
 	_ = os.RemoveAll(egressDir(id))
 	_ = os.RemoveAll(agentDir(id))
 	if err := unix.Unmount(agentLogDir(id), unix.MNT_DETACH); err == nil || errors.Is(err, unix.EINVAL) {
