@@ -112,6 +112,21 @@ type Ref struct {
 	SocketDir string `json:"socket_dir,omitempty"`
 }
 
+// Keep is what a backend's sweep keeps of the sandboxes of servers that
+// are gone (SetKeep): the live sessions' sandboxes, which a server on
+// the same state store re-attaches to.
+type Keep struct {
+	// Store identifies the state store (store.ID). The backend marks
+	// each sandbox made with a ReattachGrace with it, and a sweep on
+	// another store (or on none) leaves such a sandbox of a server that is
+	// gone to its expiry: only the store that records it can tell whether
+	// a session still owns it, and servers on different stores share one
+	// host's Docker daemon or crun state.
+	Store string
+	// Sandboxes lists the sandboxes the store's live sessions own.
+	Sandboxes func(context.Context) ([]Ref, error)
+}
+
 // Reattacher is a Backend that can take over a sandbox another server
 // (this one before a restart) created with a ReattachGrace.
 type Reattacher interface {

@@ -185,10 +185,12 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	// The sweep keeps the sandboxes of the sessions the store holds: this
 	// server re-attaches to them below.
-	if k, ok := s.backend.(interface {
-		SetKeep(func(context.Context) ([]sandbox.Ref, error))
-	}); ok {
-		k.SetKeep(sessions.Sandboxes(s.store))
+	if k, ok := s.backend.(interface{ SetKeep(sandbox.Keep) }); ok {
+		id, err := store.ID(ctx, s.store)
+		if err != nil {
+			return err
+		}
+		k.SetKeep(sandbox.Keep{Store: id, Sandboxes: sessions.Sandboxes(s.store)})
 	}
 	// The builder starts before the checks (which then name the images it
 	// builds) and the warm pool (whose languages it builds start once

@@ -15,7 +15,10 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -78,4 +81,25 @@ type Shared interface {
 func IsShared(st Store) bool {
 	s, ok := st.(Shared)
 	return ok && s.Shared()
+}
+
+// idKey holds the store's identity (ID).
+const idKey = "store/id"
+
+// ID returns st's identity: a random name that the first server to ask
+// writes into it and every later one, of any replica, reads back. It tells
+// the sandboxes that live sessions recorded in st may own from those of
+// another store's sessions on the same host (sandbox.Keep).
+func ID(ctx context.Context, st Store) (string, error) {
+	var r [12]byte
+	_, _ = rand.Read(r[:])
+	err := st.Create(ctx, idKey, []byte(hex.EncodeToString(r[:])), 0)
+	if err != nil && !errors.Is(err, ErrExists) {
+		return "", fmt.Errorf("writing the state store's identity: %w", err)
+	}
+	id, err := st.Get(ctx, idKey)
+	if err != nil {
+		return "", fmt.Errorf("reading the state store's identity: %w", err)
+	}
+	return string(id), nil
 }

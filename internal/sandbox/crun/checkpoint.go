@@ -384,7 +384,7 @@ func (b *Backend) restore(ctx context.Context, t sandbox.Template, dir string, v
 	if err := os.Mkdir(bundle, 0o711); err != nil {
 		return nil, fmt.Errorf("crun sandbox bundle: %w", err)
 	}
-	if err := recordInstance(bundle, t.Instance); err != nil {
+	if err := b.recordServer(bundle, t); err != nil {
 		b.destroy(id)
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func (b *Backend) Create(ctx context.Context, t sandbox.Template) (sandbox.Sandb
 		b.destroy(id)
 		return nil, fmt.Errorf("crun sandbox bundle: %w", err)
 	}
-	if err := recordInstance(bundle, t.Instance); err != nil {
+	if err := b.recordServer(bundle, t); err != nil {
 		b.destroy(id)
 		return nil, err
 	}

@@ -55,8 +55,8 @@ type Backend struct {
 	// cgroupV2 says whether the host's cgroups are the unified hierarchy,
 	// which decides where a sandbox's OOM kills are counted.
 	cgroupV2 bool
-	// keep lists the sandboxes of stopped servers the sweep keeps (SetKeep).
-	keep func(context.Context) ([]sandbox.Ref, error)
+	// keep is what the sweep keeps of stopped servers' sandboxes (SetKeep).
+	keep sandbox.Keep
 	// adoptedIDs are the sandboxes of other servers this one re-attached to.
 	adoptedIDs sync.Map
 	// tools are the crun and criu of checkpoints.
@@ -274,6 +274,9 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 		if _, ok := b.adoptedIDs.Load(id); ok || keepErr != nil || keep[id] {
 			return false
 		}
+		if store := b.storeOf(id); store != "" && store != b.keep.Store {
+			return false // a session of a store not ours may own it: a server on that store re-attaches to it
+		}
 		return !b.owner.AliveNamed(b.ownerOf(id, s))
 	})
 	sweepRoots(filepath.Join(b.opts.StateDir, "rootfs"), b.owner, b.log)
@@ -291,15 +294,31 @@ func (b *Backend) RemoveOwn(ctx context.Context, instance string) (int, error) {
 
 // instanceFile, in a sandbox's bundle, names the server within its process
 // that the sandbox was made for (sandbox.Template.Instance): a sandbox's
-// name has no room for it.
-const instanceFile = "instance"
+// name has no room for it. storeFile names the state store whose sessions
+// may own a sandbox made with a ReattachGrace (sandbox.Keep.Store).
+const (
+	instanceFile = "instance"
+	storeFile    = "store"
+)
 
-// recordInstance writes instance into a new sandbox's bundle.
-func recordInstance(bundle, instance string) error {
-	if err := os.WriteFile(filepath.Join(bundle, instanceFile), []byte(instance), 0o600); err != nil {
+// recordServer writes into a new sandbox's bundle the server it is made
+// for and, for a session's, the store whose sessions may own it.
+func (b *Backend) recordServer(bundle string, t sandbox.Template) error {
+	err := os.WriteFile(filepath.Join(bundle, instanceFile), []byte(t.Instance), 0o600)
+	if err == nil && t.ReattachGrace > 0 && b.keep.Store != "" {
+		err = os.WriteFile(filepath.Join(bundle, storeFile), []byte(b.keep.Store), 0o600)
+	}
+	if err != nil {
 		return fmt.Errorf("crun sandbox bundle: %w", err)
 	}
 	return nil
+}
+
+// storeOf is the store whose sessions may own sandbox id, as its bundle
+// records it ("" when it records none).
+func (b *Backend) storeOf(id string) string {
+	data, _ := os.ReadFile(filepath.Join(b.bundlesDir(), id, storeFile)) // in our bundle
+	return string(data)
 }
 
 // instanceOf is the instance sandbox id was made for, as its bundle

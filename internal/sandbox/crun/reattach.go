@@ -427,16 +427,18 @@ func (b *Backend) Remove(_ context.Context, ref sandbox.Ref) {
 
 // SetKeep makes the sweep keep the sandboxes that keep lists (the live
 // sessions' sandboxes, which the state store names), though their server is
-// gone: a server re-attaches to them. It is called before the first sweep.
-func (b *Backend) SetKeep(keep func(context.Context) ([]sandbox.Ref, error)) { b.keep = keep }
+// gone: a server re-attaches to them; and the session sandboxes of another
+// store, until their expiry. It is called before the first sandbox and
+// the first sweep.
+func (b *Backend) SetKeep(keep sandbox.Keep) { b.keep = keep }
 
 // kept lists the IDs keep names.
 func (b *Backend) kept(ctx context.Context) (map[string]bool, error) {
 	ids := map[string]bool{}
-	if b.keep == nil {
+	if b.keep.Sandboxes == nil {
 		return ids, nil
 	}
-	refs, err := b.keep(ctx)
+	refs, err := b.keep.Sandboxes(ctx)
 	for _, r := range refs {
 		ids[r.ID] = true
 	}

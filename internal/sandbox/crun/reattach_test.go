@@ -100,7 +100,7 @@ func TestReattachFindsACrunSandboxAsItsServerLeftIt(t *testing.T) {
 	}
 	disconnect(sb) // its server is killed
 
-	live.SetKeep(func(context.Context) ([]sandbox.Ref, error) { return []sandbox.Ref{ref}, nil })
+	live.SetKeep(sandbox.Keep{Sandboxes: func(context.Context) ([]sandbox.Ref, error) { return []sandbox.Ref{ref}, nil }})
 	if n, err := live.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("the sweep removed %d (%v) though a live session's record names the sandbox", n, err)
 	}
@@ -117,7 +117,7 @@ func TestReattachFindsACrunSandboxAsItsServerLeftIt(t *testing.T) {
 	}
 	// The record no longer names it (say the store lost it): it is this
 	// server's now, which its owner file tells any server's sweep.
-	live.SetKeep(nil)
+	live.SetKeep(sandbox.Keep{})
 	live.adoptedIDs.Clear()
 	if n, err := live.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("the sweep removed %d (%v) sandboxes though this server re-attached to its one", n, err)
@@ -147,7 +147,7 @@ func TestTheSweepRemovesAGoneServersSessionSandboxNoRecordNames(t *testing.T) {
 	}
 	ref, _ := gone.RefOf(sb)
 	disconnect(sb)
-	live.SetKeep(func(context.Context) ([]sandbox.Ref, error) { return nil, nil })
+	live.SetKeep(sandbox.Keep{Sandboxes: func(context.Context) ([]sandbox.Ref, error) { return nil, nil }})
 	if n, err := live.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("the sweep removed %d (%v), want the gone server's session sandbox", n, err)
 	}
@@ -161,6 +161,43 @@ func TestTheSweepRemovesAGoneServersSessionSandboxNoRecordNames(t *testing.T) {
 	}
 	if _, err := live.Reattach(ctx, ref); err == nil {
 		t.Error("re-attached to a swept sandbox")
+	}
+}
+
+// TestTheSweepLeavesAGoneServersSessionSandboxOfAnotherStoreToItsExpiry:
+// servers on different state stores share one host's crun state; a
+// session's sandbox whose server is gone is swept only by a server on the
+// store that records its session (and which no longer names it), never by
+// one on another store or on none, which cannot tell whether a session
+// still owns it.
+func TestTheSweepLeavesAGoneServersSessionSandboxOfAnotherStoreToItsExpiry(t *testing.T) {
+	gone, live := reattachBackends(t)
+	ctx := context.Background()
+	gone.SetKeep(sandbox.Keep{Store: "store-a"})
+	sb, err := gone.Create(ctx, sessionTemplate(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	disconnect(sb)
+	none := func(context.Context) ([]sandbox.Ref, error) { return nil, nil }
+	for _, tt := range []struct {
+		sweeper string
+		keep    sandbox.Keep
+		removed int
+	}{
+		{"a server on another store", sandbox.Keep{Store: "store-b", Sandboxes: none}, 0},
+		{"a server on no store", sandbox.Keep{}, 0},
+		{"a server on the session's store, which no longer names it", sandbox.Keep{Store: "store-a", Sandboxes: none}, 1},
+	} {
+		live.SetKeep(tt.keep)
+		if n, err := live.Sweep(ctx); err != nil || n != tt.removed {
+			t.Fatalf("%s swept %d (%v), want %d", tt.sweeper, n, err, tt.removed)
+		}
+	}
+	select {
+	case <-sb.Ended():
+	case <-time.After(10 * time.Second):
+		t.Error("the swept sandbox still runs")
 	}
 }
 

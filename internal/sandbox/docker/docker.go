@@ -33,6 +33,9 @@ const (
 	LabelInstance  = "io.mcp-code-runner.instance"
 	LabelExpires   = "io.mcp-code-runner.expires"
 	LabelPurpose   = "io.mcp-code-runner.purpose"
+	// LabelStore names the state store (sandbox.Keep.Store) whose
+	// sessions may own a sandbox made with a ReattachGrace.
+	LabelStore = "io.mcp-code-runner.store"
 )
 
 // AgentPath is where every container sees the agent binary. The workspace
@@ -74,8 +77,8 @@ type Backend struct {
 	useSockets  atomic.Bool
 	socketsOnce sync.Once
 	sockets     string // "" until made, or if it could not be
-	// keep lists the sandboxes of stopped servers the sweep keeps (SetKeep).
-	keep func(context.Context) ([]sandbox.Ref, error)
+	// keep is what the sweep keeps of stopped servers' sandboxes (SetKeep).
+	keep sandbox.Keep
 	// adoptedIDs are the containers of other servers this one re-attached to.
 	adoptedIDs sync.Map
 	// runtime is the chosen runtime once the daemon has answered (runtime.go).

@@ -134,23 +134,66 @@ func TestSweepRemovesOrphans(t *testing.T) {
 		l[docker.LabelOwnerHost] = "another-host"
 	})
 	mine := plant("mine", func(map[string]string) {})
+	// Session sandboxes of gone servers: only a server on the store that
+	// records their sessions can tell whether one still owns them.
+	goneSession := func(store string, expired bool) func(map[string]string) {
+		return func(l map[string]string) {
+			l[docker.LabelOwner], l[docker.LabelOwnerPID], l[docker.LabelStore] = "someone-else", "999999999", store
+			if expired {
+				l[docker.LabelExpires] = strconv.FormatInt(time.Now().Add(-time.Minute).Unix(), 10)
+			}
+		}
+	}
+	otherStore := plant("another store's session", goneSession("store-b", false))
+	otherStoreExpired := plant("another store's session, expired", goneSession("store-b", true))
+	ownStore := plant("this store's session that no record names", goneSession("store-a", false))
+	b.SetKeep(sandbox.Keep{Store: "store-a", Sandboxes: func(context.Context) ([]sandbox.Ref, error) { return nil, nil }})
 
 	n, err := b.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n < 2 {
-		t.Errorf("swept %d, want at least 2", n)
+	if n < 4 {
+		t.Errorf("swept %d, want at least 4", n)
 	}
 	exists := func(id string) bool {
 		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		return err == nil
 	}
-	if exists(dead) || exists(expired) {
-		t.Error("an orphan survived the sweep")
+	for name, id := range map[string]string{"dead owner": dead, "expired": expired, "another store's session, expired": otherStoreExpired, "this store's session that no record names": ownStore} {
+		if exists(id) {
+			t.Errorf("an orphan survived the sweep: %s", name)
+		}
 	}
 	if !exists(live) || !exists(mine) {
 		t.Error("the sweep removed a container whose server is alive")
+	}
+	if !exists(otherStore) {
+		t.Error("the sweep removed a gone server's session sandbox that another store's session may own")
+	}
+}
+
+// TestOnlyASessionSandboxNamesItsStore: the label that keeps a session's
+// sandbox from the sweeps of servers on other stores is on sandboxes made
+// with a ReattachGrace, and only when the backend knows its store.
+func TestOnlyASessionSandboxNamesItsStore(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		store string
+		grace time.Duration
+		want  string
+	}{
+		{"a session's sandbox", "store-a", time.Minute, "store-a"},
+		{"a run's sandbox", "store-a", 0, ""},
+		{"a session's sandbox with no store known", "", time.Minute, ""},
+	} {
+		b := testutil.Backend(t)
+		b.SetKeep(sandbox.Keep{Store: tt.store})
+		cfg, _ := b.ContainerConfig(sandbox.Template{Image: "img", MaxLife: time.Minute, ReattachGrace: tt.grace,
+			Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 8, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}})
+		if got := cfg.Labels[docker.LabelStore]; got != tt.want {
+			t.Errorf("%s: store label %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

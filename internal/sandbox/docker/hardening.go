@@ -38,6 +38,9 @@ func (b *Backend) ContainerConfig(t sandbox.Template) (*container.Config, *conta
 		LabelExpires:   strconv.FormatInt(expires, 10),
 		LabelPurpose:   t.Purpose,
 	}
+	if t.ReattachGrace > 0 && b.keep.Store != "" {
+		labels[LabelStore] = b.keep.Store
+	}
 	cfg := &container.Config{
 		Image:           t.Image,
 		Cmd:             []string{AgentPath, "agent"},

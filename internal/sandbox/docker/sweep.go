@@ -8,6 +8,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-code-runner/mcp-code-runner/internal/dockerengine"
@@ -28,15 +29,17 @@ type keptSandboxes struct {
 
 // SetKeep makes the sweep keep the sandboxes that keep lists (the live
 // sessions' sandboxes, which the state store names), though their server is
-// gone: a server re-attaches to them. It is called before the first sweep.
-func (b *Backend) SetKeep(keep func(context.Context) ([]sandbox.Ref, error)) { b.keep = keep }
+// gone: a server re-attaches to them; and the session sandboxes of another
+// store, until their expiry. It is called before the first sandbox and
+// the first sweep.
+func (b *Backend) SetKeep(keep sandbox.Keep) { b.keep = keep }
 
 func (b *Backend) kept(ctx context.Context) (keptSandboxes, error) {
 	k := keptSandboxes{ids: map[string]bool{}, dirs: map[string]bool{}}
-	if b.keep == nil {
+	if b.keep.Sandboxes == nil {
 		return k, nil
 	}
-	refs, err := b.keep(ctx)
+	refs, err := b.keep.Sandboxes(ctx)
 	for _, r := range refs {
 		k.ids[r.ID], k.dirs[r.SocketDir] = true, true
 	}
@@ -69,9 +72,6 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 	if keepErr != nil {
 		b.log.Warn("the sweep keeps every sandbox of a stopped server this time: which of them live sessions own is unknown", "err", keepErr)
 	}
-	if n := sweepSockets(b.owner, keep.dirs, keepErr != nil); n > 0 {
-		b.log.Info("removed agent socket directories of servers that are gone", "count", n)
-	}
 	now := time.Now().Unix()
 	removed := 0
 	for _, c := range list.Items {
@@ -80,18 +80,36 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 		}
 		expires, _ := strconv.ParseInt(c.Labels[LabelExpires], 10, 64)
 		expired := expires > 0 && now > expires
-		if !expired && (keepErr != nil || keep.ids[c.ID] || b.ownerAlive(c.Labels)) {
-			continue // its server runs, or a live session's record names it: the next server re-attaches to it
+		otherStore := c.Labels[LabelStore] != "" && c.Labels[LabelStore] != b.keep.Store
+		if !expired && (keepErr != nil || keep.ids[c.ID] || otherStore || b.ownerAlive(c.Labels)) {
+			keepSocketsOf(c, keep.dirs)
+			continue // its server runs, or a live session's record names it (or may, in a store not ours): the next server re-attaches to it
 		}
 		_, err := b.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			b.log.Warn("removing left-behind sandbox", "container", c.ID[:12], "err", err)
+			keepSocketsOf(c, keep.dirs)
 			continue
 		}
 		removed++
 		b.log.Info("removed left-behind sandbox", "container", c.ID[:12], "owner", c.Labels[LabelOwner], "expired", expired)
 	}
+	// After the containers: a socket directory that a container left in
+	// place still mounts is kept with it.
+	if n := sweepSockets(b.owner, keep.dirs, keepErr != nil); n > 0 {
+		b.log.Info("removed agent socket directories of servers that are gone", "count", n)
+	}
 	return removed, nil
+}
+
+// keepSocketsOf adds the agent socket directory that c mounts, if any, to
+// dirs.
+func keepSocketsOf(c container.Summary, dirs map[string]bool) {
+	for _, m := range c.Mounts {
+		if m.Destination == SocketDir {
+			dirs[m.Source] = true
+		}
+	}
 }
 
 // checkStatic refuses an agent binary that needs a dynamic loader: the
