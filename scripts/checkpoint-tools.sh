@@ -33,7 +33,7 @@ case $DEST in
 	;;
 esac
 
-stamp=$(sha256sum deploy/checkpoint-tools/Dockerfile | cut -c1-16)-$(printf %s "$DEST" | sha256sum | cut -c1-8)
+stamp=$(cat deploy/checkpoint-tools/Dockerfile deploy/checkpoint-tools/*.c | sha256sum | cut -c1-16)-$(printf %s "$DEST" | sha256sum | cut -c1-8)
 if [[ -f $DEST/STAMP && $(cat "$DEST/STAMP") == "$stamp" && -x $DEST/bin/crun && -x $DEST/bin/criu ]]; then
 	echo "checkpoint-tools: $DEST is up to date ($(tr '\n' ' ' <"$DEST/VERSIONS"))"
 else

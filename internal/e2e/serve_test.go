@@ -54,6 +54,27 @@ func serveOn(t *testing.T, dataDir string, flags ...string) *server {
 	return serveAt(t, fmt.Sprintf("127.0.0.1:%d", freePort(t)), dataDir, flags...)
 }
 
+// stopServer ends a server a test started, as an operator does (SIGTERM:
+// it closes its sessions and removes its sandboxes), unless it has ended
+// already (a test killed it). A session's sandbox of a server killed
+// outright waits for a server on the same state store to re-attach to it,
+// which the sweeps of other stores' servers leave to it.
+func stopServer(t *testing.T, cmd *exec.Cmd) {
+	if cmd.ProcessState != nil {
+		return
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Errorf("the server (pid %d) did not exit within a minute of SIGTERM", cmd.Process.Pid)
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
 // serveAt is serveOn at addr: a server that replaces a stopped one takes
 // its address.
 func serveAt(t *testing.T, addr, dataDir string, flags ...string) *server {
@@ -64,7 +85,7 @@ func serveAt(t *testing.T, addr, dataDir string, flags ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { stopServer(t, cmd) })
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {

@@ -158,8 +158,10 @@ type Checkpointer interface {
 	// Restore brings back the sandbox checkpointed to dir, as a sandbox of
 	// t: the same processes, memory and files, t's image, mounts and life.
 	// verify, when not nil, says whether the checkpoint may be restored;
-	// Restore prepares the sandbox while it runs and restores nothing
-	// until it has said yes.
+	// Restore prepares and restores the sandbox while it runs, returns it
+	// only once verify has said yes, and removes it when verify says no.
+	// dir is the server's own (its data directory, 0700): what a restore
+	// reads before the answer is what the sandbox wrote before its pause.
 	Restore(ctx context.Context, t Template, dir string, verify func() error) (Sandbox, error)
 }
 

@@ -209,9 +209,10 @@ func (m *Manager) restore(ctx context.Context, s *session, sum string, start tim
 	if err != nil {
 		return err.Error()
 	}
-	// The checkpoint's hash is read while the backend prepares the
-	// sandbox; nothing of it is restored until the hash and the manifest
-	// say it is this session's, unchanged since the pause.
+	// The checkpoint's hash is read while the backend prepares and
+	// restores the sandbox; the session gets the sandbox only once the
+	// hash and the manifest say the checkpoint is this session's,
+	// unchanged since the pause (sandbox.Checkpointer.Restore).
 	var refusal error
 	sb, err := c.Restore(ctx, t, dir, func() error {
 		refusal = checkCheckpoint(dir, s, sum)

@@ -309,9 +309,11 @@ func (b *Backend) Checkpoint(ctx context.Context, sb sandbox.Sandbox, dir string
 // Restore brings back the sandbox checkpointed to dir as a new sandbox of
 // t (its image, mounts and life), with the same host name, processes and
 // files, and waits for its agent. verify (the checkpoint's hash, which
-// reads it whole) runs while the sandbox's bundle, root and configuration
-// are prepared; CRIU reads nothing of the checkpoint's images before it
-// has said yes.
+// reads it whole) runs beside the preparation and CRIU's restore, on the
+// other core: the sandbox is returned only once it has said yes, and
+// removed when it says no. The checkpoint is the server's own files
+// (sandbox.Checkpointer), so what CRIU reads before the answer is what
+// the sandbox itself wrote before its pause, as at any restore.
 func (b *Backend) Restore(ctx context.Context, t sandbox.Template, dir string, verify func() error) (sandbox.Sandbox, error) {
 	if err := b.CheckpointSupport(); err != nil {
 		return nil, err
@@ -332,8 +334,8 @@ func (b *Backend) Restore(ctx context.Context, t sandbox.Template, dir string, v
 	return sb, err
 }
 
-// restore is Restore; it takes verify's answer from verified, and gives it
-// back there for Restore, before CRIU runs.
+// restore is Restore; it looks at verify's answer in verified, if there
+// is one yet, before CRIU runs, and leaves it there for Restore.
 func (b *Backend) restore(ctx context.Context, t sandbox.Template, dir string, verified chan error) (sandbox.Sandbox, error) {
 	var meta checkpointMeta
 	data, err := os.ReadFile(filepath.Join(dir, checkpointMetaFile)) // the server's own checkpoint
@@ -441,10 +443,14 @@ func (b *Backend) restore(ctx context.Context, t sandbox.Template, dir string, v
 		return fail(fmt.Errorf("checkpoint work directory: %w", err))
 	}
 	pidFile := filepath.Join(bundle, "pid")
-	verr := <-verified
-	verified <- verr
-	if verr != nil {
-		return fail(verr)
+	// A checkpoint refused while it is prepared is not restored.
+	select {
+	case verr := <-verified:
+		verified <- verr
+		if verr != nil {
+			return fail(verr)
+		}
+	default:
 	}
 	op := "restore"
 	if meta.LoopbackLater && b.tools.netConf[restoreLoopbackLater] != "" {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -78,6 +79,25 @@ func TestACheckpointIsRestoredByAnotherServerAndAFailedRestoreLeavesNothing(t *t
 	if _, err := live.Restore(ctx, tmpl, dir, func() error { return refused }); !errors.Is(err, refused) {
 		t.Fatalf("a restore whose verification refuses the checkpoint: %v", err)
 	}
+	// A refusal that comes after CRIU has restored the sandbox (the hash
+	// is read beside the restore) removes it: it is never returned, and
+	// leaves nothing either.
+	pidFile := filepath.Join(live.bundlesDir(), id, "pid")
+	late := func() error {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if _, err := os.Stat(pidFile); err == nil {
+				return refused
+			}
+		}
+		t.Error("the restore never wrote its pid file while its verification ran")
+		return refused
+	}
+	if sb, err := live.Restore(ctx, tmpl, dir, late); !errors.Is(err, refused) || sb != nil {
+		t.Fatalf("a restore whose verification refuses the checkpoint once CRIU has restored it: %v, %v", sb, err)
+	}
+	if _, err := os.Stat(filepath.Join(live.bundlesDir(), id)); !os.IsNotExist(err) {
+		t.Errorf("the sandbox restored before its checkpoint was refused remains: %v", err)
+	}
 	verified := false
 	again, err := live.Restore(ctx, tmpl, dir, func() error { verified = true; return nil })
 	if err == nil && !verified {
@@ -95,6 +115,11 @@ func TestACheckpointIsRestoredByAnotherServerAndAFailedRestoreLeavesNothing(t *t
 	res, err := again.Call(ctx, bashJob("cat kept.txt"), nil)
 	if err != nil || len(res.Stages) != 1 || string(res.Stages[0].Stdout) != "kept\n" {
 		t.Fatalf("after the restore: %+v, %v", res, err)
+	}
+	// CRIU logged errors and warnings only, not its debug log that crun
+	// asks for (the tools' libcriu; MCR_CRIU_LOG_LEVEL unset).
+	if log, err := os.ReadFile(filepath.Join(live.bundlesDir(), id, "checkpoint-work", "restore.log")); err != nil || strings.Contains(string(log), "as cg yard") {
+		t.Errorf("CRIU's restore log holds its information lines (%v): %d bytes:\n%s", err, len(log), grepLines(string(log), "cg"))
 	}
 	if n, err := live.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("the sweep removed %d (%v) sandboxes though this server restored its one", n, err)
@@ -434,6 +459,9 @@ sha256sum /workspace/d/e/big /workspace/d/f`
 // hierarchy of its own at a restore, and the restored sandbox is back in
 // its own cgroup in every hierarchy, its memory limit kept.
 func TestCRIUReachesTheSandboxsCgroupsThroughTheBackendsYard(t *testing.T) {
+	// CRIU's debug log, which says what it mounted (the tools' libcriu
+	// reads this from the server's environment).
+	t.Setenv("MCR_CRIU_LOG_LEVEL", "4")
 	_, b := reattachBackends(t)
 	requireCheckpoints(t, b)
 	if b.tools.netConf == nil {
@@ -496,4 +524,45 @@ func grepLines(text, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestTheCheckpointToolsAnswerCRIUsVersionWithoutStartingCRIU: crun asks
+// libcriu for CRIU's version before every checkpoint and restore; the
+// tools' libcriu answers from the version it was built with
+// (deploy/checkpoint-tools/libcriu-version.c) rather than start a `criu
+// swrk` for the question. A `criu` first on crun's PATH records each
+// start; the restore below, of a checkpoint that is not there, gets past
+// the version check (its error is about the missing directory, which
+// crun opens after it) without one.
+func TestTheCheckpointToolsAnswerCRIUsVersionWithoutStartingCRIU(t *testing.T) {
+	_, b := reattachBackends(t)
+	requireCheckpoints(t, b)
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "criu-calls")
+	fake := filepath.Join(dir, "path")
+	if err := os.Mkdir(fake, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("#!/bin/sh\necho \"$@\" >> %s\nexec %s \"$@\"\n", calls, filepath.Join(b.tools.dir, "bin", "criu"))
+	if err := os.WriteFile(filepath.Join(fake, "criu"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(dir, "bundle")
+	if err := os.MkdirAll(filepath.Join(bundle, "rootfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := `{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"args":["true"],"cwd":"/"},"mounts":[],"linux":{"namespaces":[{"type":"mount"}]}}`
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "no-checkpoint")
+	cmd := exec.Command(b.tools.crun(), "--root", filepath.Join(dir, "state"), "restore", "--bundle", bundle, "--image-path", missing, "mcr-version-test")
+	cmd.Env = append(b.tools.env(), "PATH="+fake+":"+filepath.Join(b.tools.dir, "bin")+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "error opening checkpoint directory `"+missing+"`") {
+		t.Fatalf("crun restore of a missing checkpoint: %v: %s (want it past the version check, at the missing directory)", err, out)
+	}
+	if started, err := os.ReadFile(calls); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("crun started criu to learn its version: %q (%v)", started, err)
+	}
 }

@@ -274,7 +274,7 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 		if _, ok := b.adoptedIDs.Load(id); ok || keepErr != nil || keep[id] {
 			return false
 		}
-		if store := b.storeOf(id); store != "" && store != b.keep.Store {
+		if b.otherStores(id) {
 			return false // a session of a store not ours may own it: a server on that store re-attaches to it
 		}
 		return !b.owner.AliveNamed(b.ownerOf(id, s))
@@ -314,11 +314,17 @@ func (b *Backend) recordServer(bundle string, t sandbox.Template) error {
 	return nil
 }
 
-// storeOf is the store whose sessions may own sandbox id, as its bundle
-// records it ("" when it records none).
-func (b *Backend) storeOf(id string) string {
+// otherStores says whether sandbox id is a session's that a live session
+// recorded in another state store may own: its bundle names that store,
+// and it still runs (its agent waits for a server to re-attach to it;
+// once it has given up, nobody can).
+func (b *Backend) otherStores(id string) bool {
 	data, _ := os.ReadFile(filepath.Join(b.bundlesDir(), id, storeFile)) // in our bundle
-	return string(data)
+	if store := string(data); store == "" || store == b.keep.Store {
+		return false
+	}
+	st, err := b.state(id)
+	return err == nil && st.Status == "running"
 }
 
 // instanceOf is the instance sandbox id was made for, as its bundle

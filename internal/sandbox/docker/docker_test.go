@@ -106,12 +106,12 @@ func TestSweepRemovesOrphans(t *testing.T) {
 	img := reg.ImageOf(mustLang(t, reg, "bash")).Tag
 	ctx := context.Background()
 	base, _ := b.ContainerConfig(sandbox.Template{Image: img, MaxLife: time.Minute, Resources: sandbox.Resources{MemoryMB: 64, CPUs: 1, PidsLimit: 8, WorkspaceMB: 1, TmpMB: 1, NoFile: 64, FileSizeMB: 1}})
-	plant := func(name string, mutate func(map[string]string)) string {
+	plantWith := func(name string, cmd []string, mutate func(map[string]string)) string {
 		labels := map[string]string{}
 		maps.Copy(labels, base.Labels)
 		mutate(labels)
 		res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-			Config:     &container.Config{Image: img, Cmd: []string{"true"}, Labels: labels},
+			Config:     &container.Config{Image: img, Cmd: cmd, Labels: labels},
 			HostConfig: &container.HostConfig{NetworkMode: "none"},
 		})
 		if err != nil {
@@ -119,6 +119,9 @@ func TestSweepRemovesOrphans(t *testing.T) {
 		}
 		t.Cleanup(func() { _, _ = cli.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true}) })
 		return res.ID
+	}
+	plant := func(name string, mutate func(map[string]string)) string {
+		return plantWith(name, []string{"true"}, mutate)
 	}
 	dead := plant("dead owner", func(l map[string]string) {
 		l[docker.LabelOwner] = "someone-else"
@@ -144,8 +147,15 @@ func TestSweepRemovesOrphans(t *testing.T) {
 			}
 		}
 	}
-	otherStore := plant("another store's session", goneSession("store-b", false))
+	// A session's sandbox runs while its agent waits for a server to
+	// re-attach to it; one that has ended (never started, here) waits
+	// for no one.
+	otherStore := plantWith("another store's session", []string{"sleep", "600"}, goneSession("store-b", false))
+	if _, err := cli.ContainerStart(ctx, otherStore, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	otherStoreExpired := plant("another store's session, expired", goneSession("store-b", true))
+	otherStoreEnded := plant("another store's session that ended", goneSession("store-b", false))
 	ownStore := plant("this store's session that no record names", goneSession("store-a", false))
 	b.SetKeep(sandbox.Keep{Store: "store-a", Sandboxes: func(context.Context) ([]sandbox.Ref, error) { return nil, nil }})
 
@@ -153,14 +163,15 @@ func TestSweepRemovesOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n < 4 {
-		t.Errorf("swept %d, want at least 4", n)
+	if n < 5 {
+		t.Errorf("swept %d, want at least 5", n)
 	}
 	exists := func(id string) bool {
 		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		return err == nil
 	}
-	for name, id := range map[string]string{"dead owner": dead, "expired": expired, "another store's session, expired": otherStoreExpired, "this store's session that no record names": ownStore} {
+	for name, id := range map[string]string{"dead owner": dead, "expired": expired, "another store's session, expired": otherStoreExpired, "another store's session that ended": otherStoreEnded,
+		"this store's session that no record names": ownStore} {
 		if exists(id) {
 			t.Errorf("an orphan survived the sweep: %s", name)
 		}

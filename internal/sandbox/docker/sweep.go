@@ -80,8 +80,7 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 		}
 		expires, _ := strconv.ParseInt(c.Labels[LabelExpires], 10, 64)
 		expired := expires > 0 && now > expires
-		otherStore := c.Labels[LabelStore] != "" && c.Labels[LabelStore] != b.keep.Store
-		if !expired && (keepErr != nil || keep.ids[c.ID] || otherStore || b.ownerAlive(c.Labels)) {
+		if !expired && (keepErr != nil || keep.ids[c.ID] || b.otherStores(c) || b.ownerAlive(c.Labels)) {
 			keepSocketsOf(c, keep.dirs)
 			continue // its server runs, or a live session's record names it (or may, in a store not ours): the next server re-attaches to it
 		}
@@ -100,6 +99,15 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 		b.log.Info("removed agent socket directories of servers that are gone", "count", n)
 	}
 	return removed, nil
+}
+
+// otherStores says whether c is a session's sandbox that a live session
+// recorded in another state store may own: one marked with that store,
+// still running (its agent waits for a server to re-attach to it; once it
+// has given up, nobody can).
+func (b *Backend) otherStores(c container.Summary) bool {
+	store := c.Labels[LabelStore]
+	return store != "" && store != b.keep.Store && c.State == container.StateRunning
 }
 
 // keepSocketsOf adds the agent socket directory that c mounts, if any, to
