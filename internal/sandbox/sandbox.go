@@ -119,7 +119,8 @@ type Keep struct {
 	// Store identifies the state store (store.ID). The backend marks
 	// each sandbox made with a ReattachGrace with it, and a sweep on
 	// another store (or on none) leaves such a sandbox of a server that is
-	// gone to its expiry: only the store that records it can tell whether
+	// gone while it runs (its agent waits for a server to re-attach to
+	// it) and its life lasts: only the store that records it can tell whether
 	// a session still owns it, and servers on different stores share one
 	// host's Docker daemon or crun state.
 	Store string

@@ -274,10 +274,10 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 		if _, ok := b.adoptedIDs.Load(id); ok || keepErr != nil || keep[id] {
 			return false
 		}
-		if b.otherStores(id) {
-			return false // a session of a store not ours may own it: a server on that store re-attaches to it
+		if b.owner.AliveNamed(b.ownerOf(id, s)) {
+			return false
 		}
-		return !b.owner.AliveNamed(b.ownerOf(id, s))
+		return !b.otherStores(id) // a session of a store not ours may own it: a server on that store re-attaches to it
 	})
 	sweepRoots(filepath.Join(b.opts.StateDir, "rootfs"), b.owner, b.log)
 	return removed, err

@@ -428,8 +428,8 @@ func (b *Backend) Remove(_ context.Context, ref sandbox.Ref) {
 // SetKeep makes the sweep keep the sandboxes that keep lists (the live
 // sessions' sandboxes, which the state store names), though their server is
 // gone: a server re-attaches to them; and the session sandboxes of another
-// store, until their expiry. It is called before the first sandbox and
-// the first sweep.
+// store while their agents wait for one. It is called before the first
+// sandbox and the first sweep.
 func (b *Backend) SetKeep(keep sandbox.Keep) { b.keep = keep }
 
 // kept lists the IDs keep names.
