@@ -140,11 +140,19 @@ ensure_rootless_podman() {
 		# user, which copies every layer in full; the kernel mounts overlay
 		# for an unprivileged user since 5.13. No systemd: cgroupfs, events
 		# in a file.
+		# A machine stopped while the service ran keeps /run/user on its disk
+		# where /run is no tmpfs: Podman's state then still says its containers
+		# run, and with no pause process left it fails at start ("invalid
+		# internal status ... could not find any running process"). system
+		# migrate marks them stopped and starts a new pause process; the
+		# sandboxes they were are removed, as no server can be using them.
 		su - "$ROOTLESS_USER" -c "export XDG_RUNTIME_DIR=$run;
 			if [ ! -e ~/.config/containers/storage.conf ]; then
 				mkdir -p ~/.config/containers && printf '[storage]\\ndriver = \"overlay\"\\n' >~/.config/containers/storage.conf
 				podman system reset -f >/dev/null 2>&1 || true
 			fi
+			podman system migrate >>podman-service.log 2>&1
+			podman ps -aq --filter label=io.mcp-code-runner.managed=true 2>>podman-service.log | xargs -r podman rm -f >>podman-service.log 2>&1
 			mkdir -p $run/podman
 			setsid nohup podman --cgroup-manager=cgroupfs --events-backend=file system service --time=0 $host \
 				>>podman-service.log 2>&1 </dev/null &" 9>&-
