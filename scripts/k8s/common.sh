@@ -33,6 +33,18 @@ GVISOR_DIR="${MCR_GVISOR_DIR:-/var/lib/mcp-code-runner/gvisor}"
 RUNSC_HANDLER=runsc
 GVISOR_RUNTIME_CLASS=gvisor
 
+# running NAME: whether the process up.sh recorded for the component NAME
+# still runs as it: its PID names a process whose command is NAME (the
+# kernel keeps the first 15 characters). A PID file outlives its process
+# when the machine stops with the cluster up, and PIDs wrap (pid_max is
+# 32768 on small machines): the same number may belong to another process
+# since, which must be neither taken for the cluster nor signalled.
+running() {
+	local pid
+	pid=$(cat "$PIDS/$1.pid" 2>/dev/null) || return 1
+	[[ $pid =~ ^[0-9]+$ ]] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "${1:0:15}" ]
+}
+
 kubectl_admin() { "$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" --request-timeout 20s "$@"; }
 ctr_k8s() { ctr --address "$SOCK" -n k8s.io "$@"; }
 

@@ -51,7 +51,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 KUBECTL=("$BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_ADMIN")
 KCM=
-[ -f "$PIDS/kube-controller-manager.pid" ] && kill -0 "$(cat "$PIDS/kube-controller-manager.pid")" 2>/dev/null && KCM=1
+running kube-controller-manager && KCM=1
 SERVER_IMAGE=${SERVER_IMAGE:-mcp-code-runner:latest}
 PORT=${PORT:-18080}       # the first replica's port on the host network
 PORT2=${PORT2:-18082}     # the second replica's

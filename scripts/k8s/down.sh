@@ -10,7 +10,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 . "$HERE/common.sh"
 log() { echo "[k8s-down] $*"; }
-alive() { [ -f "$PIDS/$1.pid" ] && kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null; }
+alive() { running "$1"; }
 stop() { # name seconds
 	if ! alive "$1"; then
 		rm -f "$PIDS/$1.pid"

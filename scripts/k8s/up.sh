@@ -37,7 +37,7 @@ die() {
 }
 
 [ "$(id -u)" = 0 ] || die "must run as root (containerd and the kubelet manage mounts, cgroups and network namespaces)"
-if [ -f "$PIDS/kubelet.pid" ] && kill -0 "$(cat "$PIDS/kubelet.pid")" 2>/dev/null; then
+if running kubelet; then
 	log "already up; source $STATE/env (make k8s-down stops it)"
 	exit 0
 fi
