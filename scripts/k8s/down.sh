@@ -10,9 +10,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 . "$HERE/common.sh"
 log() { echo "[k8s-down] $*"; }
-alive() { running "$1"; }
 stop() { # name seconds
-	if ! alive "$1"; then
+	if ! running "$1"; then
 		rm -f "$PIDS/$1.pid"
 		return 0
 	fi
@@ -39,7 +38,7 @@ if [ ! -d "$STATE" ] && [ ! -d "$RUN_DIR" ] && ! ip link show "$BRIDGE" >/dev/nu
 fi
 
 # 1. Pods first, while the kubelet can still tear them down through CRI and CNI.
-if alive kube-apiserver && alive kubelet; then
+if running kube-apiserver && running kubelet; then
 	kubectl_admin delete pods --all --all-namespaces --grace-period 0 --force --wait=true --timeout 60s >/dev/null 2>&1 ||
 		log "some pods were not deleted in time; their containers are removed below"
 fi
@@ -47,7 +46,7 @@ fi
 for c in kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$c" 20; done
 # 3. What the kubelet left in this cluster's containerd (killing the tasks
 # makes their shims exit).
-if alive containerd; then
+if running containerd; then
 	for t in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done
 	for t in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks delete -f "$t" >/dev/null 2>&1; done
 	for c in $(ctr_k8s containers ls -q 2>/dev/null); do ctr_k8s containers delete "$c" >/dev/null 2>&1; done
