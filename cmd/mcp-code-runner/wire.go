@@ -311,7 +311,7 @@ func newCrunBackend(cfg config.Config, log *slog.Logger) (*crun.Backend, error) 
 		criuTar = agent
 	}
 	backend, err := crun.New(cli, crun.Options{AgentPath: agent, CheckpointTools: cfg.Sessions.CheckpointTools, CRIUTar: criuTar,
-		Runsc: cfg.GVisor.Runsc, RunscPlatform: cfg.GVisor.Platform, Logger: log})
+		Runsc: cfg.GVisor.Runsc, RunscPlatform: cfg.GVisor.Platform, FavorCgroupChanges: cfg.FavorCgroupChanges, Logger: log})
 	if err != nil {
 		_ = cli.Close()
 		return nil, err

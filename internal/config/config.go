@@ -107,6 +107,12 @@ type Config struct {
 	// cgroup v1 host), which is otherwise refused at start. Only for code
 	// the operator trusts: one run could then exhaust the host.
 	AllowUnenforcedLimits bool `json:"allow_unenforced_limits"`
+	// FavorCgroupChanges has the crun backend turn on cgroup v2's
+	// favordynmods for the host (until its next boot) before its first
+	// sandbox: moving a sandbox's process into its cgroup, at every start
+	// and restore, then waits for no RCU grace period (5-20 ms here), for
+	// a little more work at each fork and exit.
+	FavorCgroupChanges bool `json:"favor_cgroup_changes"`
 	// SharedDir, when set, is a directory that this server and the Docker
 	// daemon both see at the same path: when the server runs in a
 	// container, a bind mount of that host path at the same path. The agent
@@ -672,6 +678,7 @@ func Default() Config {
 			EphemeralStorageMB:  256,
 			StartTimeoutSeconds: 60,
 		},
+		FavorCgroupChanges:     true,
 		MaxConcurrentRuns:      8,
 		QueueTimeoutSeconds:    30,
 		OutputRetentionSeconds: 3600,

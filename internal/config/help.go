@@ -29,6 +29,7 @@ var settingHelp = map[string]string{
 	"executions.max_wait_seconds":       "the longest get_execution may wait for completion",
 	"executions.retention_seconds":      "how long a finished execution stays readable",
 	"executions.task_max_ttl_seconds":   "how long an MCP task (a task-augmented run_code) is kept from its creation: the TTL a task gets when its client asks for none, and the most a client may ask for. A task still running at its TTL is cancelled and forgotten",
+	"favor_cgroup_changes":              "has the crun backend turn on cgroup v2's favordynmods for the host (until its next boot) before its first sandbox: moving a sandbox's process into its cgroup, at every start and restore, then waits for no RCU grace period (5-20 ms here), for a little more work at each fork and exit",
 	"gvisor.docker_runtime":             "the name the docker backend's daemon has runsc registered under (scripts/ensure-gvisor.sh registers \"runsc\")",
 	"gvisor.platform":                   "how gVisor's kernel intercepts its programs' system calls: systrap (the default; needs no KVM), ptrace or kvm",
 	"gvisor.required_for":               "the principals (token names) whose every sandbox runs under gVisor, whatever isolation is",

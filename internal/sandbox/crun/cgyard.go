@@ -108,23 +108,9 @@ func isCgroupFS(dir string) bool {
 // joined by commas, "name=" left out, "unified" for cgroup v2) and the
 // host's mount of the whole of it, from /proc/self/mountinfo.
 func cgroupHierarchies(cgroups, mountinfo []byte) ([]cgroupHierarchy, error) {
-	type mount struct {
-		point, fstype string
-		options       []string
-	}
-	var mounts []mount
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
-		before, after, ok := strings.Cut(sc.Text(), " - ")
-		fields, tail := strings.Fields(before), strings.Fields(after)
-		if !ok || len(fields) < 5 || len(tail) < 3 || (tail[0] != "cgroup" && tail[0] != "cgroup2") || fields[3] != "/" {
-			continue
-		}
-		mounts = append(mounts, mount{point: unescapeMountinfo(fields[4]), fstype: tail[0], options: strings.Split(tail[2], ",")})
-	}
+	mounts := wholeCgroupMounts(mountinfo)
 	var out []cgroupHierarchy
-	sc = bufio.NewScanner(bytes.NewReader(cgroups))
+	sc := bufio.NewScanner(bytes.NewReader(cgroups))
 	for sc.Scan() {
 		// ID:CONTROLLERS:PATH
 		fields := strings.SplitN(sc.Text(), ":", 3)
@@ -141,11 +127,11 @@ func cgroupHierarchies(cgroups, mountinfo []byte) ([]cgroupHierarchy, error) {
 			}
 			h.name = strings.Join(names, ",")
 		}
-		i := slices.IndexFunc(mounts, func(m mount) bool {
+		i := slices.IndexFunc(mounts, func(m cgroupMount) bool {
 			if fields[1] == "" {
 				return m.fstype == "cgroup2"
 			}
-			return m.fstype == "cgroup" && !slices.ContainsFunc(controllers, func(c string) bool { return !slices.Contains(m.options, c) })
+			return m.fstype == "cgroup" && !slices.ContainsFunc(controllers, func(c string) bool { return !slices.Contains(m.superOptions, c) })
 		})
 		if i < 0 {
 			return nil, fmt.Errorf("the cgroup hierarchy %q is not mounted whole on this host", fields[1])
@@ -157,6 +143,33 @@ func cgroupHierarchies(cgroups, mountinfo []byte) ([]cgroupHierarchy, error) {
 		return nil, errors.New("this process is in no cgroup hierarchy")
 	}
 	return out, nil
+}
+
+// cgroupMount is a mount of the whole of a cgroup hierarchy, from
+// mountinfo: where, its file system type (cgroup or cgroup2), the mount's
+// own options (nosuid, relatime, ...) and the hierarchy's (its
+// controllers, nsdelegate, ...).
+type cgroupMount struct {
+	point, fstype              string
+	mountOptions, superOptions []string
+}
+
+// wholeCgroupMounts lists the mounts of whole cgroup hierarchies in
+// mountinfo (/proc/self/mountinfo's content), in its order.
+func wholeCgroupMounts(mountinfo []byte) []cgroupMount {
+	var mounts []cgroupMount
+	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
+	for sc.Scan() {
+		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
+		before, after, ok := strings.Cut(sc.Text(), " - ")
+		fields, tail := strings.Fields(before), strings.Fields(after)
+		if !ok || len(fields) < 6 || len(tail) < 3 || (tail[0] != "cgroup" && tail[0] != "cgroup2") || fields[3] != "/" {
+			continue
+		}
+		mounts = append(mounts, cgroupMount{point: unescapeMountinfo(fields[4]), fstype: tail[0],
+			mountOptions: strings.Split(fields[5], ","), superOptions: strings.Split(tail[2], ",")})
+	}
+	return mounts
 }
 
 // unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).

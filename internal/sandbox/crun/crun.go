@@ -172,7 +172,8 @@ func (b *Backend) Check(ctx context.Context) error {
 }
 
 // prepared makes the state directories and the shared /etc/hosts, once
-// (again after a failure), and returns the hosts file.
+// (again after a failure), and returns the hosts file; first it has the
+// host's cgroups favor changes, if the options say so (favordynmods.go).
 func (b *Backend) prepared() (string, error) {
 	b.prepareMu.Lock()
 	defer b.prepareMu.Unlock()
@@ -182,6 +183,14 @@ func (b *Backend) prepared() (string, error) {
 	for _, dir := range []string{b.bundlesDir(), b.crunRoot(), b.runscRoot()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("crun backend state directory: %w", err)
+		}
+	}
+	if b.opts.FavorCgroupChanges {
+		switch changed, err := favorCgroupChanges(); {
+		case err != nil:
+			b.log.Warn("the host's cgroups keep their default lock mode: a sandbox's start or restore after a quiet moment waits for an RCU grace period (5-20 ms)", "err", err)
+		case changed:
+			b.log.Info("the host's cgroups now favor changes (cgroup v2's favordynmods, favor_cgroup_changes): a sandbox's process moves into its cgroup without waiting for an RCU grace period")
 		}
 	}
 	hosts := filepath.Join(b.opts.StateDir, "hosts")

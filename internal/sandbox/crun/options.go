@@ -41,6 +41,11 @@ type Options struct {
 	RunscPlatform string
 	// RunscFlags are more flags for runsc, after the backend's own.
 	RunscFlags []string
+	// FavorCgroupChanges has the host's cgroups favor changes (cgroup v2's
+	// favordynmods, favordynmods.go) before the first sandbox: a move into
+	// a cgroup, at every sandbox's start and restore, then waits for no RCU
+	// grace period. It changes the host until its next boot.
+	FavorCgroupChanges bool
 	// Logger receives the backend's logs.
 	Logger *slog.Logger
 }
