@@ -89,6 +89,9 @@ type checkpointTools struct {
 	// tarDir holds the link named tar to Options.CRIUTar, first on CRIU's
 	// PATH; "" where CRIU runs the system's tar.
 	tarDir string
+	// sealedCrun is the tools' crun as a sealed copy (sealed.go); nil
+	// where it could not be made, and crun copies itself each time.
+	sealedCrun *sealedBinary
 }
 
 func (t *checkpointTools) crun() string { return filepath.Join(t.dir, "bin", "crun") }
@@ -157,6 +160,9 @@ func (b *Backend) CheckpointSupport() error {
 			b.log.Warn("CRIU saves and restores each sandbox's network namespace with ip and iptables", "err", err)
 		}
 		t.netConf = conf
+		if t.sealedCrun, err = sealAndTry(t.crun()); err != nil {
+			b.log.Warn("the checkpoint tools' crun copies itself at every checkpoint and restore", "err", err)
+		}
 		if b.opts.CRIUTar != "" {
 			if t.tarDir, err = linkCRIUTar(filepath.Join(b.opts.StateDir, criuTarDir), b.opts.CRIUTar); err != nil {
 				t.tarDir = ""
@@ -583,6 +589,9 @@ func (b *Backend) criu(ctx context.Context, op, id, work string, args ...string)
 	logFile := filepath.Join(work, "crun.log")
 	full := append([]string{"--root", b.crunRoot(), "--log", logFile, op}, args...)
 	cmd := exec.CommandContext(cctx, b.tools.crun(), full...) // the tools' own binary, our bundle and sandbox
+	if s := b.tools.sealedCrun; s != nil {
+		cmd.Path, cmd.Err = s.path, nil
+	}
 	cmd.Env = b.tools.env()
 	if conf != "" {
 		cmd.Env = append(cmd.Env, "CRIU_CONFIG_FILE="+conf)

@@ -37,12 +37,15 @@ const expiryMargin = 2 * time.Minute
 
 // Backend runs sandboxes as containers it starts with crun.
 type Backend struct {
-	cli   *client.Client
-	opts  Options
-	crun  string
-	owner sandbox.Owner // this process, in every sandbox's ID (Owner.NameFields)
-	log   *slog.Logger
-	roots *imageRoots
+	cli  *client.Client
+	opts Options
+	crun string
+	// sealedCrun is crun as a sealed copy that crun does not copy again
+	// (sealed.go); nil where it could not be made.
+	sealedCrun *sealedBinary
+	owner      sandbox.Owner // this process, in every sandbox's ID (Owner.NameFields)
+	log        *slog.Logger
+	roots      *imageRoots
 	// prepareMu guards hosts, the /etc/hosts every sandbox sees, set once
 	// the state directories exist: by Check, or by the first Creates of a
 	// backend that was not checked, which may run side by side.
@@ -108,6 +111,9 @@ func New(cli *client.Client, opts Options) (*Backend, error) {
 	seq := backendSeq
 	backendSeqMu.Unlock()
 	b := &Backend{cli: cli, opts: opts, crun: path, owner: owner, log: log}
+	if b.sealedCrun, err = sealAndTry(path); err != nil {
+		log.Warn("crun copies itself at every command", "err", err)
+	}
 	b.tools.dir = opts.CheckpointTools
 	if b.tools.dir == "" {
 		b.tools.dir = DefaultCheckpointTools
@@ -222,7 +228,7 @@ func (b *Backend) Architecture(context.Context) string { return runtime.GOARCH }
 // theirs (the unmount is lazy).
 func (b *Backend) Close() error {
 	b.unmountNullNetNS()
-	return errors.Join(b.roots.close(), b.cli.Close())
+	return errors.Join(b.roots.close(), b.cli.Close(), b.sealedCrun.close(), b.tools.sealedCrun.close())
 }
 
 // newID names a new sandbox after its owner and expiry, so that a sweep

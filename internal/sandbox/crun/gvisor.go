@@ -48,8 +48,10 @@ const DefaultRunscPlatform = "systrap"
 type ociRuntime struct {
 	isolation sandbox.Isolation
 	bin       string
-	root      string
-	flags     []string
+	// exec, when set, is what runs bin: its sealed copy (sealed.go).
+	exec  string
+	root  string
+	flags []string
 }
 
 // command is the runtime's command line for args, with its log at
@@ -59,7 +61,12 @@ func (r ociRuntime) command(ctx context.Context, logFile string, args ...string)
 	if logFile != "" {
 		full = append(full, "--log", logFile)
 	}
-	return exec.CommandContext(ctx, r.bin, append(full, args...)...) // our own runtime binary
+	cmd := exec.CommandContext(ctx, r.bin, append(full, args...)...) // our own runtime binary
+	if r.exec != "" {
+		// argv[0] stays the binary's name, which crun reads.
+		cmd.Path, cmd.Err = r.exec, nil
+	}
+	return cmd
 }
 
 // name is the runtime's name in messages.
@@ -79,7 +86,11 @@ func (b *Backend) runtimeFor(i sandbox.Isolation) ociRuntime {
 		return ociRuntime{isolation: sandbox.IsolationGVisor, bin: b.opts.Runsc, root: b.runscRoot(),
 			flags: append(flags, b.opts.RunscFlags...)}
 	}
-	return ociRuntime{isolation: sandbox.IsolationContainer, bin: b.crun, root: b.crunRoot()}
+	rt := ociRuntime{isolation: sandbox.IsolationContainer, bin: b.crun, root: b.crunRoot()}
+	if b.sealedCrun != nil {
+		rt.exec = b.sealedCrun.path
+	}
+	return rt
 }
 
 func (b *Backend) runscPlatform() string {
