@@ -83,7 +83,7 @@ type Engine struct {
 	removals sync.WaitGroup // cold sandboxes being removed after their run
 	runsMu   sync.Mutex
 	runs     map[string]RunInfo
-	cancels  map[string]context.CancelFunc
+	cancels  map[string]context.CancelCauseFunc
 
 	quotaMu sync.Mutex
 	running map[string]int // principal name -> run slots held
@@ -119,7 +119,7 @@ func New(cfg config.Config, reg *languages.Registry, backend sandbox.Backend, lo
 		versions: map[string]string{},
 		packages: map[string]map[string]string{},
 		runs:     map[string]RunInfo{},
-		cancels:  map[string]context.CancelFunc{},
+		cancels:  map[string]context.CancelCauseFunc{},
 	}
 	for _, o := range opts {
 		o(e)

@@ -31,13 +31,17 @@ func (e *Engine) Inflight() []RunInfo {
 	return out
 }
 
+// ErrStopped is why CancelAll ends the runs in flight: what waits for a
+// run slot or a sandbox says so rather than blame its caller.
+var ErrStopped = errors.New("the server is stopping and its grace period for the runs in flight has ended")
+
 // CancelAll cancels every run in flight: each sandbox is killed (a session's
 // call is stopped) and each result says the run was killed.
 func (e *Engine) CancelAll() int {
 	e.runsMu.Lock()
 	defer e.runsMu.Unlock()
 	for _, cancel := range e.cancels {
-		cancel()
+		cancel(ErrStopped)
 	}
 	return len(e.cancels)
 }
@@ -105,6 +109,15 @@ func (e *Engine) PoolStats() []pool.Stat {
 		return nil
 	}
 	return e.pool.Stats()
+}
+
+// DrainPool makes the warm pool keep no idle sandboxes from now on (see
+// pool.Pool.Drain): the server is stopping, and runs still in flight or
+// queued get theirs made for them.
+func (e *Engine) DrainPool() {
+	if e.pool != nil {
+		e.pool.Drain()
+	}
 }
 
 // Close stops the warm pool and removes its sandboxes, and waits for the

@@ -49,7 +49,7 @@ func (e *Engine) acquire(ctx context.Context) (*Slot, error) {
 		return nil, &Error{Code: CodeBusy, Message: fmt.Sprintf("the server is busy: all %d run slots stayed taken for %s; retry shortly", cap(e.slots), e.cfg.QueueTimeout())}
 	case <-ctx.Done():
 		unquota()
-		return nil, &Error{Code: CodeBusy, Message: "the request ended while waiting for a free run slot", Err: ctx.Err()}
+		return nil, &Error{Code: CodeBusy, Message: "the request ended while waiting for a free run slot: " + context.Cause(ctx).Error(), Err: ctx.Err()}
 	}
 }
 

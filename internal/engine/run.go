@@ -191,7 +191,7 @@ func (e *Engine) queue(ctx context.Context, r *run) error {
 // track lists the run in flight, cancellable by CancelAll, until untrack.
 func (e *Engine) track(ctx context.Context, r *run) (context.Context, func()) {
 	r.id = newRunID()
-	ctx, cancelRun := context.WithCancel(ctx)
+	ctx, cancelRun := context.WithCancelCause(ctx)
 	e.runsMu.Lock()
 	e.runs[r.id] = RunInfo{RunID: r.id, Language: r.plan.Language.Name, Owner: r.owner, Started: r.start}
 	e.cancels[r.id] = cancelRun
@@ -201,7 +201,7 @@ func (e *Engine) track(ctx context.Context, r *run) (context.Context, func()) {
 		delete(e.runs, r.id)
 		delete(e.cancels, r.id)
 		e.runsMu.Unlock()
-		cancelRun()
+		cancelRun(nil)
 	}
 }
 

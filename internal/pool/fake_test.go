@@ -524,3 +524,59 @@ func TestWakeRetriesAFailingPoolAtOnce(t *testing.T) {
 		t.Errorf("the pool filled %s after Wake: it waited out its back-off", took)
 	}
 }
+
+// A run waiting for a sandbox whose context ends says why it ended: a
+// server stopping at the end of its grace period cancels its runs with a
+// cause, which is then the run's answer, not the client's doing.
+func TestAWaiterWhoseRequestEndsSaysWhy(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	b.SetBeforeCreate(func(ctx context.Context, _ sandbox.Template) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 1}, CreateConcurrency: 1})
+	stopping := errors.New("the server is stopping")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := p.Get(ctx, "bash")
+		got <- err
+	}()
+	waitStat(t, p, "1 run waiting", func(s pool.Stat) bool { return s.Waiting == 1 })
+	cancel(stopping)
+	err := <-got
+	if !errors.Is(err, pool.ErrBusy) || !strings.Contains(err.Error(), stopping.Error()) {
+		t.Fatalf("Get = %v; want ErrBusy saying %q", err, stopping)
+	}
+}
+
+// A stopping server drains its pool: the idle sandboxes go at once, none
+// is made to stay idle, and a run that still comes gets one made for it.
+func TestADrainedPoolKeepsNoSandboxIdleButServesTheRunsThatCome(t *testing.T) {
+	b := testutil.FakeBackend(t)
+	clock := newFakeClock()
+	p := fakePool(t, b, pool.Options{Sizes: map[string]int{"bash": 2}, Clock: clock})
+	waitStat(t, p, "2 idle", func(s pool.Stat) bool { return s.Idle == 2 })
+	p.Drain()
+	testutil.Eventually(t, 30*time.Second, func() bool { _, _, live := b.Counts(); return live == 0 }, "the idle sandboxes removed")
+	sb, err := p.Get(context.Background(), "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runOn(t, sb, "echo served"); got != "served\n" {
+		t.Fatalf("the run made for a drained pool printed %q", got)
+	}
+	p.Release(sb)
+	testutil.Eventually(t, 30*time.Second, func() bool { _, _, live := b.Counts(); return live == 0 }, "the run's sandbox removed")
+	// Nothing is made to stay idle afterwards: two checks of the fill loop
+	// (the second a barrier for the first) make nothing.
+	created, _, _ := b.Counts()
+	clock.Tick(t, time.Second)
+	clock.Tick(t, time.Second)
+	if s := stat(p); s.Idle != 0 || s.Creating != 0 {
+		t.Fatalf("after the run, the drained pool has %+v; want nothing idle or being made", s)
+	}
+	if now, _, _ := b.Counts(); now != created {
+		t.Fatalf("the drained pool made %d sandboxes after its run; want none", now-created)
+	}
+}

@@ -152,6 +152,9 @@ type keyed struct {
 	waited  int // runs that waited for a sandbox to be made
 	// held: no sandbox is made until Wake (see Options.Held).
 	held bool
+	// draining: no sandbox is kept idle, only made for runs that wait
+	// (see Drain).
+	draining bool
 }
 
 // New starts pools for every key of templates with a size in opts.Sizes.
@@ -297,7 +300,7 @@ func (p *Pool) await(ctx context.Context, k *keyed, key string, w *waiter, faile
 			why = fmt.Errorf("%w: no %s sandbox became free within %s; the server is at capacity, retry shortly", ErrBusy, key, p.opts.WaitTimeout)
 		case <-ctx.Done():
 			k.mu.Lock()
-			why = fmt.Errorf("%w: the request ended while waiting for a sandbox: %v", ErrBusy, ctx.Err())
+			why = fmt.Errorf("%w: the request ended while waiting for a sandbox: %v", ErrBusy, context.Cause(ctx))
 		case <-p.ctx.Done():
 			k.mu.Lock()
 			why = fmt.Errorf("%w: the server is shutting down", ErrBusy)
@@ -525,6 +528,9 @@ func (p *Pool) fill(k *keyed) {
 		if len(k.idle) > 0 {
 			need -= len(k.deferrals) // an empty pool refills at once
 		}
+		if k.draining {
+			need = len(k.queue) - k.creating
+		}
 		failing := k.lastErr != nil
 		if k.held {
 			need = 0
@@ -679,20 +685,41 @@ func (p *Pool) Stats() []Stat {
 	return out
 }
 
+// Drain makes the pool keep no sandbox idle from now on: it removes those
+// idle and makes sandboxes only for the runs that wait. A stopping server
+// drains its pool as its shutdown begins, so that what its warm sandboxes
+// hold (a cluster's CPU requests, a host's memory) goes to the servers
+// that stay, and to its own last runs, rather than wait for its end.
+func (p *Pool) Drain() {
+	for _, k := range p.keys {
+		k.mu.Lock()
+		k.draining = true
+		p.dropIdle(k)
+		k.mu.Unlock()
+		k.poke()
+	}
+}
+
+// dropIdle removes k's idle sandboxes and forgets the deferred
+// replacements of those handed out, with k locked.
+func (p *Pool) dropIdle(k *keyed) {
+	for _, e := range k.idle {
+		p.discard(e.sb)
+	}
+	k.idle = nil
+	for sb, t := range k.deferrals {
+		t.Stop()
+		delete(k.deferrals, sb)
+	}
+}
+
 // Close stops refilling, removes every idle sandbox and waits until all
 // removals (of idle and released sandboxes) are done or ctx ends.
 func (p *Pool) Close(ctx context.Context) error {
 	p.cancel()
 	for _, k := range p.keys {
 		k.mu.Lock()
-		for _, e := range k.idle {
-			p.discard(e.sb)
-		}
-		k.idle = nil
-		for sb, t := range k.deferrals {
-			t.Stop()
-			delete(k.deferrals, sb)
-		}
+		p.dropIdle(k)
 		k.mu.Unlock()
 	}
 	done := make(chan struct{})

@@ -231,6 +231,7 @@ func (s *Server) Start(ctx context.Context) error {
 	grace := s.grace()
 	s.stopAfterGrace = context.AfterFunc(ctx, func() {
 		s.log.Info("shutting down", "runs_in_flight", len(s.engine.Inflight()), "grace", grace)
+		s.engine.DrainPool()
 		time.AfterFunc(grace, func() {
 			if n := s.engine.CancelAll(); n > 0 {
 				s.log.Info("killed runs still in flight at the end of the grace period", "count", n)

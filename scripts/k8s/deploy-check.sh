@@ -351,6 +351,12 @@ rolling_restart() {
 		sleep 0.5
 	done
 	before=$("${KUBECTL[@]}" -n mcp-code-runner get pods -l app.kubernetes.io/name=mcp-code-runner -o jsonpath='{.items[*].metadata.name}')
+	# The replaced pods' logs are gone with them: kept here, for a failure.
+	local p followers=()
+	for p in $before; do
+		"${KUBECTL[@]}" -n mcp-code-runner logs -f "pod/$p" >"$load/log.$p" 2>&1 &
+		followers+=($!)
+	done
 	# shellcheck disable=SC2086 # one pod name a word
 	every_pod_answers $before
 	t0=$(date +%s)
@@ -369,7 +375,12 @@ rolling_restart() {
 	# shellcheck disable=SC2086 # one pod name a word
 	every_pod_answers $after
 	stop_load
+	kill "${followers[@]}" 2>/dev/null || true
 	if [ -s "$load/failures" ]; then
+		for p in $before; do
+			log "the replaced pod $p's log:"
+			tail -n 60 "$load/log.$p"
+		done
 		cat "$load/failures"
 		die "calls failed during the rolling restart (above)"
 	fi

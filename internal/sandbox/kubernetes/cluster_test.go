@@ -408,6 +408,73 @@ func TestClusterSweepDeletesPodsOfDeadServers(t *testing.T) {
 	c.NoLeftovers(t, k8stest.Namespace, dead)
 }
 
+// A server stopping in a rolling update runs on through its Pod's grace
+// period, finishing the runs it has in sandbox pods it may still be
+// making: another server's sweep keeps them until the Pod is gone.
+func TestClusterSweepKeepsThePodsOfAServerWhosePodIsStillStopping(t *testing.T) {
+	c := k8stest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The "server's Pod": bound to a node that does not exist, so nothing
+	// runs it and a graceful deletion leaves it terminating until the
+	// test deletes it for good.
+	pods := c.Client.CoreV1().Pods(k8stest.Namespace)
+	server, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "mcr-stopping-server-"},
+		Spec: corev1.PodSpec{
+			NodeName:                      "mcr-test-no-such-node",
+			TerminationGracePeriodSeconds: new(int64(600)),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   new(true),
+				RunAsUser:      new(int64(10001)),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{Name: "server", Image: c.AgentImage, SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: new(false),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := func() {
+		if err := pods.Delete(context.Background(), server.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(gone)
+	// Its process is not on this host (a PID that is no process's): only
+	// the Pod says whether it runs.
+	stopping := kubernetes.Owner{Owner: sandbox.Owner{PID: 1 << 22, Start: "1"}, Pod: k8stest.Namespace + "/" + server.Name + "/" + string(server.UID)}
+	stopping.Host = c.Backend(t, nil).Owner().Host
+	stopping.ID = fmt.Sprintf("%s/%d/%s", stopping.Host, stopping.PID, stopping.Start)
+	made := c.Backend(t, func(o *kubernetes.Options) { o.Pod.Owner = stopping })
+	bash, _ := languages.Builtin().Lookup("bash")
+	sb, err := made.Create(ctx, engine.New(k8stest.EngineConfig(), languages.Builtin(), made, nil).Template(bash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sb // removed by the sweep once its server's Pod is gone
+	if err := pods.Delete(ctx, server.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := pods.Get(ctx, server.Name, metav1.GetOptions{}); err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("the server's Pod is not terminating (err %v): the test needs it to be", err)
+	}
+	if _, err := c.Backend(t, nil).Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := c.PodsOf(t, k8stest.Namespace, stopping); len(left) != 1 {
+		t.Fatalf("after a sweep while its server's Pod is terminating, the server has sandbox pods %v; want its one pod kept", left)
+	}
+	gone()
+	if _, err := c.Backend(t, nil).Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.NoLeftovers(t, k8stest.Namespace, stopping)
+}
+
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(limit); !cond(); time.Sleep(100 * time.Millisecond) {

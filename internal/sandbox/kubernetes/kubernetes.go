@@ -339,6 +339,11 @@ func (b *Backend) Sweep(ctx context.Context) (int, error) {
 // ownerAlive reports whether the server that made a pod still runs: a
 // server in a Pod is alive while that Pod is (when this server may read
 // it); one outside the cluster, while its process on this host is.
+//
+// A Pod being deleted still runs until its deletion timestamp (the end of
+// its grace period, when the kubelet kills it): a server stopping in a
+// rolling update finishes the runs it has in that time, in the sandbox
+// pods it has and those it still makes, and removes them itself.
 func (b *Backend) ownerAlive(ctx context.Context, annotations map[string]string) bool {
 	if ref := annotations[AnnotationOwnerPod]; ref != "" {
 		parts := strings.Split(ref, "/")
@@ -348,12 +353,18 @@ func (b *Backend) ownerAlive(ctx context.Context, annotations map[string]string)
 			case apierrors.IsNotFound(err):
 				return false
 			case err == nil:
-				return string(p.UID) == parts[2] && p.DeletionTimestamp == nil
+				return string(p.UID) == parts[2] && stillRunning(p, time.Now())
 			}
 		}
 		return true // cannot tell: the expiry decides
 	}
 	return b.opts.Pod.Owner.alive(annotations)
+}
+
+// stillRunning reports whether pod p may still run at now: it is not being
+// deleted, or its grace period has not ended.
+func stillRunning(p *corev1.Pod, now time.Time) bool {
+	return p.DeletionTimestamp == nil || now.Before(p.DeletionTimestamp.Time)
 }
 
 // RemoveOwn deletes every sandbox pod this process made for instance; it
