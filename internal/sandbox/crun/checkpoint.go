@@ -536,17 +536,24 @@ func removeCgroup(dir string) {
 }
 
 // mountpoints makes, through the image's writable root at dir, every bind
-// mount's mount point that the image lacks: crun makes them in the root
-// before a restore, which it then finds read-only (its mounts above it
-// are not there yet), even those that CRIU then mounts in a file system
-// it restores (/dev, /sys/fs/cgroup): they stay hidden under those.
+// mount's mount point that the image lacks, and the directory of every
+// other mount but a cgroup's: crun makes them in the root before a
+// restore, which it then finds read-only (its mounts above it are not
+// there yet), even those that CRIU then mounts in a file system it
+// restores or binds (/dev, /sys/fs/cgroup): they stay hidden under those.
 func mountpoints(dir string, mounts []specs.Mount) error {
 	for _, m := range mounts {
-		if m.Type != "bind" || !filepath.IsAbs(m.Destination) || strings.Contains(m.Destination, "..") {
+		if !filepath.IsAbs(m.Destination) || strings.Contains(m.Destination, "..") || m.Type == "cgroup" || m.Type == "cgroup2" {
 			continue
 		}
 		path := filepath.Join(dir, m.Destination)
 		if _, err := os.Lstat(path); err == nil {
+			continue
+		}
+		if m.Type != "bind" {
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				return fmt.Errorf("the sandbox's mount point %s: %w", m.Destination, err)
+			}
 			continue
 		}
 		// A source not there yet is a cgroup's directory, which the

@@ -30,6 +30,15 @@ import (
 // empty tmpfs it cannot write in (mode 1777, as crun's mask), and the
 // controllers' directories with its cgroup's bound on them; no sandbox can
 // write to either, so sharing them shares nothing.
+//
+// The same holds for /dev: a checkpointable sandbox runs in a user
+// namespace, where its device files are the host's, bound one by one, and
+// its /dev's own entries are the symbolic links and directories crun
+// makes, the same in every sandbox, in a directory only root may write.
+// The backend makes that tree once on a read-only tmpfs and binds it at
+// /dev; the device files, /dev/pts, /dev/shm and /dev/mqueue are mounted
+// on it as before. CRIU then extracts three archives at a restore, not
+// four.
 
 // masksBase holds the masks, shared by every server on the host (what they
 // hold is the host's: its masked directories and cgroup controllers) and
@@ -47,6 +56,34 @@ type masks struct {
 	// cgroupDir, on cgroup v1, is a read-only tmpfs holding an empty
 	// directory per controller, bound at /sys/fs/cgroup; "" on v2.
 	cgroupDir string
+	// devDir is a read-only tmpfs holding what crun makes in a
+	// checkpointable sandbox's /dev (devTree), bound at /dev.
+	devDir string
+}
+
+// devTree is a checkpointable sandbox's /dev as crun makes it: the mount
+// points of the host's device files, crun's symbolic links, and the
+// directories /dev/pts, /dev/shm and /dev/mqueue are mounted on.
+var devTree = []struct {
+	name   string
+	mode   os.FileMode // a regular file, a directory or a symbolic link
+	target string      // a symbolic link's
+}{
+	{"core", os.ModeSymlink, "/proc/kcore"},
+	{"fd", os.ModeSymlink, "/proc/self/fd"},
+	{"stdin", os.ModeSymlink, "/proc/self/fd/0"},
+	{"stdout", os.ModeSymlink, "/proc/self/fd/1"},
+	{"stderr", os.ModeSymlink, "/proc/self/fd/2"},
+	{"ptmx", os.ModeSymlink, "pts/ptmx"},
+	{"pts", os.ModeDir | 0o755, ""},
+	{"shm", os.ModeDir | 0o1777, ""},
+	{"mqueue", os.ModeDir | 0o1777, ""},
+	{"null", 0o666, ""},
+	{"zero", 0o666, ""},
+	{"full", 0o666, ""},
+	{"random", 0o666, ""},
+	{"urandom", 0o666, ""},
+	{"tty", 0o666, ""},
 }
 
 // masksState makes the backend's masks once.
@@ -81,6 +118,10 @@ func makeMasks(dir string, cgroupV2 bool) (*masks, error) {
 	// crun's mask of a directory: a read-only tmpfs, size=0k, its root
 	// mode 1777.
 	if err := mountTmpfsOnce(m.emptyDir, "size=0k", nil); err != nil {
+		return nil, err
+	}
+	m.devDir = filepath.Join(dir, "dev")
+	if err := mountDevOnce(m.devDir); err != nil {
 		return nil, err
 	}
 	if cgroupV2 {
@@ -126,6 +167,44 @@ func mountTmpfsOnce(dir, opts string, subdirs []string) error {
 	return nil
 }
 
+// mountDevOnce makes devTree on a tmpfs at dir, read-only, unless one is
+// there.
+func mountDevOnce(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if isTmpfs(dir) {
+		return nil // another server's, or this one's before a restart
+	}
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "mode=755,size=64k"); err != nil {
+		return fmt.Errorf("mounting a tmpfs at %s: %w", dir, err)
+	}
+	for _, e := range devTree {
+		p := filepath.Join(dir, e.name)
+		var err error
+		switch {
+		case e.mode&os.ModeSymlink != 0:
+			err = os.Symlink(e.target, p)
+		case e.mode.IsDir():
+			if err = os.Mkdir(p, e.mode.Perm()); err == nil {
+				err = os.Chmod(p, e.mode) // past the umask, with the sticky bit
+			}
+		default:
+			if err = os.WriteFile(p, nil, e.mode.Perm()); err == nil {
+				err = os.Chmod(p, e.mode.Perm())
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("making /dev's %s in %s: %w", e.name, dir, err)
+		}
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, "mode=755,size=64k"); err != nil {
+		return fmt.Errorf("making the tmpfs at %s read-only: %w", dir, err)
+	}
+	return nil
+}
+
 // sources maps the destinations of a checkpointed sandbox's masks to
 // this backend's, for its restore.
 func (m *masks) sources() map[string]string {
@@ -138,6 +217,9 @@ func (m *masks) sources() map[string]string {
 	}
 	if m.cgroupDir != "" {
 		out["/sys/fs/cgroup"] = m.cgroupDir
+	}
+	if m.devDir != "" {
+		out["/dev"] = m.devDir
 	}
 	return out
 }

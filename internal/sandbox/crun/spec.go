@@ -228,6 +228,11 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 			for _, d := range s.Masks.dirs {
 				spec.Mounts = append(spec.Mounts, specs.Mount{Destination: d, Type: "bind", Source: s.Masks.emptyDir, Options: own})
 			}
+			if s.Masks.devDir != "" {
+				// In place: /dev/pts, /dev/shm and the rest are mounted on it.
+				i := slices.IndexFunc(spec.Mounts, func(m specs.Mount) bool { return m.Destination == "/dev" })
+				spec.Mounts[i] = specs.Mount{Destination: "/dev", Type: "bind", Source: s.Masks.devDir, Options: own}
+			}
 		}
 	}
 	sc, err := seccomp.GetDefaultProfile(spec)

@@ -203,11 +203,12 @@ func TestAGVisorSpecLimitsTasksInsideGVisor(t *testing.T) {
 }
 
 // TestACheckpointableSpecBindsTheBackendsMasks: a checkpointable sandbox's
-// masked directories and (cgroup v1) its /sys/fs/cgroup are the backend's
-// read-only tmpfs mounts, bound read-only (masks.go), not tmpfs mounts of
-// its own that CRIU would archive; its masked files stay crun's.
+// masked directories, its /dev and (cgroup v1) its /sys/fs/cgroup are the
+// backend's read-only tmpfs mounts, bound read-only (masks.go), not tmpfs
+// mounts of its own that CRIU would archive; its masked files stay crun's,
+// and what is mounted on /dev is mounted after it.
 func TestACheckpointableSpecBindsTheBackendsMasks(t *testing.T) {
-	m := &masks{emptyDir: "/m/empty", dirs: []string{"/proc/acpi", "/sys/firmware"}, cgroupDir: "/m/cgroup"}
+	m := &masks{emptyDir: "/m/empty", dirs: []string{"/proc/acpi", "/sys/firmware"}, cgroupDir: "/m/cgroup", devDir: "/m/dev"}
 	spec, err := Spec(sandbox.Template{Image: "img", MaxLife: time.Minute,
 		Resources: sandbox.Resources{MemoryMB: 256, CPUs: 1, PidsLimit: 64, WorkspaceMB: 32, TmpMB: 16, NoFile: 512, FileSizeMB: 8}},
 		sandboxSpec{ID: "mcr-1-2-3-abc", Hostname: "abc", Rootfs: "/r", Agent: "/a", Hosts: "/h", HostnameFile: "/b/hostname",
@@ -240,7 +241,16 @@ func TestACheckpointableSpecBindsTheBackendsMasks(t *testing.T) {
 			tmpfs = append(tmpfs, mt.Destination)
 		}
 	}
-	if want := []string{"/dev", "/dev/shm", "/tmp", wire.WorkspacePath}; !slices.Equal(tmpfs, want) {
+	if want := []string{"/dev/shm", "/tmp", wire.WorkspacePath}; !slices.Equal(tmpfs, want) {
 		t.Errorf("the sandbox's own tmpfs mounts are %v, want %v", tmpfs, want)
+	}
+	if d := mountAt(spec, "/dev"); d == nil || d.Type != "bind" || d.Source != m.devDir || !hasOptions(d, "ro", "nosuid", "nodev", "noexec") {
+		t.Errorf("/dev is %+v, want the backend's /dev tree bound read-only", d)
+	}
+	dev := slices.IndexFunc(spec.Mounts, func(mt specs.Mount) bool { return mt.Destination == "/dev" })
+	for i, mt := range spec.Mounts {
+		if strings.HasPrefix(mt.Destination, "/dev/") && i < dev {
+			t.Errorf("%s is mounted before /dev, which would cover it", mt.Destination)
+		}
 	}
 }
