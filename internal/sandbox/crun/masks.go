@@ -76,8 +76,8 @@ var devTree = []struct {
 	{"stderr", os.ModeSymlink, "/proc/self/fd/2"},
 	{"ptmx", os.ModeSymlink, "pts/ptmx"},
 	{"pts", os.ModeDir | 0o755, ""},
-	{"shm", os.ModeDir | 0o1777, ""},
-	{"mqueue", os.ModeDir | 0o1777, ""},
+	{"shm", os.ModeDir | os.ModeSticky | 0o777, ""},
+	{"mqueue", os.ModeDir | os.ModeSticky | 0o777, ""},
 	{"null", 0o666, ""},
 	{"zero", 0o666, ""},
 	{"full", 0o666, ""},
@@ -121,7 +121,7 @@ func makeMasks(dir string, cgroupV2 bool) (*masks, error) {
 		return nil, err
 	}
 	m.devDir = filepath.Join(dir, "dev")
-	if err := mountDevOnce(m.devDir); err != nil {
+	if err := mountTmpfsOnce(m.devDir, "mode=755,size=64k", makeDevTree); err != nil {
 		return nil, err
 	}
 	if cgroupV2 {
@@ -132,7 +132,14 @@ func makeMasks(dir string, cgroupV2 bool) (*masks, error) {
 		return nil, errors.New("no cgroup v1 controller found under /sys/fs/cgroup")
 	}
 	m.cgroupDir = filepath.Join(dir, "cgroup")
-	if err := mountTmpfsOnce(m.cgroupDir, "mode=755,size=1024k", controllers); err != nil {
+	if err := mountTmpfsOnce(m.cgroupDir, "mode=755,size=1024k", func(dir string) error {
+		for _, c := range controllers {
+			if err := os.Mkdir(filepath.Join(dir, c), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	for _, c := range controllers {
@@ -143,9 +150,9 @@ func makeMasks(dir string, cgroupV2 bool) (*masks, error) {
 	return m, nil
 }
 
-// mountTmpfsOnce mounts a tmpfs (opts) at dir unless one is there, makes
-// subdirs in it, and makes it read-only.
-func mountTmpfsOnce(dir, opts string, subdirs []string) error {
+// mountTmpfsOnce mounts a tmpfs (opts) at dir unless one is there, fills
+// it (fill may be nil), and makes it read-only.
+func mountTmpfsOnce(dir, opts string, fill func(dir string) error) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -156,8 +163,8 @@ func mountTmpfsOnce(dir, opts string, subdirs []string) error {
 	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, opts); err != nil {
 		return fmt.Errorf("mounting a tmpfs at %s: %w", dir, err)
 	}
-	for _, d := range subdirs {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	if fill != nil {
+		if err := fill(dir); err != nil {
 			return err
 		}
 	}
@@ -167,19 +174,8 @@ func mountTmpfsOnce(dir, opts string, subdirs []string) error {
 	return nil
 }
 
-// mountDevOnce makes devTree on a tmpfs at dir, read-only, unless one is
-// there.
-func mountDevOnce(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	if isTmpfs(dir) {
-		return nil // another server's, or this one's before a restart
-	}
-	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
-	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "mode=755,size=64k"); err != nil {
-		return fmt.Errorf("mounting a tmpfs at %s: %w", dir, err)
-	}
+// makeDevTree makes devTree in dir.
+func makeDevTree(dir string) error {
 	for _, e := range devTree {
 		p := filepath.Join(dir, e.name)
 		var err error
@@ -198,9 +194,6 @@ func mountDevOnce(dir string) error {
 		if err != nil {
 			return fmt.Errorf("making /dev's %s in %s: %w", e.name, dir, err)
 		}
-	}
-	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, "mode=755,size=64k"); err != nil {
-		return fmt.Errorf("making the tmpfs at %s read-only: %w", dir, err)
 	}
 	return nil
 }

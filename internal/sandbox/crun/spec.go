@@ -230,8 +230,9 @@ func Spec(t sandbox.Template, s sandboxSpec) (*specs.Spec, error) {
 			}
 			if s.Masks.devDir != "" {
 				// In place: /dev/pts, /dev/shm and the rest are mounted on it.
-				i := slices.IndexFunc(spec.Mounts, func(m specs.Mount) bool { return m.Destination == "/dev" })
-				spec.Mounts[i] = specs.Mount{Destination: "/dev", Type: "bind", Source: s.Masks.devDir, Options: own}
+				if i := slices.IndexFunc(spec.Mounts, func(m specs.Mount) bool { return m.Destination == "/dev" }); i >= 0 {
+					spec.Mounts[i] = specs.Mount{Destination: "/dev", Type: "bind", Source: s.Masks.devDir, Options: own}
+				}
 			}
 		}
 	}
